@@ -1,0 +1,56 @@
+"""The `atom-agent` command line: one module per subcommand, each with `register(subparsers)`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from atom_agent import __version__
+from atom_agent.errors import AtomAgentError
+
+# Each module defines `register(subparsers)`, which adds its subcommand and sets `func`
+# (a callable taking the parsed args and returning an exit code).
+_COMMAND_MODULES = ("atom_agent.cli.models",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="atom-agent",
+        description="Turn a software task into verified, committed code.",
+    )
+    parser.add_argument("--version", action="version", version=f"atom-agent {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        code: int = args.func(args)
+    except AtomAgentError as exc:
+        print(f"atom-agent: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("atom-agent: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Runtime configuration: a frozen dataclass used as the graph's `context_schema`."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from atom_agent.errors import ConfigError
+
+ENV_PREFIX = "ATOM_"
+
+
+def _doc(text: str) -> dict[str, str]:
+    # LangGraph Studio renders `description` from field metadata.
+    return {"description": text}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    """How one atom_agent run is configured.
+
+    Every field can be set from the environment as ``ATOM_<FIELD>`` (see :meth:`from_env`).
+    Model fields take a ``provider:model`` spec (``google_genai:gemini-2.5-pro``) or ``local``;
+    an empty per-role model falls back to ``model``, and an empty ``model`` to the default
+    resolution (Gemini when a key is set, else the embedded local model).
+    """
+
+    # --- models ---
+    model: str = field(default="", metadata=_doc("Default chat model for every role; empty = auto."))
+    """Default model for every role; empty picks the default (see `atom-agent models`)."""
+    planner_model: str = field(default="", metadata=_doc("Planner model; empty = `model`."))
+    """Model for the planner; empty falls back to `model`."""
+    executor_model: str = field(default="", metadata=_doc("Executor model; empty = `model`."))
+    """Model for the executor's tool loop; empty falls back to `model`."""
+    reflector_model: str = field(default="", metadata=_doc("Reflector model; empty = `model`."))
+    """Model for the reflector's judgement; empty falls back to `model`."""
+    temperature: float = field(default=0.0, metadata=_doc("Sampling temperature, 0–2."))
+    """Sampling temperature passed to every model (0 = deterministic where supported)."""
+
+    # --- workspace ---
+    workspace: str = field(default="atom_workspace", metadata=_doc("Workspace directory."))
+    """Root of the workspace tree (runs, memory, checkpoints)."""
+    project_id: str = field(default="default", metadata=_doc("Memory project (isolation unit)."))
+    """Long-term memory project; nothing is ever read across projects."""
+
+    # --- loop limits and budgets ---
+    max_attempts: int = field(default=3, metadata=_doc("Attempts per step before replan/fail."))
+    """Executor attempts per step before the reflector replans or fails the step (1–20)."""
+    max_tool_calls: int = field(default=25, metadata=_doc("Tool calls per attempt."))
+    """Tool calls the executor may make in one attempt (1–500)."""
+    max_replans: int = field(default=1, metadata=_doc("Replans per run."))
+    """How many times a run may replan after a step exhausts its attempts (0–10)."""
+    max_tokens: int | None = field(default=None, metadata=_doc("Token budget per run; empty = none."))
+    """Total model tokens (input + output) a run may spend; None = unlimited."""
+    max_cost_usd: float | None = field(default=None, metadata=_doc("Cost budget (USD) per run."))
+    """Estimated model cost a run may spend, in USD; None = unlimited."""
+    max_wall_seconds: float | None = field(default=None, metadata=_doc("Wall-clock limit per run."))
+    """Wall-clock seconds a run may take; None = unlimited."""
+    context_token_budget: int = field(default=6000, metadata=_doc("Executor prompt token budget."))
+    """Token budget of the executor prompt built by tiered context reconstruction (≥ 500)."""
+    approve_plan: bool = field(default=False, metadata=_doc("Interrupt for plan approval."))
+    """Pause after planning so a human approves or edits the plan."""
+
+    # --- sandbox ---
+    sandbox_timeout_s: float = field(default=60.0, metadata=_doc("Wall-clock seconds per run."))
+    """Wall-clock limit of one sandboxed run (python file or pytest), in seconds."""
+    sandbox_cpu_s: int = field(default=60, metadata=_doc("CPU seconds per sandboxed run."))
+    """CPU-time limit (RLIMIT_CPU) of one sandboxed run, in seconds."""
+    sandbox_memory_mb: int = field(default=1024, metadata=_doc("Address-space limit (MiB)."))
+    """Address-space limit (RLIMIT_AS) of one sandboxed run, in MiB (≥ 64)."""
+    sandbox_output_bytes: int = field(default=65536, metadata=_doc("Output kept per run (bytes)."))
+    """Bytes of stdout/stderr kept from one sandboxed run; the rest is truncated with a note."""
+    sandbox_network: bool = field(default=False, metadata=_doc("Allow network in the sandbox."))
+    """Allow network access from sandboxed code (off: `unshare -n` where available)."""
+
+    # --- memory ---
+    chroma_url: str = field(default="", metadata=_doc("Chroma server URL; empty = embedded."))
+    """URL of a shared Chroma server (`chroma run`); empty uses `<workspace>/memory`."""
+    memory_recall_limit: int = field(default=8, metadata=_doc("Memories in the executor prompt."))
+    """Long-term memories considered for the executor prompt (1–50)."""
+    memory_min_confidence: float = field(default=0.5, metadata=_doc("Recall confidence floor."))
+    """Memories below this confidence are not recalled into prompts (0–1)."""
+    memory_promotion_threshold: float = field(default=0.7, metadata=_doc("Promotion threshold."))
+    """Working-memory candidates at or above this importance are promoted to long-term (0–1)."""
+
+    # --- search ---
+    web_search: bool = field(default=False, metadata=_doc("Enable the web search tool."))
+    """Give the executor a web search tool (off by default; needs network)."""
+
+    def __post_init__(self) -> None:
+        """Validate ranges so a bad value fails at construction, naming the field."""
+        _check_range(self, "temperature", 0.0, 2.0)
+        _check_range(self, "max_attempts", 1, 20)
+        _check_range(self, "max_tool_calls", 1, 500)
+        _check_range(self, "max_replans", 0, 10)
+        _check_range(self, "max_tokens", 1, None)
+        _check_range(self, "max_cost_usd", 0.0, None)
+        _check_range(self, "max_wall_seconds", 0.001, None)
+        _check_range(self, "context_token_budget", 500, None)
+        _check_range(self, "sandbox_timeout_s", 0.1, 86_400.0)
+        _check_range(self, "sandbox_cpu_s", 1, 86_400)
+        _check_range(self, "sandbox_memory_mb", 64, None)
+        _check_range(self, "sandbox_output_bytes", 1024, None)
+        _check_range(self, "memory_recall_limit", 1, 50)
+        _check_range(self, "memory_min_confidence", 0.0, 1.0)
+        _check_range(self, "memory_promotion_threshold", 0.0, 1.0)
+        if not self.workspace.strip():
+            raise ConfigError("workspace: must not be empty")
+        if not self.project_id.strip():
+            raise ConfigError("project_id: must not be empty")
+
+    def model_for(self, role: str) -> str:
+        """The model spec for `role` (planner, executor, reflector); '' means auto."""
+        if role not in ("planner", "executor", "reflector"):
+            raise ConfigError(f"unknown model role {role!r}: planner, executor or reflector")
+        specific: str = getattr(self, f"{role}_model")
+        return specific or self.model
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Self:
+        """Build a Context from ``ATOM_*`` variables, converting types.
+
+        Args:
+            env: the environment to read (default: ``os.environ``).
+            **overrides: field values that win over the environment (already typed).
+
+        Raises:
+            ConfigError: a variable does not convert or is out of range; the message names it.
+        """
+        source = os.environ if env is None else env
+        hints = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            var = ENV_PREFIX + f.name.upper()
+            if var in source:
+                values[f.name] = _convert(var, source[var], hints[f.name])
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ConfigError(f"unknown Context field(s): {', '.join(sorted(unknown))}")
+        values.update(overrides)
+        try:
+            return cls(**values)
+        except ConfigError as exc:
+            # Name the variable the user has to fix, not only the field.
+            name = str(exc).split(":", 1)[0]
+            if name in values and name not in overrides:
+                raise ConfigError(f"{ENV_PREFIX}{name.upper()}={source[ENV_PREFIX + name.upper()]!r}"
+                                  f": {str(exc).split(':', 1)[1].strip()}") from None
+            raise
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _convert(var: str, raw: str, hint: Any) -> Any:
+    """Convert the string `raw` of variable `var` to the field type `hint`."""
+    text = raw.strip()
+    args = typing.get_args(hint)
+    optional = isinstance(hint, types.UnionType) and type(None) in args
+    base = next((a for a in args if a is not type(None)), hint) if optional else hint
+    if optional and text.lower() in ("", "none", "null"):
+        return None
+    try:
+        if base is bool:
+            if text.lower() in _TRUE:
+                return True
+            if text.lower() in _FALSE:
+                return False
+            raise ValueError("expected one of 1/0, true/false, yes/no, on/off")
+        if base is int:
+            return int(text)
+        if base is float:
+            return float(text)
+        if base is str:
+            return raw
+    except ValueError as exc:
+        detail = str(exc) if base is bool else f"expected {base.__name__}"
+        raise ConfigError(f"{var}={raw!r}: {detail}") from None
+    raise ConfigError(f"{var}: unsupported field type {hint!r}")  # a new field type needs a case
+
+
+def _check_range(ctx: Context, name: str, low: float | None, high: float | None) -> None:
+    value = getattr(ctx, name)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"≥ {low}" if high is None else f"between {low} and {high}"
+        raise ConfigError(f"{name}: {value!r} is out of range (must be {bounds})")

@@ -1,0 +1,69 @@
+"""Typed exceptions: programming and configuration errors raise these; model-fixable mistakes don't.
+
+A mistake the model can fix (a missing file, a bad tool argument) goes back to it as an error tool
+result. Everything here is for the caller: a bad configuration, a missing credential, a broken
+install, a call without a session.
+"""
+
+from __future__ import annotations
+
+
+class AtomAgentError(Exception):
+    """Base class of every error atom_agent raises on purpose."""
+
+
+# --- configuration -------------------------------------------------------------------------------
+
+
+class ConfigError(AtomAgentError, ValueError):
+    """A configuration value is missing, malformed or out of range."""
+
+
+# --- models ----------------------------------------------------------------------------------------
+
+
+class ModelError(AtomAgentError):
+    """A chat model cannot be resolved, loaded or called."""
+
+
+class ModelSpecError(ModelError, ValueError):
+    """A model spec string is malformed or names an unknown provider."""
+
+
+class MissingCredentialsError(ModelError):
+    """A provider needs an API key that is not set; names the variable to set."""
+
+    def __init__(self, provider: str, variables: tuple[str, ...]) -> None:
+        self.provider = provider
+        self.variables = variables
+        names = " or ".join(variables)
+        super().__init__(
+            f"provider {provider!r} needs an API key: set {names} in the environment "
+            f"(or choose another model with --model / ATOM_MODEL, e.g. 'local')"
+        )
+
+
+class ModelUnavailableError(ModelError):
+    """The requested model is not installed here (e.g. the `local` extra is missing)."""
+
+
+class ModelIntegrityError(ModelError):
+    """Model weights failed their sha256 check; they are never loaded."""
+
+
+# --- memory ----------------------------------------------------------------------------------------
+
+
+class MemoryStoreError(AtomAgentError):
+    """The long-term memory store failed or was used without a session context."""
+
+
+# --- workspace, sandbox and tools ---------------------------------------------------------------
+
+
+class WorkspaceError(AtomAgentError):
+    """The workspace tree is missing, corrupt, or an operation on it is invalid."""
+
+
+class SandboxError(AtomAgentError):
+    """The sandbox runner could not start or supervise a process."""
