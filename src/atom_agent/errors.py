@@ -19,7 +19,7 @@ class ConfigError(AtomAgentError, ValueError):
     """A configuration value is missing, malformed or out of range."""
 
 
-# --- models ----------------------------------------------------------------------------------------
+# --- models --------------------------------------------------------------------------------------
 
 
 class ModelError(AtomAgentError):
@@ -51,11 +51,34 @@ class ModelIntegrityError(ModelError):
     """Model weights failed their sha256 check; they are never loaded."""
 
 
-# --- memory ----------------------------------------------------------------------------------------
+# --- memory --------------------------------------------------------------------------------------
 
 
 class MemoryStoreError(AtomAgentError):
     """The long-term memory store failed or was used without a session context."""
+
+
+class MissingSessionError(MemoryStoreError):
+    """A memory operation was called without a session context (`SessionContext`)."""
+
+
+class MemoryValidationError(MemoryStoreError, ValueError):
+    """A memory argument is invalid (empty content, unknown type, limit out of range…).
+
+    The memory tools turn it into an error tool result the model can act on.
+    """
+
+
+class MemoryNotFoundError(MemoryStoreError, LookupError):
+    """No memory with that id in the caller's project (another project's id is never found)."""
+
+    def __init__(self, memory_id: str, what: str = "memory") -> None:
+        self.memory_id = memory_id
+        super().__init__(f"{what} {memory_id!r} not found in this project")
+
+
+class EmbeddingError(MemoryStoreError):
+    """The offline embedding model or its tokenizer is missing or corrupt."""
 
 
 # --- workspace, sandbox and tools ---------------------------------------------------------------
@@ -67,3 +90,23 @@ class WorkspaceError(AtomAgentError):
 
 class SandboxError(AtomAgentError):
     """The sandbox runner could not start or supervise a process."""
+
+
+class WorkspaceNotFoundError(WorkspaceError, LookupError):
+    """A run, step or attempt that was asked for does not exist in the workspace tree."""
+
+
+class SchemaVersionError(WorkspaceError):
+    """A workspace JSON file has no or an unsupported ``schema_version``."""
+
+
+class CommitError(WorkspaceError):
+    """A step's staging area cannot be promoted (missing staging, dependency not committed)."""
+
+
+class SandboxUnavailableError(SandboxError):
+    """The sandbox cannot run here (e.g. a required isolation feature is missing)."""
+
+
+class ToolConfigError(AtomAgentError, ValueError):
+    """Tools were wired wrongly (duplicate names, a trusted tool without its factory)."""

@@ -1,0 +1,140 @@
+"""Sandbox launcher: set limits, run one command, enforce the wall clock, kill every descendant.
+
+Runs as ``python -I -S _launcher.py CONFIG_FILE`` (standard library only, no site-packages).
+Inside a new PID namespace it is PID 1: when it exits the kernel kills every process left in
+the namespace. Without one it makes itself a child subreaper, so orphaned descendants (even
+ones that called ``setsid``) are re-parented to it, and it kills them before exiting.
+It writes the real outcome (exit code, signal, timed out) to ``status_file``: the exit status
+of the launcher itself can't carry a signal death when it is a namespace's init.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import time
+from typing import Any
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux / no libc symbol: the process-group kill remains
+        pass
+
+
+def _exec_child(cmd: list[str], env: dict[str, str], limits: dict[str, list[int]]) -> None:
+    try:
+        for name, (soft, hard) in limits.items():
+            resource.setrlimit(getattr(resource, name), (soft, hard))
+        # Python ignores SIGXFSZ; restore the default so a file-size breach is visible as such
+        # in non-Python children, while Python children still get OSError(EFBIG).
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.execve(cmd[0], cmd, env)
+    except BaseException as exc:  # noqa: B036 - in a forked child nothing may escape exec
+        os.write(2, f"sandbox: cannot start {cmd[0]}: {exc}\n".encode())
+    os._exit(127)
+
+
+def _wait(pid: int, timeout: float) -> tuple[int | None, bool]:
+    """Wait for `pid` up to `timeout` seconds; returns (wait status or None, timed_out)."""
+    deadline = time.monotonic() + timeout
+    try:
+        pidfd: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status, False
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None, True
+        if pidfd is not None:
+            select.select([pidfd], [], [], remaining)
+        else:
+            time.sleep(min(0.02, remaining))
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # Field 4 (ppid) follows the parenthesised command name, which may contain spaces.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == parent:
+            found.append(int(entry))
+    return found
+
+
+def _kill_descendants() -> int:
+    """Kill and reap every descendant (they are re-parented to us as their parents die)."""
+    me = os.getpid()
+    killed = 0
+    for _ in range(200):
+        kids = _children(me) if os.path.isdir("/proc") else []
+        for kid in kids:
+            try:
+                os.kill(kid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            if not kids:
+                break
+        if not kids:
+            break
+        time.sleep(0.005)
+    return killed
+
+
+def main(argv: list[str]) -> int:
+    """Run the configured command; see the module docstring."""
+    with open(argv[1], encoding="utf-8") as handle:
+        cfg: dict[str, Any] = json.load(handle)
+    _become_subreaper()
+    pid = os.fork()
+    if pid == 0:
+        _exec_child(cfg["cmd"], cfg["env"], cfg["limits"])
+    status, timed_out = _wait(pid, float(cfg["timeout_s"]))
+    if timed_out:
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    assert status is not None
+    # In a PID namespace our exit kills the rest; outside one we must do it ourselves.
+    leftovers = 0 if os.getpid() == 1 else _kill_descendants()
+    outcome = {
+        "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "timed_out": timed_out,
+        "killed_descendants": leftovers,
+        "pid_namespace": os.getpid() == 1,
+    }
+    tmp = cfg["status_file"] + ".part"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(outcome, handle)
+    os.replace(tmp, cfg["status_file"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

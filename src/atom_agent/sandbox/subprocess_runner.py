@@ -1,0 +1,315 @@
+"""The subprocess sandbox: namespaces where available, rlimits, a wall clock, capped output.
+
+Resource isolation for generated code, not a security boundary against hostile code: the child
+runs as the same user and sees the same filesystem. See ``docs/workspace-and-sandbox.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from atom_agent.errors import SandboxError
+from atom_agent.sandbox import _launcher
+from atom_agent.sandbox.base import Limits, RunResult, SandboxRunner
+from atom_agent.sandbox.pytest_report import counts_from_junit, counts_from_output
+
+logger = logging.getLogger(__name__)
+
+_LAUNCHER = Path(_launcher.__file__).resolve()
+_GRACE_S = 5.0  # beyond the launcher's own timeout before the runner kills the whole group
+_DRAIN_S = 1.0  # how long to keep reading after the launcher is gone
+_HEAD_SHARE = 4  # a quarter of the output cap keeps the head, the rest the tail
+
+
+@dataclasses.dataclass(frozen=True)
+class Isolation:
+    """The ``unshare`` prefix this machine supports, and what it isolates."""
+
+    prefix: tuple[str, ...]
+    network: bool
+    pid_namespace: bool
+
+
+@functools.cache
+def probe_isolation(allow_network: bool) -> Isolation:
+    """Find the strongest ``unshare`` prefix that works here (probed once per process).
+
+    Tried in order: private mount+/proc, network and PID namespaces (as root); the same inside a
+    user namespace (``-r``, unprivileged); without the private /proc; network only. Falls back
+    to no namespaces at all (the launcher's subreaper and rlimits still apply).
+    """
+    unshare = shutil.which("unshare")
+    true = shutil.which("true")
+    if unshare is None or true is None:
+        logger.warning("sandbox: unshare not found; runs get no network or PID namespace")
+        return Isolation((), False, False)
+    net = [] if allow_network else ["-n"]
+    candidates = [["--mount-proc", *net, "-p"], ["-r", "--mount-proc", *net, "-p"],
+                  [*net, "-p"], ["-r", *net, "-p"]]
+    if not allow_network:
+        candidates += [["-n"], ["-r", "-n"]]
+    for flags in candidates:
+        prefix = (unshare, *flags, "--fork", "--kill-child", "--")
+        try:
+            done = subprocess.run([*prefix, true], capture_output=True, timeout=10, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            logger.info("sandbox isolation: %s", " ".join(prefix))
+            return Isolation(prefix, "-n" in flags, "-p" in flags)
+    logger.warning("sandbox: no usable unshare mode; runs get no network or PID namespace")
+    return Isolation((), False, False)
+
+
+class _Capture:
+    """Keeps the head and the tail of a stream within `cap` bytes, counting the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.head_cap = cap // _HEAD_SHARE
+        self.tail_cap = cap - self.head_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > self.tail_cap:
+                del self.tail[: len(self.tail) - self.tail_cap]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head) + len(self.tail)
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        if not self.truncated:
+            return head + tail
+        omitted = self.total - len(self.head) - len(self.tail)
+        return (f"{head}\n[... {omitted} bytes of output truncated (of {self.total}); "
+                f"showing the first {len(self.head)} and the last {len(self.tail)} ...]\n{tail}")
+
+
+class SubprocessRunner(SandboxRunner):
+    """Runs commands in a supervised subprocess tree (see the module docstring).
+
+    Per run: a scrubbed environment (an allow-list: PATH, HOME/TMPDIR in a private scratch
+    directory, locale, PYTHONPATH; no API keys or other parent variables), ``cwd`` = the
+    staging area, rlimits (CPU, address space, file size, open files, core dumps off, process
+    count when not root), a wall-clock timeout after which every process of the run is killed,
+    descendants reaped when the main process exits, output capped while it is read, and
+    ``unshare`` network / PID / mount namespaces where the machine allows them.
+
+    Args:
+        python: the interpreter for python files and pytest (default: this venv's).
+        isolate: use ``unshare`` namespaces when available (False: rlimits and reaping only).
+    """
+
+    def __init__(self, python: str | None = None, *, isolate: bool = True) -> None:
+        self.python = python or self.python
+        self.isolate = isolate
+
+    def run(self, argv: Sequence[str], *, cwd: Path, limits: Limits,
+            python_path: Sequence[Path] = (), env: Mapping[str, str] | None = None,
+            scratch: Path | None = None) -> RunResult:
+        """See :meth:`SandboxRunner.run`."""
+        cwd = Path(cwd).resolve()
+        if not cwd.is_dir():
+            raise SandboxError(f"sandbox cwd {cwd} is not a directory")
+        if not argv:
+            raise SandboxError("sandbox: empty command")
+        own_scratch = scratch is None
+        scratch_dir = Path(tempfile.mkdtemp(prefix="atom-sandbox-")) if scratch is None else scratch
+        try:
+            return self._run(list(argv), cwd, limits, python_path, env or {}, scratch_dir)
+        finally:
+            if own_scratch:
+                shutil.rmtree(scratch_dir, ignore_errors=True)
+
+    def run_pytest(self, *, cwd: Path, limits: Limits, targets: Sequence[str] = (),
+                   python_path: Sequence[Path] = ()) -> RunResult:
+        """Run pytest isolated from any enclosing project config; counts from a junit report.
+
+        Pytest sees an empty ini file, ``rootdir`` and ``confcutdir`` = `cwd` (no conftest or
+        settings from parent directories), no cache directory and no auto-loaded plugins.
+        """
+        cwd = Path(cwd).resolve()
+        with tempfile.TemporaryDirectory(prefix="atom-pytest-") as tmp:
+            scratch = Path(tmp)
+            junit = scratch / "junit.xml"
+            ini = scratch / "pytest.ini"
+            ini.write_text("[pytest]\n", encoding="utf-8")
+            argv = [self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no",
+                    "-c", str(ini), f"--rootdir={cwd}", f"--confcutdir={cwd}",
+                    f"--junitxml={junit}", "-o", "junit_family=xunit2", *targets]
+            result = self.run(argv, cwd=cwd, limits=limits, python_path=python_path,
+                              env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, scratch=scratch)
+            counts = counts_from_junit(junit) or counts_from_output(result.output)
+        return dataclasses.replace(result, tests=counts)
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _run(self, argv: list[str], cwd: Path, limits: Limits, python_path: Sequence[Path],
+             extra_env: Mapping[str, str], scratch: Path) -> RunResult:
+        isolation = (probe_isolation(limits.network) if self.isolate
+                     else Isolation((), False, False))
+        child_env = self._env(scratch, python_path, extra_env)
+        program = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0],
+                                                                      path=child_env["PATH"])
+        if program is None:
+            raise SandboxError(f"sandbox: {argv[0]!r} is not on the sandbox PATH")
+        cmd = [program, *argv[1:]]
+        status_file = scratch / "status.json"
+        config = scratch / "launch.json"
+        config.write_text(json.dumps({
+            "cmd": cmd, "env": child_env, "limits": _rlimits(limits),
+            "timeout_s": limits.timeout_s, "status_file": str(status_file),
+        }), encoding="utf-8")
+        full = [*isolation.prefix, self.python, "-I", "-S", str(_LAUNCHER), str(config)]
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(full, cwd=cwd, env=child_env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True, close_fds=True)
+        except OSError as exc:
+            raise SandboxError(f"sandbox: cannot start {cmd[0]}: {exc}") from exc
+        capture = _Capture(limits.output_bytes)
+        runner_killed = self._supervise(proc, capture, started + limits.timeout_s + _GRACE_S)
+        duration = time.monotonic() - started
+        outcome = _read_status(status_file)
+        notes: list[str] = []
+        if outcome is None:
+            # The launcher never reported: it was killed by the runner's backstop or crashed.
+            code = proc.returncode
+            outcome = {"exit_code": code if code is not None and code >= 0 else None,
+                       "signal": -code if code is not None and code < 0 else None,
+                       "timed_out": runner_killed}
+            notes.append("launcher did not report; outcome taken from the process group")
+        elif outcome.get("killed_descendants"):
+            notes.append(f"killed {outcome['killed_descendants']} leftover process(es)")
+        if not limits.network and not isolation.network:
+            notes.append("network not isolated: unshare is unavailable here")
+        return RunResult(
+            command=argv, exit_code=outcome["exit_code"], signal=outcome["signal"],
+            timed_out=bool(outcome["timed_out"]), duration_s=duration, output=capture.text(),
+            output_bytes=capture.total, truncated=capture.truncated,
+            network_isolated=isolation.network, pid_namespace=isolation.pid_namespace,
+            notes=notes,
+        )
+
+    def _env(self, scratch: Path, python_path: Sequence[Path],
+             extra: Mapping[str, str]) -> dict[str, str]:
+        home = scratch / "home"
+        tmp = scratch / "tmp"
+        home.mkdir(exist_ok=True)
+        tmp.mkdir(exist_ok=True)
+        bin_dir = str(Path(self.python).parent)
+        env = {
+            "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(home), "TMPDIR": str(tmp),
+            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8",
+            # One thread per numeric library: thread pools reserve address space per thread.
+            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        }
+        if python_path:
+            env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in python_path)
+        env.update(extra)
+        return env
+
+    @staticmethod
+    def _supervise(proc: subprocess.Popen[bytes], capture: _Capture, deadline: float) -> bool:
+        """Read output until EOF; kill the process group at `deadline`. True if it had to."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        os.set_blocking(fd, False)
+        killed = False
+        exited_at: float | None = None
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                now = time.monotonic()
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = now
+                if exited_at is not None and now - exited_at > _DRAIN_S:
+                    break
+                if not killed and now > deadline:
+                    _killpg(proc.pid)
+                    killed = True
+                    deadline = float("inf")
+                if not selector.select(0.1):
+                    continue
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    break  # EOF: every process holding the pipe is gone
+                capture.feed(chunk)
+        proc.stdout.close()
+        try:
+            proc.wait(timeout=_GRACE_S)
+        except subprocess.TimeoutExpired:
+            killed = True
+            _killpg(proc.pid)
+            proc.wait()
+        # Belt and braces: nothing of this run may survive it.
+        _killpg(proc.pid)
+        return killed
+
+
+def _killpg(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _rlimits(limits: Limits) -> dict[str, list[int]]:
+    wanted: dict[str, tuple[int, int]] = {
+        # The soft CPU limit sends SIGXCPU; one second later the hard limit sends SIGKILL.
+        "RLIMIT_CPU": (int(limits.cpu_s), int(limits.cpu_s) + 1),
+        "RLIMIT_AS": (limits.memory_mb * 2**20, limits.memory_mb * 2**20),
+        "RLIMIT_FSIZE": (limits.file_size_mb * 2**20, limits.file_size_mb * 2**20),
+        "RLIMIT_NOFILE": (limits.open_files, limits.open_files),
+        "RLIMIT_CORE": (0, 0),
+    }
+    if os.geteuid() != 0:  # root ignores RLIMIT_NPROC; it also counts all of the user's processes
+        wanted["RLIMIT_NPROC"] = (limits.max_processes, limits.max_processes)
+    result: dict[str, list[int]] = {}
+    for name, (soft, hard) in wanted.items():
+        _, current_hard = resource.getrlimit(getattr(resource, name))
+        if current_hard != resource.RLIM_INFINITY:
+            hard = min(hard, current_hard)
+            soft = min(soft, hard)
+        result[name] = [soft, hard]
+    return result
+
+
+def _read_status(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -1,0 +1,31 @@
+"""The workspace tree (DESIGN §3): runs, steps, attempts, staging → commit, history.json."""
+
+from __future__ import annotations
+
+from atom_agent.workspace._atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from atom_agent.workspace.history import clean_message, clean_messages, to_langchain
+from atom_agent.workspace.tree import (
+    SCHEMA_VERSION,
+    AttemptRef,
+    RunRef,
+    StepRef,
+    Workspace,
+    read_json,
+    write_json,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AttemptRef",
+    "RunRef",
+    "StepRef",
+    "Workspace",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "clean_message",
+    "clean_messages",
+    "read_json",
+    "to_langchain",
+    "write_json",
+]

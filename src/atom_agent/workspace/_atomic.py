@@ -1,0 +1,66 @@
+"""Atomic file writes: temp file in the same directory, fsync, `os.replace`, fsync the dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+TEMP_PREFIX = ".tmp-"
+"""Prefix of in-flight temp files; readers and listings ignore names starting with it."""
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a directory entry so a rename inside it survives a power loss."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so a reader sees the old file or the new one, never a mix.
+
+    The temp file lives in the same directory (``os.replace`` is atomic only within one
+    filesystem). A crash before the rename leaves the old file intact and a ``.tmp-*`` file
+    behind, which :func:`clean_temp_files` removes.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + path.name + ".", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # Only a failure in this process gets here; a SIGKILL leaves the temp file (harmless).
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """:func:`atomic_write_bytes` for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, payload: Any) -> None:
+    """Write `payload` as indented UTF-8 JSON atomically."""
+    text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False)
+    atomic_write_text(path, text + "\n")
+
+
+def clean_temp_files(directory: Path) -> list[Path]:
+    """Remove temp files a crashed writer left in `directory`; returns what was removed."""
+    removed: list[Path] = []
+    if not directory.is_dir():
+        return removed
+    for entry in directory.iterdir():
+        if entry.name.startswith(TEMP_PREFIX) and entry.is_file() and not entry.is_symlink():
+            entry.unlink(missing_ok=True)
+            removed.append(entry)
+    return removed
