@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-# Set before anything imports chromadb / langgraph / langsmith (DESIGN: tests never touch the network).
+# Set before anything imports chromadb / langgraph / langsmith: tests never touch the network.
 OFFLINE_ENV = {
     "ANONYMIZED_TELEMETRY": "False",
     "LANGGRAPH_CLI_NO_ANALYTICS": "1",
@@ -24,7 +24,11 @@ import pytest  # noqa: E402
 def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keys and ATOM_* settings of the developer's shell must not change test outcomes."""
     for name in list(os.environ):
-        if name.startswith("ATOM_") and name != "ATOM_LOCAL_MODEL_PATH" and name != "ATOM_WHEEL_CACHE":
+        if (
+            name.startswith("ATOM_")
+            and name != "ATOM_LOCAL_MODEL_PATH"
+            and name != "ATOM_WHEEL_CACHE"
+        ):
             monkeypatch.delenv(name, raising=False)
     for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)

@@ -31,7 +31,9 @@ class Context:
     """
 
     # --- models ---
-    model: str = field(default="", metadata=_doc("Default chat model for every role; empty = auto."))
+    model: str = field(
+        default="", metadata=_doc("Default chat model for every role; empty = auto.")
+    )
     """Default model for every role; empty picks the default (see `atom-agent models`)."""
     planner_model: str = field(default="", metadata=_doc("Planner model; empty = `model`."))
     """Model for the planner; empty falls back to `model`."""
@@ -55,7 +57,9 @@ class Context:
     """Tool calls the executor may make in one attempt (1–500)."""
     max_replans: int = field(default=1, metadata=_doc("Replans per run."))
     """How many times a run may replan after a step exhausts its attempts (0–10)."""
-    max_tokens: int | None = field(default=None, metadata=_doc("Token budget per run; empty = none."))
+    max_tokens: int | None = field(
+        default=None, metadata=_doc("Token budget per run; empty = none.")
+    )
     """Total model tokens (input + output) a run may spend; None = unlimited."""
     max_cost_usd: float | None = field(default=None, metadata=_doc("Cost budget (USD) per run."))
     """Estimated model cost a run may spend, in USD; None = unlimited."""
@@ -149,8 +153,10 @@ class Context:
             # Name the variable the user has to fix, not only the field.
             name = str(exc).split(":", 1)[0]
             if name in values and name not in overrides:
-                raise ConfigError(f"{ENV_PREFIX}{name.upper()}={source[ENV_PREFIX + name.upper()]!r}"
-                                  f": {str(exc).split(':', 1)[1].strip()}") from None
+                raise ConfigError(
+                    f"{ENV_PREFIX}{name.upper()}={source[ENV_PREFIX + name.upper()]!r}"
+                    f": {str(exc).split(':', 1)[1].strip()}"
+                ) from None
             raise
 
     def replace(self, **changes: Any) -> Self:

@@ -1,4 +1,4 @@
-"""Telemetry events: one call emits to Python logging and, inside a graph, LangGraph's custom stream."""
+"""Telemetry events: Python logging plus, inside a graph, LangGraph's custom stream."""
 
 from __future__ import annotations
 

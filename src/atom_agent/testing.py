@@ -197,7 +197,9 @@ def _to_message(reply: Reply, messages: list[BaseMessage]) -> AIMessage:
     elif isinstance(reply, BaseModel):
         message = tool_call(type(reply).__name__, reply.model_dump(mode="json"))
     else:
-        raise TypeError(f"a scripted reply must be AIMessage, str or a pydantic model, got {reply!r}")
+        raise TypeError(
+            f"a scripted reply must be AIMessage, str or a pydantic model, got {reply!r}"
+        )
     if message.usage_metadata is None:
         prompt = sum(_estimate_tokens(str(m.content)) for m in messages)
         out = _estimate_tokens(str(message.content) + str(message.tool_calls))

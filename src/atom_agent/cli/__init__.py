@@ -23,7 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Turn a software task into verified, committed code.",
     )
     parser.add_argument("--version", action="version", version=f"atom-agent {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)

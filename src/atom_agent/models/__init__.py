@@ -1,0 +1,29 @@
+"""Chat models: ``provider:model`` specs through LangChain, the embedded local model, defaults."""
+
+from atom_agent.models.local import LocalChatModel
+from atom_agent.models.registry import (
+    DEFAULT_GEMINI,
+    LOCAL,
+    ModelSpec,
+    Resolution,
+    load_chat_model,
+    local_installed,
+    parse_spec,
+    resolve_default_model,
+)
+from atom_agent.models.retry import acall_with_retry, call_with_retry, is_transient
+
+__all__ = [
+    "DEFAULT_GEMINI",
+    "LOCAL",
+    "LocalChatModel",
+    "ModelSpec",
+    "Resolution",
+    "acall_with_retry",
+    "call_with_retry",
+    "is_transient",
+    "load_chat_model",
+    "local_installed",
+    "parse_spec",
+    "resolve_default_model",
+]

