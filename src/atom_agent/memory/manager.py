@@ -1,0 +1,611 @@
+"""MemoryManager: remember / recall / forget and the rest of the long-term memory API."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from functools import partial
+from types import TracebackType
+from typing import Any, Self
+
+from atom_agent.context import Context
+from atom_agent.errors import MemoryNotFoundError, MemoryValidationError
+from atom_agent.memory.embeddings import Embedder
+from atom_agent.memory.records import (
+    TYPE_CODES,
+    MemoryRecord,
+    MemoryType,
+    SourceType,
+    check_id,
+    check_limit,
+    check_unit,
+    clamp_unit,
+    encode_vector,
+    optional_text,
+    parse_time,
+    record_from_metadata,
+    record_to_metadata,
+    require_session,
+    validate_content,
+    validate_type,
+)
+from atom_agent.memory.store import ChromaBackend
+from atom_agent.memory.sync import ProjectSync
+from atom_agent.memory.working import WorkingMemory
+from atom_agent.session import SessionContext
+from atom_agent.telemetry import emit
+
+logger = logging.getLogger(__name__)
+
+_CHUNK = 500
+
+
+class MemoryManager:
+    """Typed, confidence-scored, supersedable long-term memory, isolated per project.
+
+    Every call takes the caller's :class:`SessionContext`; its ``project_id`` selects the only
+    records the call can see or change (an id from another project is "not found"). Recall is
+    exact: a numpy mirror of the project's records is ranked in-process, refreshed whenever
+    another writer changed the store.
+
+    Example:
+        >>> with MemoryManager.open("atom_workspace") as memory:  # doctest: +SKIP
+        ...     s = SessionContext(session_id="s1", project_id="demo")
+        ...     memory.remember(s, "The tests use pytest", type="convention")
+        ...     memory.recall(s, "which test framework?")
+    """
+
+    def __init__(self, backend: ChromaBackend, *, promotion_threshold: float = 0.7) -> None:
+        self.backend = backend
+        self.promotion_threshold = check_unit(promotion_threshold, "promotion_threshold")
+        self.embedder = Embedder.shared()
+        self._projects: dict[str, ProjectSync] = {}
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        workspace: str | os.PathLike[str],
+        *,
+        chroma_url: str | None = None,
+        promotion_threshold: float = 0.7,
+    ) -> MemoryManager:
+        """Open the memory of `workspace` (``<workspace>/memory``) or of a Chroma server.
+
+        Args:
+            workspace: the workspace root; the embedded store lives in its ``memory/``.
+            chroma_url: a ``chroma run`` server (``http://host:port``); default
+                ``$ATOM_CHROMA_URL``,
+                and the embedded store when neither is set.
+            promotion_threshold: working-memory importance needed for :meth:`promote`.
+        """
+        return cls(
+            ChromaBackend.open(workspace, chroma_url=chroma_url),
+            promotion_threshold=promotion_threshold,
+        )
+
+    @classmethod
+    def from_context(cls, ctx: Context) -> MemoryManager:
+        """Open the memory a run's :class:`Context` configures."""
+        return cls.open(
+            ctx.workspace,
+            chroma_url=ctx.chroma_url or None,
+            promotion_threshold=ctx.memory_promotion_threshold,
+        )
+
+    def close(self) -> None:
+        """Write pending access counts and release the client's handles."""
+        with self.backend.write_lock():
+            for sync in self._projects.values():
+                sync.flush_access()
+            self._projects.clear()
+        self.backend.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _sync(self, project_id: str) -> ProjectSync:
+        with self.backend.lock:
+            sync = self._projects.get(project_id)
+            if sync is None:
+                sync = ProjectSync(self.backend, project_id)
+                self._projects[project_id] = sync
+            return sync
+
+    # --- writing ---------------------------------------------------------------------------------
+
+    def remember(
+        self,
+        session: SessionContext,
+        content: str,
+        *,
+        type: MemoryType | str = MemoryType.FACT,
+        confidence: float = 0.8,
+        rationale: str | None = None,
+        source_type: SourceType | str = SourceType.AGENT,
+        importance: float = 0.5,
+        ttl_s: float | None = None,
+    ) -> MemoryRecord:
+        """Store one memory now and return it.
+
+        Raises:
+            MissingSessionError: no session context.
+            MemoryValidationError: empty or over-long content, unknown type or source.
+        """
+        return self.remember_many(
+            session,
+            [
+                {
+                    "content": content,
+                    "type": type,
+                    "confidence": confidence,
+                    "rationale": rationale,
+                    "source_type": source_type,
+                    "importance": importance,
+                    "ttl_s": ttl_s,
+                }
+            ],
+            _event="memory.remember",
+        )[0]
+
+    def remember_many(
+        self,
+        session: SessionContext,
+        items: Iterable[Mapping[str, Any]],
+        *,
+        _event: str = "memory.remember_many",
+    ) -> list[MemoryRecord]:
+        """Store several memories with batched embedding; every item is validated first.
+
+        Each item holds :meth:`remember`'s keyword arguments (``content`` required).
+        """
+        session = require_session(session, "remember")
+        started = time.perf_counter()
+        now = time.time()
+        records = [self._new_record(session, item, now) for item in items]
+        self._store(session.project_id, records)
+        emit(
+            _event,
+            session_id=session.session_id,
+            project_id=session.project_id,
+            count=len(records),
+            memory_id=records[0].id if len(records) == 1 else None,
+            memory_type=records[0].type.value if len(records) == 1 else None,
+            source_type=records[0].source_type.value if records else None,
+            duration_ms=_ms(started),
+        )
+        return records
+
+    def _new_record(
+        self, session: SessionContext, item: Mapping[str, Any], now: float
+    ) -> MemoryRecord:
+        if "content" not in item:
+            raise MemoryValidationError("content is required")
+        source = item.get("source_type", SourceType.AGENT)
+        if str(source) not in {s.value for s in SourceType}:
+            raise MemoryValidationError(
+                f"source_type {source!r} is not one of: {', '.join(s.value for s in SourceType)}"
+            )
+        ttl = item.get("ttl_s")
+        if ttl is not None and (
+            isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0
+        ):
+            raise MemoryValidationError(f"ttl_s must be a positive number of seconds, got {ttl!r}")
+        created = datetime.fromtimestamp(now, tz=UTC)
+        return MemoryRecord(
+            id=secrets.token_hex(12),
+            content=validate_content(item["content"]),
+            type=MemoryType(validate_type(item.get("type", MemoryType.FACT))),
+            confidence=clamp_unit(item.get("confidence", 0.8), "confidence"),
+            source_type=SourceType(str(source)),
+            rationale=optional_text(item.get("rationale"), "rationale"),
+            importance=clamp_unit(item.get("importance", 0.5), "importance"),
+            project_id=session.project_id,
+            session_id=session.session_id,
+            run_id=session.run_id,
+            step_id=session.step_id,
+            attempt=session.attempt,
+            created_at=created,
+            expires_at=None if ttl is None else datetime.fromtimestamp(now + float(ttl), tz=UTC),
+        )
+
+    def _store(self, project_id: str, records: list[MemoryRecord]) -> None:
+        sync = self._sync(project_id)
+        for start in range(0, len(records), _CHUNK):
+            chunk = records[start : start + _CHUNK]
+            vectors = self.embedder.embed([r.content for r in chunk])
+            packed = [encode_vector(v) for v in vectors]
+            sync.write(partial(_upsert, sync.collection, chunk, packed, vectors))
+
+    def forget(
+        self,
+        session: SessionContext,
+        memory_id: str,
+        *,
+        reason: str | None = None,
+        replacement_id: str | None = None,
+    ) -> MemoryRecord:
+        """Soft-delete a memory: it leaves normal recall but stays for provenance.
+
+        Args:
+            session: the caller's session context.
+            memory_id: the memory to supersede.
+            reason: why it no longer holds.
+            replacement_id: the memory that supersedes it; must exist in this project and differ.
+
+        Raises:
+            MemoryNotFoundError: either id is not a live memory of this project.
+            MemoryValidationError: bad ids (empty, or the replacement is the memory itself).
+        """
+        session = require_session(session, "forget")
+        started = time.perf_counter()
+        memory_id = check_id(memory_id)
+        why = optional_text(reason, "reason")
+        replacement = None if replacement_id is None else check_id(replacement_id, "replacement_id")
+        if replacement == memory_id:
+            raise MemoryValidationError("replacement_id must differ from memory_id")
+        sync = self._sync(session.project_id)
+        old = sync.fetch(memory_id)
+        if replacement is not None and sync.fetch(replacement) is None:
+            raise MemoryNotFoundError(replacement, "replacement memory")
+        if old is None:
+            raise MemoryNotFoundError(memory_id)
+        changes: dict[str, Any] = {"superseded": True}
+        if why is not None:
+            changes["supersede_reason"] = why
+        if replacement is not None:
+            changes["superseded_by"] = replacement
+        record = sync.update(memory_id, changes, stamp="superseded_at")
+        emit(
+            "memory.forget",
+            session_id=session.session_id,
+            project_id=session.project_id,
+            memory_id=memory_id,
+            replacement_id=replacement,
+            reason=why,
+            duration_ms=_ms(started),
+        )
+        return record
+
+    def reinforce(
+        self,
+        session: SessionContext,
+        memory_id: str,
+        *,
+        amount: float = 0.1,
+        evidence: str | None = None,
+    ) -> MemoryRecord:
+        """Raise a memory's confidence after confirming evidence (e.g. a test that passed).
+
+        Confidence moves `amount` of the way towards 1: ``c + amount * (1 - c)``.
+        """
+        return self._adjust(session, memory_id, amount, evidence, up=True)
+
+    def contradict(
+        self,
+        session: SessionContext,
+        memory_id: str,
+        *,
+        amount: float = 0.3,
+        evidence: str | None = None,
+    ) -> MemoryRecord:
+        """Lower a memory's confidence after contradicting evidence (e.g. a test that failed).
+
+        Confidence drops by the fraction `amount`: ``c * (1 - amount)``.
+        """
+        return self._adjust(session, memory_id, amount, evidence, up=False)
+
+    def _adjust(
+        self,
+        session: SessionContext,
+        memory_id: str,
+        amount: float,
+        evidence: str | None,
+        *,
+        up: bool,
+    ) -> MemoryRecord:
+        operation = "reinforce" if up else "contradict"
+        session = require_session(session, operation)
+        started = time.perf_counter()
+        memory_id = check_id(memory_id)
+        step = check_unit(amount, "amount")
+        note = optional_text(evidence, "evidence")
+        sync = self._sync(session.project_id)
+
+        def change(meta: dict[str, Any]) -> dict[str, Any]:
+            c = float(meta.get("confidence", 0.0))
+            counter = "reinforced" if up else "contradicted"
+            out: dict[str, Any] = {
+                "confidence": round(c + step * (1.0 - c) if up else c * (1.0 - step), 6),
+                counter: int(meta.get(counter, 0)) + 1,
+            }
+            if note is not None:
+                out["last_evidence"] = note
+            return out
+
+        record = sync.update(memory_id, change)
+        emit(
+            f"memory.{operation}",
+            session_id=session.session_id,
+            project_id=session.project_id,
+            memory_id=memory_id,
+            confidence=record.confidence,
+            duration_ms=_ms(started),
+        )
+        return record
+
+    def record_access(self, session: SessionContext, ids: Iterable[str]) -> int:
+        """Count one access on each id of this project (others are ignored); returns how many."""
+        session = require_session(session, "record_access")
+        sync = self._sync(session.project_id)
+        counted = sync.note_access(list(ids), time.time())
+        sync.write(lambda now: [])  # flushes the pending counts under the write lock
+        return counted
+
+    def promote(
+        self, session: SessionContext, working: WorkingMemory, *, threshold: float | None = None
+    ) -> list[MemoryRecord]:
+        """Move working-memory candidates at or above the threshold into long-term memory.
+
+        Promoted records get ``source_type`` system and keep the candidate's importance; they
+        leave the working memory.
+        """
+        session = require_session(session, "promote")
+        limit = (
+            self.promotion_threshold if threshold is None else check_unit(threshold, "threshold")
+        )
+        chosen = working.above(limit)
+        records = (
+            self.remember_many(
+                session,
+                [
+                    {
+                        "content": c.content,
+                        "type": c.type,
+                        "confidence": c.confidence,
+                        "rationale": c.rationale,
+                        "importance": c.importance,
+                        "source_type": SourceType.SYSTEM,
+                    }
+                    for c in chosen
+                ],
+                _event="memory.promote",
+            )
+            if chosen
+            else []
+        )
+        working.discard([c.key for c in chosen])
+        return records
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def get(self, session: SessionContext, memory_id: str) -> MemoryRecord:
+        """One memory of this project (superseded ones included; expired ones are gone).
+
+        Raises:
+            MemoryNotFoundError: no such live memory in this project.
+        """
+        session = require_session(session, "get")
+        found = self._sync(session.project_id).fetch(check_id(memory_id))
+        if found is None:
+            raise MemoryNotFoundError(memory_id)
+        return found
+
+    def recall(
+        self,
+        session: SessionContext,
+        query: str | None = None,
+        *,
+        type: MemoryType | str = "all",
+        min_confidence: float = 0.5,
+        limit: int = 10,
+        include_superseded: bool = False,
+    ) -> list[MemoryRecord]:
+        """The most relevant memories of this project, and count an access on each.
+
+        With a query, ranked by semantic similarity blended with keyword overlap, confidence and
+        recency; without one, newest first. Superseded memories only with `include_superseded`.
+
+        Raises:
+            MemoryValidationError: type not ``all`` or a memory type, min_confidence outside
+                0–1, limit outside 1–50.
+        """
+        session = require_session(session, "recall")
+        started = time.perf_counter()
+        kind = validate_type(type, allow_all=True)
+        floor = check_unit(min_confidence, "min_confidence")
+        limit = check_limit(limit)
+        text = optional_text(query, "query")
+        vector = self.embedder.embed_query(text) if text else None
+        sync = self._sync(session.project_id)
+        now = time.time()
+        with self.backend.lock:
+            index = sync.index()
+            keep = index.mask(
+                type_code=None if kind == "all" else TYPE_CODES[kind],
+                min_confidence=floor,
+                include_superseded=bool(include_superseded),
+                now=now,
+            )
+            hits = index.rank(keep, vector, text, limit, now)
+            found = [
+                record_from_metadata(
+                    index.ids[h.row], index.docs[h.row], index.metas[h.row], score=h.score
+                )
+                for h in hits
+            ]
+            sync.note_access([r.id for r in found], now)
+        found = [
+            replace(
+                r,
+                access_count=r.access_count + 1,
+                last_accessed_at=datetime.fromtimestamp(now, tz=UTC),
+            )
+            for r in found
+        ]
+        emit(
+            "memory.recall",
+            session_id=session.session_id,
+            project_id=session.project_id,
+            query=text[:200] if text else None,
+            memory_type=kind,
+            min_confidence=floor,
+            limit=limit,
+            include_superseded=bool(include_superseded),
+            count=len(found),
+            duration_ms=_ms(started),
+        )
+        return found
+
+    def history(self, session: SessionContext, memory_id: str) -> list[MemoryRecord]:
+        """The supersession chain through a memory: what it replaced, then what replaced it.
+
+        Raises:
+            MemoryNotFoundError: no such memory in this project.
+        """
+        session = require_session(session, "history")
+        start = self.get(session, memory_id)
+        sync = self._sync(session.project_id)
+        with self.backend.lock:
+            index = sync.index()
+            now = time.time()
+            predecessors: dict[str, list[str]] = {}
+            for row, meta in enumerate(index.metas):
+                successor = meta.get("superseded_by")
+                if successor and index.live(index.ids[row], now) is not None:
+                    predecessors.setdefault(str(successor), []).append(index.ids[row])
+            chain: dict[str, MemoryRecord] = {start.id: start}
+            todo = [start.id]
+            while todo:  # backwards: everything this memory (transitively) replaced
+                for pid in predecessors.get(todo.pop(), []):
+                    if pid not in chain:
+                        row = index.pos[pid]
+                        chain[pid] = record_from_metadata(pid, index.docs[row], index.metas[row])
+                        todo.append(pid)
+            current = start
+            while current.superseded_by and current.superseded_by not in chain:  # forwards
+                row_or_none = index.live(current.superseded_by, now)
+                if row_or_none is None:
+                    break
+                nxt = current.superseded_by
+                current = record_from_metadata(
+                    nxt, index.docs[row_or_none], index.metas[row_or_none]
+                )
+                chain[nxt] = current
+
+        def hops(record: MemoryRecord) -> int:  # how far from the newest in the chain
+            seen: set[str] = set()
+            while record.superseded_by in chain and record.id not in seen:
+                seen.add(record.id)
+                record = chain[str(record.superseded_by)]
+            return len(seen)
+
+        return sorted(chain.values(), key=lambda r: (-hops(r), r.created_at, r.id))
+
+    def export(self, session: SessionContext) -> list[dict[str, Any]]:
+        """Every live record of this project (superseded included) as JSON-ready dicts."""
+        session = require_session(session, "export")
+        sync = self._sync(session.project_id)
+        with self.backend.lock:
+            sync.write(lambda now: [])  # pending access counts first
+            index = sync.index()
+            now = time.time()
+            rows = [r for r in range(len(index.ids)) if index.live(index.ids[r], now) is not None]
+            out = [record_from_metadata(index.ids[r], index.docs[r], index.metas[r]) for r in rows]
+        emit(
+            "memory.export",
+            session_id=session.session_id,
+            project_id=session.project_id,
+            count=len(out),
+        )
+        return [r.to_dict() for r in sorted(out, key=lambda r: (r.created_at, r.id))]
+
+    def import_(self, session: SessionContext, records: Iterable[Mapping[str, Any]]) -> int:
+        """Load exported records into this project (ids and history kept, project forced).
+
+        Records are validated like :meth:`remember` and re-embedded; an existing id is replaced.
+        Returns how many were imported.
+        """
+        session = require_session(session, "import")
+        started = time.perf_counter()
+        now = time.time()
+        loaded: list[MemoryRecord] = []
+        for i, item in enumerate(records):
+            try:
+                fresh = self._new_record(session, item, now)
+                loaded.append(_restore(fresh, item))
+            except MemoryValidationError as exc:
+                raise MemoryValidationError(f"record {i}: {exc}") from None
+        self._store(session.project_id, loaded)
+        emit(
+            "memory.import",
+            session_id=session.session_id,
+            project_id=session.project_id,
+            count=len(loaded),
+            duration_ms=_ms(started),
+        )
+        return len(loaded)
+
+    def sweep_expired(self, target: SessionContext | str) -> int:
+        """Delete the expired records of a project (a session's, or an id); returns how many."""
+        if isinstance(target, SessionContext):
+            project_id = target.project_id
+        else:
+            project_id = check_id(target, "project_id")
+        removed = self._sync(project_id).sweep(time.time())
+        emit("memory.sweep", project_id=project_id, count=removed)
+        return removed
+
+
+def _restore(fresh: MemoryRecord, item: Mapping[str, Any]) -> MemoryRecord:
+    """Carry an imported record's identity, provenance and history over a validated fresh one."""
+    changes: dict[str, Any] = {}
+    if item.get("id") is not None:
+        changes["id"] = check_id(item["id"], "id")
+    for name in ("session_id", "run_id", "step_id", "superseded_by", "supersede_reason"):
+        if item.get(name) is not None:
+            changes[name] = str(item[name])
+    if isinstance(item.get("attempt"), int):
+        changes["attempt"] = item["attempt"]
+    if isinstance(item.get("access_count"), int):
+        changes["access_count"] = max(0, item["access_count"])
+    for name in ("created_at", "last_accessed_at", "superseded_at", "expires_at"):
+        if name in item and item[name] is not None:
+            changes[name] = parse_time(item[name], name)
+    if changes.get("superseded_by") and "superseded_at" not in changes:
+        changes["superseded_at"] = fresh.created_at
+    return replace(fresh, **changes)
+
+
+def _upsert(
+    collection: Any, records: list[MemoryRecord], packed: list[str], vectors: Any, now: float
+) -> list[tuple[str, str, dict[str, Any]]]:
+    rows = [
+        (r.id, r.content, record_to_metadata(r, vec, now))
+        for r, vec in zip(records, packed, strict=True)
+    ]
+    collection.upsert(
+        ids=[r[0] for r in rows],
+        documents=[r[1] for r in rows],
+        metadatas=[r[2] for r in rows],
+        embeddings=vectors,
+    )
+    return rows
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)

@@ -1,0 +1,275 @@
+"""Memory records: the types, the validation rules, and the Chroma metadata mapping."""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from atom_agent.errors import MemoryValidationError, MissingSessionError
+from atom_agent.session import SessionContext
+
+MAX_CONTENT_CHARS = 2000
+"""Longest memory content accepted (characters)."""
+MAX_RECALL_LIMIT = 50
+"""Most memories one recall returns."""
+
+
+class MemoryType(StrEnum):
+    """What kind of knowledge a memory holds."""
+
+    FACT = "fact"
+    ASSUMPTION = "assumption"
+    HYPOTHESIS = "hypothesis"
+    DISCOVERY = "discovery"
+    RISK = "risk"
+    UNKNOWN = "unknown"
+    DECISION = "decision"
+    CONVENTION = "convention"
+    LESSON_LEARNED = "lesson_learned"
+
+
+class SourceType(StrEnum):
+    """Who wrote a memory."""
+
+    AGENT = "agent"
+    REFLECTOR = "reflector"
+    USER = "user"
+    SYSTEM = "system"
+
+
+MEMORY_TYPES: tuple[str, ...] = tuple(t.value for t in MemoryType)
+TYPE_CODES: dict[str, int] = {name: i for i, name in enumerate(MEMORY_TYPES)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryRecord:
+    """One long-term memory (DESIGN §4). Times are timezone-aware UTC datetimes."""
+
+    id: str
+    content: str
+    type: MemoryType
+    confidence: float
+    source_type: SourceType
+    rationale: str | None
+    importance: float
+    project_id: str
+    session_id: str
+    run_id: str | None = None
+    step_id: str | None = None
+    attempt: int | None = None
+    created_at: datetime
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
+    superseded_by: str | None = None
+    supersede_reason: str | None = None
+    superseded_at: datetime | None = None
+    expires_at: datetime | None = None
+    score: float | None = field(default=None, compare=False)
+    """Ranking score of the recall that returned this record (None elsewhere)."""
+
+    @property
+    def superseded(self) -> bool:
+        """Forgotten (soft-deleted), with or without a replacement."""
+        return self.superseded_at is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict (ISO-8601 times); the export format."""
+        out = asdict(self)
+        out.pop("score")
+        for key, value in out.items():
+            if isinstance(value, datetime):
+                out[key] = value.isoformat()
+            elif isinstance(value, StrEnum):
+                out[key] = value.value
+        return out
+
+
+# --- validation (seed 004) -----------------------------------------------------------------------
+
+
+def require_session(session: SessionContext | None, operation: str) -> SessionContext:
+    """Return `session`, or raise a clear error when a memory operation has none."""
+    if not isinstance(session, SessionContext):
+        raise MissingSessionError(
+            f"memory.{operation} needs a session context (SessionContext with session_id and "
+            f"project_id); got {session!r}"
+        )
+    return session
+
+
+def validate_content(content: object) -> str:
+    """Content must be a non-empty string of at most 2000 characters."""
+    if not isinstance(content, str) or not content.strip():
+        raise MemoryValidationError("content must be a non-empty string")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise MemoryValidationError(
+            f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}: "
+            f"store a shorter, factual statement"
+        )
+    return content.strip()
+
+
+def validate_type(value: object, *, allow_all: bool = False) -> str:
+    """A memory type name (or ``all`` where a filter accepts it)."""
+    allowed = (("all",) if allow_all else ()) + MEMORY_TYPES
+    name = value.value if isinstance(value, StrEnum) else value
+    if not isinstance(name, str) or name not in allowed:
+        raise MemoryValidationError(f"type {value!r} is not one of: {', '.join(allowed)}")
+    return name
+
+
+def clamp_unit(value: object, name: str) -> float:
+    """Clamp a number into [0, 1] (seed: confidence is clamped, not rejected)."""
+    number = _number(value, name)
+    return min(1.0, max(0.0, number))
+
+
+def check_unit(value: object, name: str) -> float:
+    """A number that must already lie in [0, 1] (a filter threshold)."""
+    number = _number(value, name)
+    if not 0.0 <= number <= 1.0:
+        raise MemoryValidationError(f"{name} must be between 0.0 and 1.0, got {value!r}")
+    return number
+
+
+def check_limit(value: object) -> int:
+    """A recall limit: an integer from 1 to 50."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MemoryValidationError(f"limit must be an integer from 1 to 50, got {value!r}")
+    if not 1 <= value <= MAX_RECALL_LIMIT:
+        raise MemoryValidationError(f"limit must be between 1 and {MAX_RECALL_LIMIT}, got {value}")
+    return value
+
+
+def check_id(value: object, name: str = "memory_id") -> str:
+    """A memory id: a non-empty string."""
+    if not isinstance(value, str) or not value.strip():
+        raise MemoryValidationError(f"{name} must be a non-empty string")
+    return value.strip()
+
+
+def optional_text(value: object, name: str) -> str | None:
+    """An optional free-text argument; empty means absent."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise MemoryValidationError(f"{name} must be a string")
+    text = value.strip()
+    if len(text) > MAX_CONTENT_CHARS:
+        raise MemoryValidationError(f"{name} is longer than {MAX_CONTENT_CHARS} characters")
+    return text or None
+
+
+def _number(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise MemoryValidationError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+# --- Chroma metadata mapping ---------------------------------------------------------------------
+# Chroma drops None values and cannot remove a key with `update`, so absent fields are simply not
+# written. The vector also travels in the metadata (float16, base64): the SQLite metadata segment
+# is consistent across processes sharing one embedded store, Chroma's HNSW segment is not.
+
+
+def encode_vector(vector: npt.NDArray[np.float32]) -> str:
+    """Pack a vector into a metadata string."""
+    return base64.b64encode(np.asarray(vector, dtype=np.float16).tobytes()).decode("ascii")
+
+
+def decode_vector(text: str) -> npt.NDArray[np.float32]:
+    """Unpack :func:`encode_vector`."""
+    return np.frombuffer(base64.b64decode(text), dtype=np.float16).astype(np.float32)
+
+
+def to_ts(value: datetime | None) -> float | None:
+    """A datetime as epoch seconds."""
+    return None if value is None else value.timestamp()
+
+
+def from_ts(value: object) -> datetime | None:
+    """Epoch seconds (as stored) as a UTC datetime."""
+    if value is None:
+        return None
+    return datetime.fromtimestamp(float(value), tz=UTC)  # type: ignore[arg-type]
+
+
+def record_to_metadata(record: MemoryRecord, vector: str, updated_at: float) -> dict[str, Any]:
+    """The metadata dict of a record (no None values)."""
+    meta: dict[str, Any] = {
+        "type": record.type.value,
+        "confidence": float(record.confidence),
+        "source_type": record.source_type.value,
+        "importance": float(record.importance),
+        "project_id": record.project_id,
+        "session_id": record.session_id,
+        "created_at": record.created_at.timestamp(),
+        "access_count": int(record.access_count),
+        "superseded": record.superseded_at is not None,
+        "updated_at": updated_at,
+        "vec": vector,
+    }
+    optional = {
+        "rationale": record.rationale,
+        "run_id": record.run_id,
+        "step_id": record.step_id,
+        "attempt": record.attempt,
+        "last_accessed_at": to_ts(record.last_accessed_at),
+        "superseded_by": record.superseded_by,
+        "supersede_reason": record.supersede_reason,
+        "superseded_at": to_ts(record.superseded_at),
+        "expires_at": to_ts(record.expires_at),
+    }
+    meta.update({k: v for k, v in optional.items() if v is not None})
+    return meta
+
+
+def record_from_metadata(
+    memory_id: str, content: str, meta: dict[str, Any], score: float | None = None
+) -> MemoryRecord:
+    """Rebuild a record from its stored document and metadata."""
+    created = from_ts(meta.get("created_at"))
+    return MemoryRecord(
+        id=memory_id,
+        content=content,
+        type=MemoryType(meta.get("type", "fact")),
+        confidence=float(meta.get("confidence", 0.0)),
+        source_type=SourceType(meta.get("source_type", "agent")),
+        rationale=meta.get("rationale"),
+        importance=float(meta.get("importance", 0.5)),
+        project_id=str(meta.get("project_id", "")),
+        session_id=str(meta.get("session_id", "")),
+        run_id=meta.get("run_id"),
+        step_id=meta.get("step_id"),
+        attempt=int(meta["attempt"]) if "attempt" in meta else None,
+        created_at=created if created is not None else datetime.fromtimestamp(0, tz=UTC),
+        access_count=int(meta.get("access_count", 0)),
+        last_accessed_at=from_ts(meta.get("last_accessed_at")),
+        superseded_by=meta.get("superseded_by"),
+        supersede_reason=meta.get("supersede_reason"),
+        superseded_at=from_ts(meta.get("superseded_at")),
+        expires_at=from_ts(meta.get("expires_at")),
+        score=score,
+    )
+
+
+def parse_time(value: object, name: str) -> datetime | None:
+    """An imported time: ISO-8601 string, epoch number, datetime or None."""
+    if value is None or isinstance(value, datetime):
+        return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            raise MemoryValidationError(f"{name}: {value!r} is not an ISO-8601 time") from None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    raise MemoryValidationError(f"{name}: {value!r} is not a time")

@@ -1,0 +1,155 @@
+"""The Chroma connection: embedded or server, a collection per project, writer locks, tokens."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import chromadb
+from chromadb.config import Settings
+from filelock import FileLock
+
+from atom_agent.errors import ConfigError, MemoryStoreError
+from atom_agent.memory.embeddings import MiniLMInt8EmbeddingFunction
+
+logger = logging.getLogger(__name__)
+
+CHROMA_URL_ENV = "ATOM_CHROMA_URL"
+"""Environment variable naming a shared Chroma server (``http://host:port``)."""
+_META_COLLECTION = "atom-memory-meta"
+
+
+def collection_name(kind: str, project_id: str) -> str:
+    """A valid Chroma collection name for `kind` ("memory", "lgstore") of one project.
+
+    Project ids may hold characters Chroma forbids, so the name carries a digest; the project id
+    itself is kept in the collection metadata and in every record.
+    """
+    digest = hashlib.sha256(project_id.encode("utf-8")).hexdigest()[:24]
+    return f"atom-{kind}-{digest}"
+
+
+class ChromaBackend:
+    """A Chroma client plus what several writers need to agree: a lock and a change token.
+
+    Embedded (``PersistentClient`` under ``<workspace>/memory``): writers in other processes take
+    a file lock, and each collection has a change-token file rewritten under that lock on every
+    write. Server (``chroma run``): the server serialises writes; the token lives in a small
+    meta collection.
+    """
+
+    def __init__(self, client: Any, *, path: Path | None, url: str | None) -> None:
+        self.client = client
+        self.path = path
+        self.url = url
+        self.embedding_function = MiniLMInt8EmbeddingFunction()
+        self.lock = threading.RLock()
+        """Guards this client's collections and mirrors; reentrant, held inside `write_lock`."""
+        self._file_lock = FileLock(str(path / ".atom-write.lock")) if path else None
+        self._collections: dict[str, Any] = {}
+        self._meta: Any = None
+
+    @classmethod
+    def open(
+        cls, workspace: str | os.PathLike[str], *, chroma_url: str | None = None
+    ) -> ChromaBackend:
+        """Connect to the server at `chroma_url` / ``$ATOM_CHROMA_URL``, else the embedded store."""
+        url = chroma_url if chroma_url else os.environ.get(CHROMA_URL_ENV, "").strip() or None
+        settings = Settings(anonymized_telemetry=False)
+        if url:
+            parsed = urlparse(url if "://" in url else f"http://{url}")
+            if parsed.scheme not in ("http", "https") or not parsed.hostname:
+                raise ConfigError(f"chroma_url: {url!r} is not an http(s)://host:port URL")
+            port = parsed.port or (443 if parsed.scheme == "https" else 8000)
+            try:
+                client = chromadb.HttpClient(
+                    host=parsed.hostname, port=port, ssl=parsed.scheme == "https", settings=settings
+                )
+                client.heartbeat()
+            except Exception as exc:  # chromadb raises assorted transport errors
+                raise MemoryStoreError(f"cannot reach the Chroma server at {url}: {exc}") from exc
+            return cls(client, path=None, url=url)
+        path = Path(workspace) / "memory"
+        path.mkdir(parents=True, exist_ok=True)
+        return cls(
+            chromadb.PersistentClient(path=str(path), settings=settings), path=path, url=None
+        )
+
+    @property
+    def where(self) -> str:
+        """Where the store lives, for messages."""
+        return self.url or str(self.path)
+
+    def collection(self, kind: str, project_id: str) -> Any:
+        """The (created on demand) collection of `kind` for `project_id`."""
+        name = collection_name(kind, project_id)
+        with self.lock:
+            found = self._collections.get(name)
+            if found is None:
+                found = self.client.get_or_create_collection(
+                    name,
+                    embedding_function=self.embedding_function,
+                    metadata={"project_id": project_id, "kind": kind, "hnsw:space": "cosine"},
+                )
+                if (found.metadata or {}).get("project_id") != project_id:
+                    raise MemoryStoreError(f"collection {name} belongs to another project")
+                self._collections[name] = found
+            return found
+
+    @contextlib.contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """Serialise writers: threads in this process and, when embedded, other processes."""
+        with self.lock:
+            if self._file_lock is None:
+                yield
+            else:
+                with self._file_lock:
+                    yield
+
+    # --- change tokens: a reader refreshes its mirror when the token it saw has changed ---------
+
+    def read_token(self, name: str) -> str:
+        """The current change token of collection `name` ('' before any write)."""
+        if self.path is not None:
+            try:
+                return (self.path / f".{name}.token").read_text(encoding="ascii")
+            except FileNotFoundError:
+                return ""
+        got = self._meta_collection().get(ids=[name], include=["metadatas"])
+        metas = got.get("metadatas") or []
+        return str(metas[0].get("token", "")) if metas and metas[0] else ""
+
+    def bump_token(self, name: str) -> str:
+        """Set a fresh change token for `name` (call after writing, inside :meth:`write_lock`)."""
+        token = uuid.uuid4().hex
+        if self.path is not None:
+            target = self.path / f".{name}.token"
+            tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(token, encoding="ascii")
+            os.replace(tmp, target)
+        else:
+            self._meta_collection().upsert(
+                ids=[name], embeddings=[[1.0]], metadatas=[{"token": token}]
+            )
+        return token
+
+    def _meta_collection(self) -> Any:
+        if self._meta is None:
+            self._meta = self.client.get_or_create_collection(
+                _META_COLLECTION, embedding_function=None, metadata={"kind": "meta"}
+            )
+        return self._meta
+
+    def close(self) -> None:
+        """Drop cached handles (Chroma clients hold no exclusive resources)."""
+        with self.lock:
+            self._collections.clear()
+            self._meta = None

@@ -1,0 +1,215 @@
+"""One project's collection and its mirror: locked writes, change detection, access counts."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from atom_agent.errors import MemoryNotFoundError
+from atom_agent.memory.index import ProjectIndex
+from atom_agent.memory.records import MemoryRecord, record_from_metadata
+from atom_agent.memory.store import ChromaBackend, collection_name
+
+logger = logging.getLogger(__name__)
+
+Row = tuple[str, str, dict[str, Any]]
+Write = Callable[[float], list[Row]]
+Changes = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
+
+_PAGE = 5000
+# Writers stamp `updated_at` inside the write lock, so it follows the change-token order; the
+# margin absorbs clock skew between machines sharing one Chroma server.
+_REFRESH_MARGIN_S = 30.0
+# With a server there is no cross-process lock, so a token check can race a writer: refresh
+# anyway after this long.
+_SERVER_MAX_STALENESS_S = 5.0
+_ACCESS_FLUSH_COUNT = 64
+_ACCESS_FLUSH_AGE_S = 2.0
+
+
+class ProjectSync:
+    """Keeps a :class:`ProjectIndex` in step with one project's Chroma collection."""
+
+    def __init__(self, backend: ChromaBackend, project_id: str) -> None:
+        self.backend = backend
+        self.project_id = project_id
+        self.name = collection_name("memory", project_id)
+        self.collection = backend.collection("memory", project_id)
+        self._index: ProjectIndex | None = None
+        self._seen = ""
+        self._checked = 0.0
+        self._pending: dict[str, tuple[int, float]] = {}
+        self._pending_since = 0.0
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def index(self) -> ProjectIndex:
+        """The mirror, refreshed if another writer changed the collection since we last looked."""
+        with self.backend.lock:
+            clock = time.monotonic()
+            stale = self.backend.url is not None and clock - self._checked > _SERVER_MAX_STALENESS_S
+            token = self.backend.read_token(self.name)  # read before the data it vouches for
+            if self._index is None:
+                self._index = self._load_all()
+            elif token != self._seen or stale:
+                self._refresh(self._index)
+            self._seen = token
+            self._checked = clock
+            return self._index
+
+    def _load_all(self) -> ProjectIndex:
+        index = ProjectIndex()
+        offset = 0
+        while True:
+            got = self.collection.get(
+                include=["documents", "metadatas"], limit=_PAGE, offset=offset
+            )
+            ids = got["ids"]
+            index.upsert(zip(ids, got["documents"] or [], got["metadatas"] or [], strict=True))
+            if len(ids) < _PAGE:
+                break
+            offset += _PAGE
+        logger.debug("loaded %d memories of project %s", len(index), self.project_id)
+        return index
+
+    def _refresh(self, index: ProjectIndex) -> None:
+        since = index.synced_at - _REFRESH_MARGIN_S
+        got = self.collection.get(
+            where={"updated_at": {"$gte": since}}, include=["documents", "metadatas"]
+        )
+        index.upsert(zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True))
+        if self.collection.count() != len(index):  # someone deleted (a sweep): start over
+            self._index = self._load_all()
+
+    def fetch(self, memory_id: str) -> MemoryRecord | None:
+        """One live record of this project straight from Chroma (pending access counts first)."""
+        if self._pending:
+            self.write(lambda now: [])
+        got = self.collection.get(ids=[memory_id], include=["documents", "metadatas"])
+        if not got["ids"]:
+            return None
+        meta = got["metadatas"][0]
+        if not self._live(meta, time.time()):
+            return None
+        return record_from_metadata(memory_id, got["documents"][0], meta)
+
+    def _live(self, meta: dict[str, Any] | None, now: float) -> bool:
+        # Belt and braces: the collection is per project, and so is every record in it.
+        if not meta or meta.get("project_id") != self.project_id:
+            return False
+        expires = meta.get("expires_at")
+        return expires is None or float(expires) > now
+
+    # --- writing ---------------------------------------------------------------------------------
+
+    def write(self, action: Write) -> list[Row]:
+        """Run `action(now)` under the write lock, mirror the rows it returns, bump the token."""
+        with self.backend.write_lock():
+            before = self.backend.read_token(self.name)
+            now = time.time()
+            rows = self._flush_access(now) + action(now)
+            if not rows:
+                return rows
+            if self._index is not None:
+                self._index.upsert(rows)
+            token = self.backend.bump_token(self.name)
+            if before == self._seen:  # the mirror was current, and now holds our change too
+                self._seen = token
+            return rows
+
+    def update(self, memory_id: str, changes: Changes, *, stamp: str | None = None) -> MemoryRecord:
+        """Merge metadata `changes` (a dict, or a function of the current metadata) into a record.
+
+        Raises:
+            MemoryNotFoundError: no live record with that id in this project.
+        """
+
+        def action(now: float) -> list[Row]:
+            got = self.collection.get(ids=[memory_id], include=["documents", "metadatas"])
+            if not got["ids"] or not self._live(got["metadatas"][0], now):
+                raise MemoryNotFoundError(memory_id)
+            meta = dict(got["metadatas"][0])
+            partial = dict(changes(meta) if callable(changes) else changes)
+            partial["updated_at"] = now
+            if stamp:
+                partial[stamp] = now
+            self.collection.update(ids=[memory_id], metadatas=[partial])
+            meta.update(partial)
+            return [(memory_id, got["documents"][0], meta)]
+
+        memory_id_, doc, meta = self.write(action)[-1]
+        return record_from_metadata(memory_id_, doc, meta)
+
+    def note_access(self, ids: list[str], now: float) -> int:
+        """Count accesses now, write them later (batched: recall stays a read)."""
+        counted = 0
+        with self.backend.lock:
+            live = self._index
+            for memory_id in ids:
+                if live is not None and live.live(memory_id, now) is None:
+                    continue
+                count, _ = self._pending.get(memory_id, (0, now))
+                self._pending[memory_id] = (count + 1, now)
+                counted += 1
+            if self._pending and not self._pending_since:
+                self._pending_since = time.monotonic()
+            due = len(self._pending) >= _ACCESS_FLUSH_COUNT or (
+                self._pending and time.monotonic() - self._pending_since > _ACCESS_FLUSH_AGE_S
+            )
+        if due:
+            self.write(lambda now: [])
+        return counted
+
+    def flush_access(self) -> None:
+        """Write pending access counts now (callers hold the write lock or accept taking it)."""
+        if self._pending:
+            self.write(lambda now: [])
+
+    def _flush_access(self, now: float) -> list[Row]:
+        if not self._pending:
+            return []
+        pending, self._pending, self._pending_since = self._pending, {}, 0.0
+        got = self.collection.get(ids=list(pending), include=["documents", "metadatas"])
+        rows: list[Row] = []
+        partials: list[dict[str, Any]] = []
+        for memory_id, doc, meta in zip(
+            got["ids"], got["documents"], got["metadatas"], strict=True
+        ):
+            if not self._live(meta, now):
+                continue
+            count, last = pending[memory_id]
+            partial = {
+                # Read-add-write under the lock: increments from other processes are kept.
+                "access_count": int(meta.get("access_count", 0)) + count,
+                "last_accessed_at": max(last, float(meta.get("last_accessed_at", 0.0))),
+                "updated_at": now,
+            }
+            partials.append(partial)
+            rows.append((memory_id, doc, {**meta, **partial}))
+        if rows:
+            self.collection.update(ids=[r[0] for r in rows], metadatas=partials)
+        return rows
+
+    def sweep(self, now: float) -> int:
+        """Delete expired records; returns how many."""
+        expired: list[str] = []
+
+        def action(now: float) -> list[Row]:
+            got = self.collection.get(where={"expires_at": {"$lte": now}}, include=[])
+            expired.extend(got["ids"])
+            if expired:
+                self.collection.delete(ids=expired)
+                if self._index is not None:
+                    self._index.remove(expired)
+            return []
+
+        with self.backend.write_lock():
+            before = self.backend.read_token(self.name)
+            self.write(action)
+            if expired:  # a deletion is a change other mirrors must see
+                token = self.backend.bump_token(self.name)
+                if before == self._seen:
+                    self._seen = token
+        return len(expired)
