@@ -1,0 +1,114 @@
+"""Pytest counts parsed from real pytest runs in the sandbox."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+from atom_agent.sandbox import Limits, SubprocessRunner, TestCounts
+from atom_agent.sandbox.pytest_report import counts_from_output
+
+Short = Callable[..., Limits]
+
+MIXED = """
+    import pytest
+
+    def test_one():
+        assert 1 + 1 == 2
+
+    def test_two():
+        assert "a".upper() == "A"
+
+    def test_wrong():
+        assert sum([1, 2]) == 4
+
+    @pytest.mark.skip(reason="not today")
+    def test_skipped():
+        pass
+
+    @pytest.fixture
+    def broken():
+        raise RuntimeError("fixture exploded")
+
+    def test_uses_broken(broken):
+        pass
+"""
+
+
+def write(path: Path, source: str) -> None:
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+
+
+def test_counts_from_a_real_mixed_run(
+    runner: SubprocessRunner, staging: Path, short: Short
+) -> None:
+    write(staging / "test_mixed.py", MIXED)
+    result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0))
+    assert result.exit_code == 1
+    assert result.tests == TestCounts(passed=2, failed=1, errors=1, skipped=1)
+    assert result.tests.total == 5
+    # The summary-line fallback agrees with the junit report on the same real output.
+    assert counts_from_output(result.output) == result.tests
+    assert "test_wrong" in result.output
+    assert not (staging / ".pytest_cache").exists() and not (staging / "__pycache__").exists()
+
+
+def test_all_passing_and_targets(runner: SubprocessRunner, staging: Path, short: Short) -> None:
+    write(staging / "impl.py", "def double(x):\n    return 2 * x\n")
+    write(staging / "test_impl.py", """
+        from impl import double
+
+        def test_double():
+            assert double(4) == 8
+    """)
+    write(staging / "test_other.py", "def test_fails():\n    assert False\n")
+    result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0),
+                               targets=["test_impl.py"], python_path=[staging])
+    assert result.ok and result.tests == TestCounts(passed=1)
+
+
+def test_collection_error_counts_as_error(
+    runner: SubprocessRunner, staging: Path, short: Short
+) -> None:
+    write(staging / "test_broken.py", "import module_that_does_not_exist\n")
+    result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0))
+    assert result.exit_code == 2
+    assert result.tests is not None and result.tests.errors == 1 and result.tests.passed == 0
+    assert "module_that_does_not_exist" in result.output
+
+
+def test_no_tests_collected(runner: SubprocessRunner, staging: Path, short: Short) -> None:
+    write(staging / "impl.py", "X = 1\n")
+    result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0))
+    assert result.exit_code == 5
+    assert result.tests is not None and result.tests.total == 0
+
+
+def test_enclosing_project_config_does_not_leak_in(
+    runner: SubprocessRunner, staging: Path, tmp_path: Path, short: Short
+) -> None:
+    # A conftest or ini above the staging area (e.g. the developer's repo) must not apply.
+    write(tmp_path / "conftest.py", "raise RuntimeError('parent conftest was loaded')\n")
+    write(tmp_path / "pytest.ini", "[pytest]\naddopts = --this-flag-does-not-exist\n")
+    write(staging / "test_fine.py", "def test_fine():\n    pass\n")
+    result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0))
+    assert result.ok, result.output
+    assert result.tests == TestCounts(passed=1)
+
+
+def test_hanging_test_times_out(runner: SubprocessRunner, staging: Path, short: Short) -> None:
+    write(staging / "test_hang.py", "import time\n\ndef test_hang():\n    time.sleep(1000)\n")
+    result = runner.run_pytest(cwd=staging, limits=short(timeout_s=3.0))
+    assert result.timed_out and not result.ok
+    assert result.tests is None  # killed before pytest could report anything
+
+
+def test_summary_line_parser() -> None:
+    assert counts_from_output("...\n3 passed, 1 failed, 2 skipped in 0.12s\n") == TestCounts(
+        passed=3, failed=1, skipped=2)
+    assert counts_from_output("=== 1 failed, 1 passed, 2 errors in 1.50s ===") == TestCounts(
+        passed=1, failed=1, errors=2)
+    assert counts_from_output("1 passed, 1 xfailed, 1 xpassed, 3 warnings in 0.1s") == \
+        TestCounts(passed=2, skipped=1)
+    assert counts_from_output("Traceback (most recent call last): nothing else") is None
