@@ -16,6 +16,7 @@ from typing import Any, Self
 from atom_agent.context import Context
 from atom_agent.errors import MemoryNotFoundError, MemoryValidationError
 from atom_agent.memory.embeddings import Embedder
+from atom_agent.memory.events import emit_event as emit
 from atom_agent.memory.records import (
     TYPE_CODES,
     MemoryRecord,
@@ -38,7 +39,6 @@ from atom_agent.memory.store import ChromaBackend
 from atom_agent.memory.sync import ProjectSync
 from atom_agent.memory.working import WorkingMemory
 from atom_agent.session import SessionContext
-from atom_agent.telemetry import emit
 
 logger = logging.getLogger(__name__)
 
