@@ -79,6 +79,16 @@ class MemoryRecord:
         """Forgotten (soft-deleted), with or without a replacement."""
         return self.superseded_at is not None
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MemoryRecord:
+        """Inverse of :meth:`to_dict`."""
+        out = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        out["type"] = MemoryType(out["type"])
+        out["source_type"] = SourceType(out["source_type"])
+        for name in ("created_at", "last_accessed_at", "superseded_at", "expires_at"):
+            out[name] = parse_time(out.get(name), name)
+        return cls(**out)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict (ISO-8601 times); the export format."""
         out = asdict(self)

@@ -1,0 +1,171 @@
+"""`atom-agent memory`: list, recall, show, forget, export, import and sweep long-term memories."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from atom_agent.context import Context
+from atom_agent.errors import ConfigError
+from atom_agent.memory import MemoryManager, MemoryRecord
+from atom_agent.memory.records import MEMORY_TYPES
+from atom_agent.session import SessionContext
+
+Handler = Callable[[MemoryManager, SessionContext, argparse.Namespace], int]
+
+
+def register(subparsers: Any) -> None:
+    """Add the `memory` subcommand and its actions."""
+    parser = subparsers.add_parser(
+        "memory", help="inspect and edit long-term memory", description=__doc__
+    )
+    parser.add_argument("--workspace", help="workspace directory (default: $ATOM_WORKSPACE)")
+    parser.add_argument("--project", help="memory project (default: $ATOM_PROJECT_ID)")
+    parser.add_argument("--chroma-url", help="Chroma server URL (default: $ATOM_CHROMA_URL)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    actions = parser.add_subparsers(dest="memory_action", metavar="ACTION", required=True)
+
+    def action(name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = actions.add_parser(name, help=help)
+        sub.set_defaults(func=lambda args: _run(args, handler))
+        return sub
+
+    listing = action("list", _list, "newest memories first")
+    listing.add_argument("--type", default="all", choices=("all", *MEMORY_TYPES))
+    listing.add_argument("--all", action="store_true", help="include forgotten memories")
+    listing.add_argument("--limit", type=int, default=50)
+    recall = action("recall", _recall, "memories relevant to a query")
+    recall.add_argument("query")
+    recall.add_argument("--type", default="all", choices=("all", *MEMORY_TYPES))
+    recall.add_argument("--min-confidence", type=float, default=0.0)
+    recall.add_argument("--limit", type=int, default=10)
+    recall.add_argument("--all", action="store_true", help="include forgotten memories")
+    show = action("show", _show, "one memory and its supersession history")
+    show.add_argument("memory_id")
+    forget = action("forget", _forget, "soft-delete a memory")
+    forget.add_argument("memory_id")
+    forget.add_argument("--reason")
+    forget.add_argument("--replacement", dest="replacement_id")
+    export = action("export", _export, "write every record as JSON (stdout or a file)")
+    export.add_argument("--output", "-o", help="file to write (default: stdout)")
+    imp = action("import", _import, "load records exported before (a JSON list)")
+    imp.add_argument("file", help="JSON file ('-' for stdin)")
+    action("sweep", _sweep, "delete expired memories")
+
+
+def _run(args: argparse.Namespace, handler: Handler) -> int:
+    overrides: dict[str, Any] = {}
+    if args.workspace:
+        overrides["workspace"] = args.workspace
+    if args.project:
+        overrides["project_id"] = args.project
+    if args.chroma_url:
+        overrides["chroma_url"] = args.chroma_url
+    ctx = Context.from_env(**overrides)
+    session = SessionContext(session_id="cli", project_id=ctx.project_id)
+    with MemoryManager.from_context(ctx) as manager:
+        return handler(manager, session, args)
+
+
+def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([r.to_dict() for r in records], indent=2, ensure_ascii=False))
+        return
+    if not records:
+        print("no memories")
+    for r in records:
+        flag = " [forgotten]" if r.superseded else ""
+        print(f"{r.id}  {r.type.value:<14} {r.confidence:.2f}  {r.created_at:%Y-%m-%d %H:%M}{flag}")
+        print(f"    {r.content}")
+
+
+def _list(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
+    records = [MemoryRecord.from_dict(d) for d in manager.export(session)]
+    records = [
+        r for r in records if (args.all or not r.superseded) and args.type in ("all", r.type.value)
+    ]
+    records.sort(key=lambda r: r.created_at, reverse=True)
+    _print_records(records[: max(0, args.limit)], args.json)
+    return 0
+
+
+def _recall(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
+    found = manager.recall(
+        session,
+        args.query,
+        type=args.type,
+        min_confidence=args.min_confidence,
+        limit=args.limit,
+        include_superseded=args.all,
+    )
+    _print_records(found, args.json)
+    return 0
+
+
+def _show(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
+    record = manager.get(session, args.memory_id)
+    chain = manager.history(session, args.memory_id)
+    if args.json:
+        print(
+            json.dumps(
+                {"memory": record.to_dict(), "history": [r.to_dict() for r in chain]},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    for key, value in record.to_dict().items():
+        if value is not None:
+            print(f"{key:>17}: {value}")
+    if len(chain) > 1:
+        print("history (oldest first):")
+        for r in chain:
+            marker = "*" if r.id == record.id else " "
+            print(f"  {marker} {r.id}  {r.content[:80]}")
+    return 0
+
+
+def _forget(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
+    record = manager.forget(
+        session, args.memory_id, reason=args.reason, replacement_id=args.replacement_id
+    )
+    if args.json:
+        print(json.dumps(record.to_dict(), ensure_ascii=False))
+    else:
+        print(f"forgot {record.id}")
+    return 0
+
+
+def _export(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
+    text = json.dumps(manager.export(session), indent=2, ensure_ascii=False)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+def _import(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
+    try:
+        if args.file == "-":
+            data = json.load(sys.stdin)
+        else:
+            with open(args.file, encoding="utf-8") as fh:
+                data = json.load(fh)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read {args.file}: {exc}") from exc
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        raise ConfigError(f"{args.file}: expected a JSON list of records (as `export` writes)")
+    count = manager.import_(session, data)
+    print(json.dumps({"imported": count}) if args.json else f"imported {count} memories")
+    return 0
+
+
+def _sweep(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
+    count = manager.sweep_expired(session)
+    print(json.dumps({"swept": count}) if args.json else f"swept {count} expired memories")
+    return 0
