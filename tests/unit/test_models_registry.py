@@ -4,8 +4,13 @@ import pytest
 from langchain_google_genai import ChatGoogleGenerativeAI
 
 from atom_agent.errors import MissingCredentialsError, ModelSpecError, ModelUnavailableError
-from atom_agent.models import LocalChatModel, load_chat_model, parse_spec, resolve_default_model
-from atom_agent.models import registry
+from atom_agent.models import (
+    LocalChatModel,
+    load_chat_model,
+    parse_spec,
+    registry,
+    resolve_default_model,
+)
 
 
 @pytest.mark.parametrize("spec", ["gemini", ":x", "google_genai:", "", "   ", "a b:c"])

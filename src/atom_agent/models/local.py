@@ -29,10 +29,10 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from atom_agent.errors import ModelError, ModelUnavailableError
 from atom_agent.models.weights import INSTALL_HINT, resolve_local_weights
@@ -40,6 +40,8 @@ from atom_agent.models.weights import INSTALL_HINT, resolve_local_weights
 logger = logging.getLogger(__name__)
 
 ANSWER_KEY = "answer"
+MAX_ARRAY_ITEMS = 12
+"""Arrays in constrained replies hold at most this many items (see `_cap_arrays`)."""
 
 _TOOL_PROMPT = """\
 You can call tools. Reply with exactly one JSON object and nothing else:
@@ -145,6 +147,23 @@ class LocalChatModel(BaseChatModel):
         formatted = [convert_to_openai_tool(t) for t in tools]
         return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
 
+    def with_structured_output(
+        self,
+        schema: dict[str, Any] | type,
+        *,
+        include_raw: bool = False,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+        """Structured output through a forced, grammar-constrained call of `schema`.
+
+        Unlike the base implementation, a reply that could not be parsed (cut off at
+        `max_tokens`) raises :class:`ModelError` instead of returning None.
+        """
+        runnable = super().with_structured_output(schema, include_raw=include_raw, **kwargs)
+        if include_raw:
+            return runnable
+        return runnable | RunnableLambda(_require_parsed)
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -193,6 +212,17 @@ class LocalChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
+def _require_parsed(value: Any) -> dict[str, Any] | BaseModel:
+    if value is None:
+        raise ModelError(
+            "the local model's structured reply was cut off before it was complete; "
+            "raise max_tokens (LocalChatModel(max_tokens=...)) or simplify the schema"
+        )
+    if not isinstance(value, dict | BaseModel):
+        raise ModelError(f"structured output parsed to {type(value).__name__}, not an object")
+    return value
+
+
 def _tool_name(tool: dict[str, Any]) -> str:
     return str(tool["function"]["name"])
 
@@ -217,7 +247,25 @@ def _allowed_tools(
     return [names[wanted]]
 
 
-def _reply_schema(allowed: list[dict[str, Any]]) -> dict[str, Any]:
+def _cap_arrays(schema: Any, max_items: int) -> Any:
+    """A copy of `schema` where every array has at most `max_items` items.
+
+    Greedy decoding of a small model can repeat list items until the token limit, which cuts
+    the JSON off; a cap in the grammar forces the array (and so the reply) to close.
+    """
+    if isinstance(schema, list):
+        return [_cap_arrays(item, max_items) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    capped = {key: _cap_arrays(value, max_items) for key, value in schema.items()}
+    if capped.get("type") == "array" and "maxItems" not in capped:
+        capped["maxItems"] = max(max_items, int(capped.get("minItems", 0)))
+    return capped
+
+
+def _reply_schema(
+    allowed: list[dict[str, Any]], max_items: int = MAX_ARRAY_ITEMS
+) -> dict[str, Any]:
     options: list[dict[str, Any]] = []
     for entry in allowed:
         if "answer" in entry:
@@ -230,6 +278,7 @@ def _reply_schema(allowed: list[dict[str, Any]]) -> dict[str, Any]:
             )
             continue
         params = entry["function"].get("parameters") or {"type": "object", "properties": {}}
+        params = _cap_arrays(params, max_items)
         options.append(
             {
                 "type": "object",

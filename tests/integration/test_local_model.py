@@ -1,0 +1,104 @@
+"""The embedded llama.cpp model, for real: load, generate, tool calls, structured output."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from pydantic import BaseModel, Field
+
+from atom_agent.models import LocalChatModel, load_chat_model
+from atom_agent.models.weights import QWEN_CODER_1_5B, ensure_weights
+
+pytestmark = [pytest.mark.local_model, pytest.mark.integration]
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city."""
+    return f"sunny in {city}"
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers and return the sum."""
+    return a + b
+
+
+class Task(BaseModel):
+    """A unit of work."""
+
+    title: str = Field(description="a short title")
+    steps: list[str] = Field(description="the steps, in order")
+    estimate_hours: int = Field(description="hours of work, a whole number")
+
+
+@pytest.fixture(scope="module")
+def model() -> LocalChatModel:
+    chat = load_chat_model("local", max_tokens=512)
+    assert isinstance(chat, LocalChatModel)
+    return chat
+
+
+def test_weights_are_assembled_and_verified() -> None:
+    path = ensure_weights()
+    assert path.stat().st_size == QWEN_CODER_1_5B.size
+    assert path.with_name(path.name + ".verified.json").exists()
+
+
+def test_generates_text_and_reports_usage(model: LocalChatModel) -> None:
+    reply = model.invoke([HumanMessage("Write a Python function that returns the square of x.")])
+    assert isinstance(reply, AIMessage)
+    assert "def " in reply.text
+    usage = reply.usage_metadata
+    assert usage is not None and usage["input_tokens"] > 5 and usage["output_tokens"] > 5
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+def test_bind_tools_yields_a_valid_call_of_a_bound_tool(model: LocalChatModel) -> None:
+    bound = model.bind_tools([get_weather, add], tool_choice="any")
+    reply = bound.invoke([HumanMessage("What is the weather like in Lisbon today?")])
+    assert isinstance(reply, AIMessage)
+    assert len(reply.tool_calls) == 1
+    call = reply.tool_calls[0]
+    assert call["name"] in {"get_weather", "add"}
+    chosen = {"get_weather": get_weather, "add": add}[call["name"]]
+    chosen.invoke(call["args"])  # raises if the arguments do not fit the tool's schema
+
+
+def test_auto_tool_choice_parses_after_a_tool_result(model: LocalChatModel) -> None:
+    bound = model.bind_tools([get_weather, add])
+    history = [
+        SystemMessage("You are a helpful assistant."),
+        HumanMessage("What is 17 plus 25?"),
+        AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "add", "args": {"a": 17, "b": 25}, "id": "c1", "type": "tool_call"}
+            ],
+        ),
+        ToolMessage(content="42", tool_call_id="c1", name="add"),
+    ]
+    reply = bound.invoke(history)
+    assert isinstance(reply, AIMessage)
+    assert not reply.invalid_tool_calls
+    assert reply.tool_calls or reply.text.strip()  # a call or a final answer, never junk
+    for call in reply.tool_calls:
+        assert call["name"] in {"get_weather", "add"}
+
+
+def test_structured_output_is_a_valid_instance(model: LocalChatModel) -> None:
+    result = model.with_structured_output(Task).invoke(
+        "Plan the task: add an LRU cache module with tests."
+    )
+    assert isinstance(result, Task)
+    assert result.title.strip()
+    assert isinstance(result.estimate_hours, int)
+
+
+def test_async_invoke(model: LocalChatModel) -> None:
+    reply = asyncio.run(model.ainvoke([HumanMessage("Say OK.")], max_tokens=8))
+    assert isinstance(reply, AIMessage)
+    assert reply.usage_metadata is not None and 0 < reply.usage_metadata["output_tokens"] <= 8
