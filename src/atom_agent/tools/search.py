@@ -1,0 +1,202 @@
+"""Search tools: search_files over the attempt's scope, search_memory over long-term memory."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from langchain_core.tools import BaseTool, ToolException
+from pydantic import BaseModel, Field
+
+from atom_agent.errors import ToolConfigError
+from atom_agent.session import SessionContext
+from atom_agent.tools.files import DEPS, ToolScope, split_path, structured_tool, to_json, walk_files
+
+logger = logging.getLogger(__name__)
+
+_MAX_FILE_BYTES = 2 * 1024 * 1024  # larger files are skipped (generated data, not code)
+_MAX_LINE_CHARS = 4000  # lines are matched and shown up to this length
+_SHOWN_CHARS = 240
+
+
+class MemoryRecordLike(Protocol):
+    """What search_memory reads from a long-term memory record."""
+
+    @property
+    def id(self) -> str:
+        """The record id."""
+
+    @property
+    def content(self) -> str:
+        """The remembered text."""
+
+    @property
+    def type(self) -> str:
+        """The memory kind: fact, decision, lesson_learned and so on."""
+
+    @property
+    def confidence(self) -> float:
+        """0–1."""
+
+    @property
+    def created_at(self) -> datetime:
+        """When it was remembered."""
+
+
+class MemoryRecall(Protocol):
+    """The part of :class:`atom_agent.memory.MemoryManager` that search_memory needs."""
+
+    def recall(self, session: SessionContext, query: str | None = None, *, type: str = "all",
+               min_confidence: float = 0.5, limit: int = 10,
+               include_superseded: bool = False) -> Sequence[MemoryRecordLike]:
+        """The most relevant live memories of the session's project."""
+
+
+WebSearch = Callable[[str, int], Sequence[dict[str, str]]]
+"""A web search backend: ``(query, max_results) -> [{"title", "url", "snippet"}]``."""
+
+
+class SearchFilesArgs(BaseModel):
+    """Arguments of search_files."""
+
+    pattern: str = Field(description="Text or regular expression to find.")
+    regex: bool = Field(default=False, description="Treat pattern as a Python regular "
+                                                   "expression (default: literal text).")
+    path: str = Field(default=".", description="Where to search: '.', a file or directory of "
+                                               "yours, 'deps' or 'deps/<step_id>'.")
+    ignore_case: bool = Field(default=False, description="Match case-insensitively.")
+
+
+class SearchMemoryArgs(BaseModel):
+    """Arguments of search_memory."""
+
+    query: str = Field(description="What you want to know, in words (searched by meaning).")
+    type: Literal["all", "fact", "assumption", "hypothesis", "discovery", "risk", "unknown",
+                  "decision", "convention", "lesson_learned"] = Field(
+        default="all", description="Only memories of this kind.")
+    limit: int = Field(default=5, ge=1, le=20, description="Most memories to return (1-20).")
+
+
+class WebSearchArgs(BaseModel):
+    """Arguments of web_search."""
+
+    query: str = Field(description="Search query.")
+    max_results: int = Field(default=5, ge=1, le=10, description="Most results (1-10).")
+
+
+def create_search_tools(scope: ToolScope, memory: MemoryRecall | None = None,
+                        session: SessionContext | None = None, *, max_results: int = 50,
+                        web: WebSearch | None = None) -> list[BaseTool]:
+    """search_files; search_memory when `memory` is given; web_search only when `web` is given.
+
+    Args:
+        scope: the attempt's readable area.
+        memory: the long-term memory (anything with ``recall``, e.g. ``MemoryManager``).
+        session: the session search_memory acts for (required with `memory`).
+        max_results: cap on search_files matches.
+        web: a web search backend; pass one only when ``Context.web_search`` is on (off by
+            default, and this machine has no network).
+
+    Raises:
+        ToolConfigError: `memory` without a `session`.
+    """
+    if memory is not None and session is None:
+        raise ToolConfigError("search_memory needs the session it acts for: pass session=")
+
+    def search_files(pattern: str, regex: bool = False, path: str = ".",
+                     ignore_case: bool = False) -> str:
+        """Find lines in your files and your dependencies' files; returns 'file:line: text'.
+
+        Literal text by default; set regex=true for a Python regular expression. Binary and
+        very large files are skipped. Results are capped: narrow the pattern or the path.
+        """
+        if not pattern:
+            raise ToolException("pattern is empty; give the text to look for")
+        flags = re.IGNORECASE if ignore_case else 0
+        try:
+            matcher = re.compile(pattern if regex else re.escape(pattern), flags)
+        except re.error as exc:
+            raise ToolException(f"invalid regular expression {pattern!r}: {exc}; fix it, or "
+                                f"pass regex=false to search for the literal text") from None
+        matches: list[str] = []
+        total = 0
+        for file in _files(scope, path):
+            for number, line in _lines(file):
+                if matcher.search(line):
+                    total += 1
+                    if len(matches) < max_results:
+                        shown = line if len(line) <= _SHOWN_CHARS else line[:_SHOWN_CHARS] + "…"
+                        matches.append(f"{scope.display(file)}:{number}: {shown}")
+        result: dict[str, Any] = {"pattern": pattern, "count": total, "matches": matches}
+        if total > len(matches):
+            result["note"] = (f"showing {len(matches)} of {total} matches; narrow the pattern "
+                              f"or the path")
+        return to_json(result)
+
+    tools = [structured_tool(search_files, SearchFilesArgs)]
+
+    if memory is not None and session is not None:
+        bound_session = session
+
+        def search_memory(query: str, type: str = "all", limit: int = 5) -> str:
+            """Search long-term memory by meaning: facts, conventions and lessons from earlier steps and runs.
+
+            Returns the most relevant memories with their type and confidence. Read-only; use
+            `remember` to store something new.
+            """  # noqa: E501 - the first line is the model's summary
+            if not query.strip():
+                raise ToolException("query is empty; say what you want to know")
+            records = memory.recall(bound_session, query, type=type, limit=limit)
+            return to_json({"query": query, "count": len(records), "memories": [
+                {"id": r.id, "content": r.content, "type": str(r.type),
+                 "confidence": round(float(r.confidence), 3),
+                 "created_at": r.created_at.isoformat()} for r in records]})
+
+        tools.append(structured_tool(search_memory, SearchMemoryArgs))
+
+    if web is not None:
+        backend = web
+
+        def web_search(query: str, max_results: int = 5) -> str:
+            """Search the web; returns titles, URLs and snippets. Enabled only when configured."""
+            if not query.strip():
+                raise ToolException("query is empty")
+            results = list(backend(query, max_results))[:max_results]
+            return to_json({"query": query, "results": results})
+
+        tools.append(structured_tool(web_search, WebSearchArgs))
+    return tools
+
+
+def _files(scope: ToolScope, path: str) -> list[Path]:
+    parts = split_path(path)
+    roots: list[tuple[Path, Path]] = []
+    if not parts or parts == (DEPS,):
+        if not parts:
+            roots.append((scope.staging.resolve(), scope.staging.resolve()))
+        roots += [(Path(d).resolve(), Path(d).resolve()) for d in scope.dependencies.values()]
+    else:
+        target, root = scope.resolve_read(path)
+        if not target.exists():
+            raise ToolException(f"{path!r} does not exist; list_files shows what does")
+        roots.append((target, root))
+    files: list[Path] = []
+    for start, root in roots:
+        files += [f for f in walk_files(start, root) if f.stat().st_size <= _MAX_FILE_BYTES]
+    return files
+
+
+def _lines(file: Path) -> list[tuple[int, str]]:
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return []
+    if b"\x00" in data[:8192]:
+        return []  # binary
+    text = data.decode("utf-8", errors="replace")
+    # Long lines are cut before matching: bounds the work a pathological pattern can do.
+    return [(i, line[:_MAX_LINE_CHARS]) for i, line in enumerate(text.splitlines(), start=1)]
