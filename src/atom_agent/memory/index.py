@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from atom_agent.memory.embeddings import DIMENSIONS
-from atom_agent.memory.records import TYPE_CODES, decode_vector
+from atom_agent.memory.records import TYPE_CODES, MemoryRecord, decode_vector, record_from_metadata
 
 # Ranking weights: semantic similarity dominates; keyword overlap, confidence and recency
 # re-order near-ties. Candidates below MIN_RELEVANCE without a keyword hit are not returned.
@@ -184,3 +184,39 @@ class ProjectIndex:
             hits.append(Hit(row, score))
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits[:limit]
+
+
+def supersession_chain(index: ProjectIndex, start: MemoryRecord, now: float) -> list[MemoryRecord]:
+    """`start` with what it (transitively) replaced and what replaced it, oldest link first."""
+    predecessors: dict[str, list[str]] = {}
+    for row, meta in enumerate(index.metas):
+        successor = meta.get("superseded_by")
+        if successor and index.live(index.ids[row], now) is not None:
+            predecessors.setdefault(str(successor), []).append(index.ids[row])
+
+    def load(memory_id: str, row: int) -> MemoryRecord:
+        return record_from_metadata(memory_id, index.docs[row], index.metas[row])
+
+    chain: dict[str, MemoryRecord] = {start.id: start}
+    todo = [start.id]
+    while todo:  # backwards: everything `start` replaced, directly or not
+        for pid in predecessors.get(todo.pop(), []):
+            if pid not in chain:
+                chain[pid] = load(pid, index.pos[pid])
+                todo.append(pid)
+    current = start
+    while current.superseded_by and current.superseded_by not in chain:  # forwards
+        found = index.live(current.superseded_by, now)
+        if found is None:
+            break
+        current = load(current.superseded_by, found)
+        chain[current.id] = current
+
+    def hops(record: MemoryRecord) -> int:  # links between `record` and the newest
+        seen: set[str] = set()
+        while record.superseded_by in chain and record.id not in seen:
+            seen.add(record.id)
+            record = chain[str(record.superseded_by)]
+        return len(seen)
+
+    return sorted(chain.values(), key=lambda r: (-hops(r), r.created_at, r.id))

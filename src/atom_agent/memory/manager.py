@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -17,6 +16,7 @@ from atom_agent.context import Context
 from atom_agent.errors import MemoryNotFoundError, MemoryValidationError
 from atom_agent.memory.embeddings import Embedder
 from atom_agent.memory.events import emit_event as emit
+from atom_agent.memory.index import supersession_chain
 from atom_agent.memory.records import (
     TYPE_CODES,
     MemoryRecord,
@@ -25,18 +25,16 @@ from atom_agent.memory.records import (
     check_id,
     check_limit,
     check_unit,
-    clamp_unit,
     encode_vector,
+    new_record,
     optional_text,
-    parse_time,
     record_from_metadata,
-    record_to_metadata,
     require_session,
-    validate_content,
+    restore_record,
     validate_type,
 )
 from atom_agent.memory.store import ChromaBackend
-from atom_agent.memory.sync import ProjectSync
+from atom_agent.memory.sync import ProjectSync, upsert_records
 from atom_agent.memory.working import WorkingMemory
 from atom_agent.session import SessionContext
 
@@ -176,7 +174,7 @@ class MemoryManager:
         session = require_session(session, "remember")
         started = time.perf_counter()
         now = time.time()
-        records = [self._new_record(session, item, now) for item in items]
+        records = [new_record(session, item, now) for item in items]
         self._store(session.project_id, records)
         emit(
             _event,
@@ -190,46 +188,13 @@ class MemoryManager:
         )
         return records
 
-    def _new_record(
-        self, session: SessionContext, item: Mapping[str, Any], now: float
-    ) -> MemoryRecord:
-        if "content" not in item:
-            raise MemoryValidationError("content is required")
-        source = item.get("source_type", SourceType.AGENT)
-        if str(source) not in {s.value for s in SourceType}:
-            raise MemoryValidationError(
-                f"source_type {source!r} is not one of: {', '.join(s.value for s in SourceType)}"
-            )
-        ttl = item.get("ttl_s")
-        if ttl is not None and (
-            isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0
-        ):
-            raise MemoryValidationError(f"ttl_s must be a positive number of seconds, got {ttl!r}")
-        created = datetime.fromtimestamp(now, tz=UTC)
-        return MemoryRecord(
-            id=secrets.token_hex(12),
-            content=validate_content(item["content"]),
-            type=MemoryType(validate_type(item.get("type", MemoryType.FACT))),
-            confidence=clamp_unit(item.get("confidence", 0.8), "confidence"),
-            source_type=SourceType(str(source)),
-            rationale=optional_text(item.get("rationale"), "rationale"),
-            importance=clamp_unit(item.get("importance", 0.5), "importance"),
-            project_id=session.project_id,
-            session_id=session.session_id,
-            run_id=session.run_id,
-            step_id=session.step_id,
-            attempt=session.attempt,
-            created_at=created,
-            expires_at=None if ttl is None else datetime.fromtimestamp(now + float(ttl), tz=UTC),
-        )
-
     def _store(self, project_id: str, records: list[MemoryRecord]) -> None:
         sync = self._sync(project_id)
         for start in range(0, len(records), _CHUNK):
             chunk = records[start : start + _CHUNK]
             vectors = self.embedder.embed([r.content for r in chunk])
             packed = [encode_vector(v) for v in vectors]
-            sync.write(partial(_upsert, sync.collection, chunk, packed, vectors))
+            sync.write(partial(upsert_records, sync.collection, chunk, packed, vectors))
 
     def forget(
         self,
@@ -352,6 +317,7 @@ class MemoryManager:
         """Count one access on each id of this project (others are ignored); returns how many."""
         session = require_session(session, "record_access")
         sync = self._sync(session.project_id)
+        sync.index()  # current, so ids of other projects and expired ids are not counted
         counted = sync.note_access(list(ids), time.time())
         sync.write(lambda now: [])  # flushes the pending counts under the write lock
         return counted
@@ -481,40 +447,7 @@ class MemoryManager:
         start = self.get(session, memory_id)
         sync = self._sync(session.project_id)
         with self.backend.lock:
-            index = sync.index()
-            now = time.time()
-            predecessors: dict[str, list[str]] = {}
-            for row, meta in enumerate(index.metas):
-                successor = meta.get("superseded_by")
-                if successor and index.live(index.ids[row], now) is not None:
-                    predecessors.setdefault(str(successor), []).append(index.ids[row])
-            chain: dict[str, MemoryRecord] = {start.id: start}
-            todo = [start.id]
-            while todo:  # backwards: everything this memory (transitively) replaced
-                for pid in predecessors.get(todo.pop(), []):
-                    if pid not in chain:
-                        row = index.pos[pid]
-                        chain[pid] = record_from_metadata(pid, index.docs[row], index.metas[row])
-                        todo.append(pid)
-            current = start
-            while current.superseded_by and current.superseded_by not in chain:  # forwards
-                row_or_none = index.live(current.superseded_by, now)
-                if row_or_none is None:
-                    break
-                nxt = current.superseded_by
-                current = record_from_metadata(
-                    nxt, index.docs[row_or_none], index.metas[row_or_none]
-                )
-                chain[nxt] = current
-
-        def hops(record: MemoryRecord) -> int:  # how far from the newest in the chain
-            seen: set[str] = set()
-            while record.superseded_by in chain and record.id not in seen:
-                seen.add(record.id)
-                record = chain[str(record.superseded_by)]
-            return len(seen)
-
-        return sorted(chain.values(), key=lambda r: (-hops(r), r.created_at, r.id))
+            return supersession_chain(sync.index(), start, time.time())
 
     def export(self, session: SessionContext) -> list[dict[str, Any]]:
         """Every live record of this project (superseded included) as JSON-ready dicts."""
@@ -546,8 +479,8 @@ class MemoryManager:
         loaded: list[MemoryRecord] = []
         for i, item in enumerate(records):
             try:
-                fresh = self._new_record(session, item, now)
-                loaded.append(_restore(fresh, item))
+                fresh = new_record(session, item, now)
+                loaded.append(restore_record(fresh, item))
             except MemoryValidationError as exc:
                 raise MemoryValidationError(f"record {i}: {exc}") from None
         self._store(session.project_id, loaded)
@@ -569,42 +502,6 @@ class MemoryManager:
         removed = self._sync(project_id).sweep(time.time())
         emit("memory.sweep", project_id=project_id, count=removed)
         return removed
-
-
-def _restore(fresh: MemoryRecord, item: Mapping[str, Any]) -> MemoryRecord:
-    """Carry an imported record's identity, provenance and history over a validated fresh one."""
-    changes: dict[str, Any] = {}
-    if item.get("id") is not None:
-        changes["id"] = check_id(item["id"], "id")
-    for name in ("session_id", "run_id", "step_id", "superseded_by", "supersede_reason"):
-        if item.get(name) is not None:
-            changes[name] = str(item[name])
-    if isinstance(item.get("attempt"), int):
-        changes["attempt"] = item["attempt"]
-    if isinstance(item.get("access_count"), int):
-        changes["access_count"] = max(0, item["access_count"])
-    for name in ("created_at", "last_accessed_at", "superseded_at", "expires_at"):
-        if name in item and item[name] is not None:
-            changes[name] = parse_time(item[name], name)
-    if changes.get("superseded_by") and "superseded_at" not in changes:
-        changes["superseded_at"] = fresh.created_at
-    return replace(fresh, **changes)
-
-
-def _upsert(
-    collection: Any, records: list[MemoryRecord], packed: list[str], vectors: Any, now: float
-) -> list[tuple[str, str, dict[str, Any]]]:
-    rows = [
-        (r.id, r.content, record_to_metadata(r, vec, now))
-        for r, vec in zip(records, packed, strict=True)
-    ]
-    collection.upsert(
-        ids=[r[0] for r in rows],
-        documents=[r[1] for r in rows],
-        metadatas=[r[2] for r in rows],
-        embeddings=vectors,
-    )
-    return rows
 
 
 def _ms(started: float) -> float:

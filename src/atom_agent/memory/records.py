@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import math
-from dataclasses import asdict, dataclass, field
+import secrets
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -283,3 +285,54 @@ def parse_time(value: object, name: str) -> datetime | None:
             raise MemoryValidationError(f"{name}: {value!r} is not an ISO-8601 time") from None
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     raise MemoryValidationError(f"{name}: {value!r} is not a time")
+
+
+def new_record(session: SessionContext, item: Mapping[str, Any], now: float) -> MemoryRecord:
+    """A validated record from `remember` keyword arguments (``content`` required)."""
+    if "content" not in item:
+        raise MemoryValidationError("content is required")
+    source = item.get("source_type", SourceType.AGENT)
+    if str(source) not in {s.value for s in SourceType}:
+        raise MemoryValidationError(
+            f"source_type {source!r} is not one of: {', '.join(s.value for s in SourceType)}"
+        )
+    ttl = item.get("ttl_s")
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0):
+        raise MemoryValidationError(f"ttl_s must be a positive number of seconds, got {ttl!r}")
+    created = datetime.fromtimestamp(now, tz=UTC)
+    return MemoryRecord(
+        id=secrets.token_hex(12),
+        content=validate_content(item["content"]),
+        type=MemoryType(validate_type(item.get("type", MemoryType.FACT))),
+        confidence=clamp_unit(item.get("confidence", 0.8), "confidence"),
+        source_type=SourceType(str(source)),
+        rationale=optional_text(item.get("rationale"), "rationale"),
+        importance=clamp_unit(item.get("importance", 0.5), "importance"),
+        project_id=session.project_id,
+        session_id=session.session_id,
+        run_id=session.run_id,
+        step_id=session.step_id,
+        attempt=session.attempt,
+        created_at=created,
+        expires_at=None if ttl is None else datetime.fromtimestamp(now + float(ttl), tz=UTC),
+    )
+
+
+def restore_record(fresh: MemoryRecord, item: Mapping[str, Any]) -> MemoryRecord:
+    """Carry an imported record's identity, provenance and history over a validated fresh one."""
+    changes: dict[str, Any] = {}
+    if item.get("id") is not None:
+        changes["id"] = check_id(item["id"], "id")
+    for name in ("session_id", "run_id", "step_id", "superseded_by", "supersede_reason"):
+        if item.get(name) is not None:
+            changes[name] = str(item[name])
+    if isinstance(item.get("attempt"), int):
+        changes["attempt"] = item["attempt"]
+    if isinstance(item.get("access_count"), int):
+        changes["access_count"] = max(0, item["access_count"])
+    for name in ("created_at", "last_accessed_at", "superseded_at", "expires_at"):
+        if name in item and item[name] is not None:
+            changes[name] = parse_time(item[name], name)
+    if changes.get("superseded_by") and "superseded_at" not in changes:
+        changes["superseded_at"] = fresh.created_at
+    return replace(fresh, **changes)

@@ -9,7 +9,7 @@ from typing import Any
 
 from atom_agent.errors import MemoryNotFoundError
 from atom_agent.memory.index import ProjectIndex
-from atom_agent.memory.records import MemoryRecord, record_from_metadata
+from atom_agent.memory.records import MemoryRecord, record_from_metadata, record_to_metadata
 from atom_agent.memory.store import ChromaBackend, collection_name
 
 logger = logging.getLogger(__name__)
@@ -213,3 +213,20 @@ class ProjectSync:
                 if before == self._seen:
                     self._seen = token
         return len(expired)
+
+
+def upsert_records(
+    collection: Any, records: list[MemoryRecord], packed: list[str], vectors: Any, now: float
+) -> list[Row]:
+    """Write records (with their vectors) to `collection`; returns the mirror rows."""
+    rows = [
+        (r.id, r.content, record_to_metadata(r, vec, now))
+        for r, vec in zip(records, packed, strict=True)
+    ]
+    collection.upsert(
+        ids=[r[0] for r in rows],
+        documents=[r[1] for r in rows],
+        metadatas=[r[2] for r in rows],
+        embeddings=vectors,
+    )
+    return rows

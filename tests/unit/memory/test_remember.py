@@ -1,0 +1,110 @@
+"""Seed 004 §4.1.3: remember."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from atom_agent.errors import MemoryValidationError, MissingSessionError
+from atom_agent.memory import MemoryManager, MemoryType
+from atom_agent.memory.store import collection_name
+from atom_agent.session import SessionContext
+from atom_agent.tools.memory import create_memory_tools
+
+
+def test_remember_creates_memory_with_given_type(manager: MemoryManager, session: SessionContext) -> None:
+    record = manager.remember(session, "Use ruff for linting", type="convention")
+    assert record.type is MemoryType.CONVENTION
+    assert manager.get(session, record.id).type is MemoryType.CONVENTION
+
+
+def test_defaults_type_fact_and_confidence_08(manager: MemoryManager, session: SessionContext) -> None:
+    record = manager.remember(session, "The service listens on port 8080")
+    assert record.type is MemoryType.FACT
+    assert record.confidence == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize(("given", "stored"), [(1.7, 1.0), (-0.3, 0.0), (0.42, 0.42)])
+def test_confidence_is_clamped(manager: MemoryManager, session: SessionContext, given: float, stored: float) -> None:
+    record = manager.remember(session, f"clamp {given}", confidence=given)
+    assert record.confidence == pytest.approx(stored)
+    assert manager.get(session, record.id).confidence == pytest.approx(stored)
+
+
+@pytest.mark.parametrize("content", ["", "   ", None, 12])
+def test_content_must_be_non_empty_text(manager: MemoryManager, session: SessionContext, content: object) -> None:
+    with pytest.raises(MemoryValidationError, match="content must be a non-empty string"):
+        manager.remember(session, content)  # type: ignore[arg-type]
+    assert manager.export(session) == []
+
+
+def test_content_max_length(manager: MemoryManager, session: SessionContext) -> None:
+    manager.remember(session, "x" * 2000)
+    with pytest.raises(MemoryValidationError, match="2001 characters; the limit is 2000"):
+        manager.remember(session, "y" * 2001)
+    assert len(manager.export(session)) == 1
+
+
+def test_type_must_be_in_enum(manager: MemoryManager, session: SessionContext) -> None:
+    with pytest.raises(MemoryValidationError, match="type 'opinion' is not one of: fact, assumption"):
+        manager.remember(session, "something", type="opinion")
+
+
+def test_ids_are_unique(manager: MemoryManager, session: SessionContext) -> None:
+    ids = {manager.remember(session, "the same sentence").id for _ in range(20)}
+    assert len(ids) == 20
+    assert all(len(i) == 24 for i in ids)
+
+
+def test_tool_sets_source_agent_and_max_importance(manager: MemoryManager, session: SessionContext) -> None:
+    remember = create_memory_tools(manager, session)[0]
+    result = json.loads(remember.invoke({"content": "CI runs on GitHub Actions"}))
+    stored = manager.get(session, result["memory_id"])
+    assert stored.source_type.value == "agent"
+    assert stored.importance == 1.0
+
+
+def test_persists_immediately_with_provenance(manager: MemoryManager, session: SessionContext) -> None:
+    record = manager.remember(session, "Migrations live in db/migrations", rationale="seen in repo")
+    # Straight from Chroma, not through the manager's mirror.
+    collection = manager.backend.client.get_collection(collection_name("memory", "alpha"))
+    got = collection.get(ids=[record.id], include=["documents", "metadatas"])
+    meta = got["metadatas"][0]
+    assert got["documents"] == ["Migrations live in db/migrations"]
+    assert meta["type"] == "fact" and meta["project_id"] == "alpha" and meta["session_id"] == "s1"
+    assert (meta["run_id"], meta["step_id"], meta["attempt"]) == ("r1", "step-1", 1)
+    assert meta["rationale"] == "seen in repo"
+    assert None not in meta.values()
+    assert [r.id for r in manager.recall(session, "where are the database migrations?")] == [record.id]
+
+
+def test_tool_returns_formatted_success(manager: MemoryManager, session: SessionContext) -> None:
+    remember = create_memory_tools(manager, session)[0]
+    result = json.loads(remember.invoke({"content": "Prefer dataclasses", "type": "decision"}))
+    assert set(result) == {"remembered", "memory_id", "memory_type", "message"}
+    assert result["remembered"] is True and result["memory_type"] == "decision"
+    assert result["message"] == f"Stored decision memory with id {result['memory_id']}"
+
+
+def test_missing_session_is_a_clear_error(manager: MemoryManager) -> None:
+    with pytest.raises(MissingSessionError, match="memory.remember needs a session context"):
+        manager.remember(None, "orphan")  # type: ignore[arg-type]
+    remember = create_memory_tools(manager, None)[0]
+    with pytest.raises(MissingSessionError, match="needs a session context"):
+        remember.invoke({"content": "orphan"})
+
+
+def test_optional_rationale(manager: MemoryManager, session: SessionContext) -> None:
+    without = manager.remember(session, "no reason given")
+    with_reason = manager.remember(session, "reason given", rationale="the tests failed without it")
+    assert manager.get(session, without.id).rationale is None
+    assert manager.get(session, with_reason.id).rationale == "the tests failed without it"
+
+
+def test_remember_emits_telemetry(manager: MemoryManager, session: SessionContext, events) -> None:  # type: ignore[no-untyped-def]
+    record = manager.remember(session, "telemetry check", type="risk")
+    (fields,) = events.named("memory.remember")
+    assert fields["session_id"] == "s1" and fields["project_id"] == "alpha"
+    assert fields["memory_id"] == record.id and fields["memory_type"] == "risk"
+    assert isinstance(fields["duration_ms"], float)
