@@ -1,0 +1,259 @@
+"""The one tool entry point: routing of each tool kind, one result shape, events, agent wiring."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import StructuredTool
+
+from atom_agent.errors import ToolConfigError
+from atom_agent.memory import MemoryManager
+from atom_agent.sandbox import Limits, SubprocessRunner
+from atom_agent.session import SessionContext
+from atom_agent.testing import ScriptedChatModel, tool_call
+from atom_agent.tools.code import create_code_tools
+from atom_agent.tools.files import ToolScope, create_file_tools
+from atom_agent.tools.memory import create_memory_tools
+from atom_agent.tools.router import TRUSTED_TOOLS, ToolResult, ToolRouter
+from atom_agent.tools.search import create_search_tools
+
+Events = Callable[[], list[tuple[str, dict[str, Any]]]]
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> Iterator[MemoryManager]:
+    with MemoryManager.open(tmp_path / "ws") as memory:
+        yield memory
+
+
+@pytest.fixture
+def router(scope: ToolScope, manager: MemoryManager) -> ToolRouter:
+    limits = Limits(timeout_s=20.0, cpu_s=10, memory_mb=512)
+    sandboxed = [*create_file_tools(scope), *create_code_tools(scope, SubprocessRunner(), limits),
+                 *create_search_tools(scope)]
+    return ToolRouter(sandboxed, trusted=partial(create_memory_tools, manager), scope=scope)
+
+
+def run(router: ToolRouter, session: SessionContext | None, name: Any, args: Any = None,
+        call_id: str = "c1") -> tuple[ToolResult, dict[str, Any]]:
+    result = router.execute({"name": name, "args": args, "id": call_id}, session)
+    return result, json.loads(result.content)
+
+
+def assert_event_pair(events: Events, name: str, call_id: str, route: str, status: str,
+                      session_id: str | None = "sess-1") -> None:
+    recorded = [(e, f) for e, f in events() if e.startswith("tool_")]
+    assert [e for e, _ in recorded] == ["tool_call", "tool_result"]
+    (_, start), (_, end) = recorded
+    assert (start["tool_name"], start["tool_call_id"]) == (name, call_id)
+    assert (end["tool_name"], end["tool_call_id"], end["route"], end["status"]) == (
+        name, call_id, route, status)
+    assert start["session_id"] == end["session_id"] == session_id
+    assert end["duration_ms"] >= 0
+
+
+@pytest.mark.parametrize(("name", "args", "check"), [
+    ("write_file", {"path": "impl.py", "content": "print(6 * 7)\n"}, "written"),
+    ("list_files", {}, "files"),
+    ("search_files", {"pattern": "base"}, "matches"),
+])
+def test_sandboxed_tools_are_routed_with_events(
+    router: ToolRouter, session: SessionContext, events: Events, name: str,
+    args: dict[str, Any], check: str
+) -> None:
+    result, content = run(router, session, name, args)
+    assert (result.status, result.route, result.tool_name, result.tool_call_id) == (
+        "ok", "sandboxed", name, "c1")
+    assert check in content
+    assert_event_pair(events, name, "c1", "sandboxed", "ok")
+
+
+def test_code_tools_run_through_the_sandbox(
+    router: ToolRouter, session: SessionContext, events: Events, area: dict[str, Path]
+) -> None:
+    (area["staging"] / "impl.py").write_text("import os\nprint(os.environ.get('HOME'))\n")
+    result, content = run(router, session, "run_python", {"path": "impl.py"}, "c7")
+    assert result.status == "ok" and result.route == "sandboxed"
+    assert content["ok"] is True and content["exit_code"] == 0
+    assert str(Path.home()) != content["output"].strip()  # scrubbed env: a private HOME
+    assert_event_pair(events, "run_python", "c7", "sandboxed", "ok")
+
+
+def test_memory_tools_are_routed_in_process(
+    router: ToolRouter, session: SessionContext, events: Events, manager: MemoryManager
+) -> None:
+    result, content = run(router, session, "remember",
+                          {"content": "Tests use pytest", "type": "convention"}, "m1")
+    assert (result.status, result.route) == ("ok", "trusted")
+    assert content["remembered"] is True
+    memory_id = content["memory_id"]
+    assert_event_pair(events, "remember", "m1", "trusted", "ok")
+    # The memory operation's own event happens inside the routed call.
+    assert [e for e, _ in events()] == ["tool_call", "memory.remember", "tool_result"]
+    # The memory landed in the session's project, with the session's provenance.
+    stored = manager.recall(session, "pytest")
+    assert [r.id for r in stored] == [memory_id] and stored[0].run_id == "r1"
+    result, content = run(router, session, "recall", {"query": "which test framework"}, "m2")
+    assert result.route == "trusted" and content["memories"][0]["id"] == memory_id
+    result, content = run(router, session, "forget", {"memory_id": memory_id,
+                                                      "reason": "outdated"}, "m3")
+    assert result.route == "trusted" and content["forgotten"] is True
+    result, content = run(router, session, "forget", {"memory_id": "does-not-exist"}, "m4")
+    assert result.status == "error" and result.route == "trusted" and "error" in content
+    other = SessionContext(session_id="s2", project_id="elsewhere")
+    _, content = run(router, other, "recall", {"query": "pytest"}, "m5")
+    assert content["count"] == 0  # another project sees nothing
+
+
+def test_unknown_tools_are_rejected_with_the_list(
+    router: ToolRouter, session: SessionContext, events: Events
+) -> None:
+    result, content = run(router, session, "rm_rf", {"path": "/"}, "u1")
+    assert (result.status, result.route) == ("error", "rejected")
+    assert "unknown tool 'rm_rf'" in content["error"]
+    for name in ("read_file", "run_tests", "search_files", "remember", "recall", "forget"):
+        assert name in content["error"]
+    assert_event_pair(events, "rm_rf", "u1", "rejected", "error")
+
+
+def test_missing_session_is_an_error_result(router: ToolRouter, events: Events) -> None:
+    for name in ("write_file", "remember"):
+        result, content = run(router, None, name, {"path": "x.py", "content": "x"}, "n1")
+        assert (result.status, result.route) == ("error", "rejected")
+        assert "no session context" in content["error"]
+    recorded = events()
+    assert [e for e, _ in recorded] == ["tool_call", "tool_result"] * 2
+    assert all(fields["session_id"] is None for _, fields in recorded)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    ({"name": "read_file", "args": "{not json", "id": "x"}, "not valid JSON"),
+    ({"name": "read_file", "args": ["impl.py"], "id": "x"}, "expected a JSON object"),
+    ({"args": {"path": "impl.py"}, "id": "x"}, "no tool name"),
+    ({"name": 42, "args": {}, "id": "x"}, "no tool name"),
+    ({"name": "write_file", "args": {"path": "impl.py"}, "id": "x"}, "content"),
+    ({"name": "recall", "args": {"limit": 500}, "id": "x"}, "limit"),
+])
+def test_malformed_calls_are_error_results(
+    router: ToolRouter, session: SessionContext, events: Events, call: dict[str, Any],
+    message: str
+) -> None:
+    result = router.execute(call, session)
+    assert result.status == "error" and message in json.loads(result.content)["error"]
+    assert [e for e, _ in events() if e.startswith("tool_")] == ["tool_call", "tool_result"]
+
+
+def test_arguments_as_json_text_are_accepted(router: ToolRouter, session: SessionContext,
+                                             area: dict[str, Path]) -> None:
+    result = router.execute({"name": "write_file", "id": "j1",
+                             "args": json.dumps({"path": "a.py", "content": "A = 1\n"})}, session)
+    assert result.status == "ok" and (area["staging"] / "a.py").read_text() == "A = 1\n"
+
+
+def test_result_shape_and_message(router: ToolRouter, session: SessionContext) -> None:
+    result, _ = run(router, session, "read_file", {"path": "missing.py"}, "r9")
+    assert set(result.to_dict()) == {"status", "content", "tool_name", "tool_call_id",
+                                     "duration_ms", "route"}
+    message = result.to_message()
+    assert isinstance(message, ToolMessage)
+    assert (message.status, message.tool_call_id, message.name) == ("error", "r9", "read_file")
+    assert "does not exist" in json.loads(str(message.content))["error"]
+
+
+def test_plain_tools_without_error_handlers_still_give_error_results(
+    session: SessionContext
+) -> None:
+    def shout(text: str) -> str:
+        """Shout."""
+        from langchain_core.tools import ToolException
+
+        if not text:
+            raise ToolException("nothing to shout")
+        return text.upper()
+
+    router = ToolRouter([StructuredTool.from_function(shout)])
+    ok = router.execute({"name": "shout", "args": {"text": "hi"}, "id": "1"}, session)
+    assert ok.status == "ok" and json.loads(ok.content) == {"result": "HI"}
+    bad = router.execute({"name": "shout", "args": {"text": ""}, "id": "2"}, session)
+    assert bad.status == "error" and json.loads(bad.content) == {"error": "nothing to shout"}
+    invalid = router.execute({"name": "shout", "args": {}, "id": "3"}, session)
+    assert invalid.status == "error" and "text" in json.loads(invalid.content)["error"]
+    # No trusted factory: memory tool names are unknown, not crashes.
+    assert router.execute({"name": "recall", "args": {}, "id": "4"}, session).route == "rejected"
+
+
+def test_wiring_errors_raise(scope: ToolScope, session: SessionContext,
+                             manager: MemoryManager) -> None:
+    files = create_file_tools(scope)
+    with pytest.raises(ToolConfigError, match="two sandboxed tools"):
+        ToolRouter([*files, files[0]])
+
+    def recall(query: str) -> str:
+        """Fake."""
+        return query
+
+    with pytest.raises(ToolConfigError, match="trusted tool name"):
+        ToolRouter([StructuredTool.from_function(recall)])
+    rogue = ToolRouter(files, trusted=lambda s: files[:1])
+    with pytest.raises(ToolConfigError, match="not one of"):
+        rogue.tools(session)
+    bound = ToolRouter(files, scope=ToolScope(staging=scope.staging, owner=("r1", "s1", 2)))
+    with pytest.raises(ToolConfigError, match="called from a session"):
+        bound.execute({"name": "list_files", "args": {}, "id": "1"}, session)
+    assert TRUSTED_TOOLS == {"remember", "recall", "forget"}
+
+
+def test_create_agent_routes_every_call_through_the_router(
+    router: ToolRouter, session: SessionContext, area: dict[str, Path]
+) -> None:
+    model = ScriptedChatModel(responses=[
+        tool_call("write_file", {"path": "impl.py", "content": "print(sum(range(10)))\n"},
+                  id="a1"),
+        tool_call("run_python", {"path": "impl.py"}, id="a2"),
+        tool_call("remember", {"content": "sum(range(10)) is 45", "type": "fact"}, id="a3"),
+        tool_call("delete_everything", {}, id="a4"),
+        "done",
+    ])
+    agent = create_agent(model, middleware=[router.middleware(session)])
+    custom: list[dict[str, Any]] = []
+    final: dict[str, Any] = {}
+    for mode, chunk in agent.stream({"messages": [("user", "compute it")]},
+                                    stream_mode=["custom", "values"]):
+        if mode == "custom":
+            custom.append(chunk)
+        else:
+            final = chunk
+    tool_messages = [m for m in final["messages"] if isinstance(m, ToolMessage)]
+    assert [(m.tool_call_id, m.status) for m in tool_messages] == [
+        ("a1", "success"), ("a2", "success"), ("a3", "success"), ("a4", "error")]
+    assert json.loads(str(tool_messages[1].content))["output"] == "45\n"
+    assert "unknown tool" in str(tool_messages[3].content)
+    assert (area["staging"] / "impl.py").exists()
+    # Both paths emitted their events into LangGraph's custom stream, in call order.
+    pairs = [(e["event"], e["tool_call_id"], e["route"]) for e in custom
+             if e["event"] in ("tool_call", "tool_result")]
+    assert pairs == [
+        ("tool_call", "a1", "sandboxed"), ("tool_result", "a1", "sandboxed"),
+        ("tool_call", "a2", "sandboxed"), ("tool_result", "a2", "sandboxed"),
+        ("tool_call", "a3", "trusted"), ("tool_result", "a3", "trusted"),
+        ("tool_call", "a4", "rejected"), ("tool_result", "a4", "rejected"),
+    ]
+    # The model was offered the sandboxed and the trusted tools.
+    offered = set(model.calls[0].tool_names)
+    assert {"read_file", "write_file", "run_python", "run_tests", "search_files",
+            "remember", "recall", "forget"} <= offered
+
+
+async def test_async_agent_path(router: ToolRouter, session: SessionContext) -> None:
+    model = ScriptedChatModel(responses=[tool_call("list_files", {}, id="b1"), "ok"])
+    agent = create_agent(model, middleware=[router.middleware(session)])
+    state = await agent.ainvoke({"messages": [("user", "look")]})
+    message = [m for m in state["messages"] if isinstance(m, ToolMessage)][0]
+    assert message.status == "success" and "files" in json.loads(str(message.content))
