@@ -18,7 +18,9 @@ def manager(tmp_path: Path) -> Iterator[MemoryManager]:
 
 @pytest.fixture
 def session() -> SessionContext:
-    return SessionContext(session_id="s1", project_id="alpha", run_id="r1", step_id="step-1", attempt=1)
+    return SessionContext(
+        session_id="s1", project_id="alpha", run_id="r1", step_id="step-1", attempt=1
+    )
 
 
 @pytest.fixture
@@ -33,6 +35,10 @@ def events(caplog: pytest.LogCaptureFixture) -> list[tuple[str, dict[str, object
 
     class _Events(list[tuple[str, dict[str, object]]]):
         def named(self, name: str) -> list[dict[str, object]]:
-            return [r.args[1] for r in caplog.records if r.name == "atom_agent.events" and r.args[0] == name]  # type: ignore[index]
+            return [
+                r.args[1]
+                for r in caplog.records
+                if r.name == "atom_agent.events" and r.args[0] == name
+            ]  # type: ignore[index]
 
     return _Events()

@@ -18,7 +18,9 @@ def test_forget_marks_superseded(manager: MemoryManager, session: SessionContext
     forgotten = manager.forget(session, record.id)
     assert forgotten.superseded and forgotten.superseded_at is not None
     assert forgotten.superseded_by is None
-    meta = manager.backend.client.get_collection(collection_name("memory", "alpha")).get(ids=[record.id])["metadatas"][0]
+    meta = manager.backend.client.get_collection(collection_name("memory", "alpha")).get(
+        ids=[record.id]
+    )["metadatas"][0]
     assert meta["superseded"] is True and "superseded_by" not in meta
 
 
@@ -34,12 +36,16 @@ def test_replacement_creates_chain(manager: MemoryManager, session: SessionConte
     assert [r.id for r in manager.history(session, v3.id)] == [v1.id, v2.id, v3.id]
 
 
-def test_nonexistent_memory_is_a_clear_error(manager: MemoryManager, session: SessionContext) -> None:
+def test_nonexistent_memory_is_a_clear_error(
+    manager: MemoryManager, session: SessionContext
+) -> None:
     with pytest.raises(MemoryNotFoundError, match="memory 'nope' not found in this project"):
         manager.forget(session, "nope")
 
 
-def test_nonexistent_replacement_is_a_clear_error(manager: MemoryManager, session: SessionContext) -> None:
+def test_nonexistent_replacement_is_a_clear_error(
+    manager: MemoryManager, session: SessionContext
+) -> None:
     record = manager.remember(session, "kept")
     with pytest.raises(MemoryNotFoundError, match="replacement memory 'ghost' not found"):
         manager.forget(session, record.id, replacement_id="ghost")
@@ -68,8 +74,14 @@ def test_tool_success_message(manager: MemoryManager, session: SessionContext) -
     old = manager.remember(session, "old")
     new = manager.remember(session, "new")
     plain = json.loads(tools["forget"].invoke({"memory_id": new.id}))
-    assert plain == {"forgotten": True, "memory_id": new.id, "message": f"Memory {new.id} has been superseded"}
-    result = json.loads(tools["forget"].invoke({"memory_id": old.id, "reason": "stale", "replacement_id": new.id}))
+    assert plain == {
+        "forgotten": True,
+        "memory_id": new.id,
+        "message": f"Memory {new.id} has been superseded",
+    }
+    result = json.loads(
+        tools["forget"].invoke({"memory_id": old.id, "reason": "stale", "replacement_id": new.id})
+    )
     assert result == {
         "forgotten": True,
         "memory_id": old.id,
@@ -83,7 +95,9 @@ def test_missing_session(manager: MemoryManager) -> None:
         manager.forget(None, "x")  # type: ignore[arg-type]
 
 
-def test_forgotten_excluded_from_recall_but_kept(manager: MemoryManager, session: SessionContext) -> None:
+def test_forgotten_excluded_from_recall_but_kept(
+    manager: MemoryManager, session: SessionContext
+) -> None:
     record = manager.remember(session, "The build uses Makefiles")
     manager.forget(session, record.id)
     assert record.id not in {r.id for r in manager.recall(session, "build system")}

@@ -28,17 +28,29 @@ def stocked(manager: MemoryManager, session: SessionContext) -> dict[str, str]:
     }
 
 
-def test_type_filter(manager: MemoryManager, session: SessionContext, stocked: dict[str, str]) -> None:
+def test_type_filter(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+) -> None:
     found = manager.recall(session, type="risk")
     assert [r.id for r in found] == [stocked["flaky"]]
 
 
-def test_type_all_returns_every_type(manager: MemoryManager, session: SessionContext, stocked: dict[str, str]) -> None:
+def test_type_all_returns_every_type(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+) -> None:
     found = manager.recall(session, type="all", min_confidence=0.0)
-    assert {r.type.value for r in found} == {"convention", "fact", "risk", "hypothesis", "lesson_learned"}
+    assert {r.type.value for r in found} == {
+        "convention",
+        "fact",
+        "risk",
+        "hypothesis",
+        "lesson_learned",
+    }
 
 
-def test_min_confidence(manager: MemoryManager, session: SessionContext, stocked: dict[str, str]) -> None:
+def test_min_confidence(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+) -> None:
     assert stocked["guess"] not in {r.id for r in manager.recall(session)}  # default floor 0.5
     high = manager.recall(session, min_confidence=0.9)
     assert {r.id for r in high} == {stocked["pytest"], stocked["postgres"]}
@@ -56,7 +68,9 @@ def test_limit_range(manager: MemoryManager, session: SessionContext, limit: obj
 
 
 @pytest.mark.parametrize("floor", [-0.1, 1.5])
-def test_min_confidence_range(manager: MemoryManager, session: SessionContext, floor: float) -> None:
+def test_min_confidence_range(
+    manager: MemoryManager, session: SessionContext, floor: float
+) -> None:
     with pytest.raises(MemoryValidationError, match="min_confidence must be between 0.0 and 1.0"):
         manager.recall(session, min_confidence=floor)
 
@@ -66,25 +80,35 @@ def test_unknown_type_filter(manager: MemoryManager, session: SessionContext) ->
         manager.recall(session, type="rumour")
 
 
-def test_query_is_case_insensitive_text_match(manager: MemoryManager, session: SessionContext, stocked: dict[str, str]) -> None:
+def test_query_is_case_insensitive_text_match(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+) -> None:
     assert manager.recall(session, "POSTGRESQL")[0].id == stocked["postgres"]
     assert manager.recall(session, "postgresql")[0].id == stocked["postgres"]
 
 
-def test_query_applies_after_type_and_confidence(manager: MemoryManager, session: SessionContext, stocked: dict[str, str]) -> None:
+def test_query_applies_after_type_and_confidence(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+) -> None:
     # The best text match is a fact; restricted to conventions it cannot come back.
     found = manager.recall(session, "PostgreSQL database", type="convention")
     assert stocked["postgres"] not in {r.id for r in found}
-    assert manager.recall(session, "cache invalidated", min_confidence=0.5)[0].id != stocked["guess"]
+    assert (
+        manager.recall(session, "cache invalidated", min_confidence=0.5)[0].id != stocked["guess"]
+    )
 
 
-def test_query_leaves_out_unrelated_memories(manager: MemoryManager, session: SessionContext, stocked: dict[str, str]) -> None:
+def test_query_leaves_out_unrelated_memories(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+) -> None:
     found = manager.recall(session, "PostgreSQL")
     assert stocked["postgres"] in {r.id for r in found}
     assert stocked["flaky"] not in {r.id for r in found}
 
 
-def test_paraphrase_is_found_semantically(manager: MemoryManager, session: SessionContext, stocked: dict[str, str]) -> None:
+def test_paraphrase_is_found_semantically(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+) -> None:
     # No word in common with "The test suite uses pytest with fixtures in conftest.py".
     found = manager.recall(session, "which test runner does this project use")
     assert found and found[0].id == stocked["pytest"]
@@ -92,7 +116,9 @@ def test_paraphrase_is_found_semantically(manager: MemoryManager, session: Sessi
     assert found and found[0].id == stocked["postgres"]
 
 
-def test_recall_records_access(manager: MemoryManager, session: SessionContext, stocked: dict[str, str]) -> None:
+def test_recall_records_access(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+) -> None:
     found = manager.recall(session, min_confidence=0.0)
     assert all(r.access_count == 1 and r.last_accessed_at is not None for r in found)
     for record in found:
@@ -102,17 +128,23 @@ def test_recall_records_access(manager: MemoryManager, session: SessionContext, 
     assert manager.get(session, stocked["postgres"]).access_count == 1
 
 
-def test_record_access_explicitly(manager: MemoryManager, session: SessionContext, stocked: dict[str, str]) -> None:
+def test_record_access_explicitly(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+) -> None:
     assert manager.record_access(session, [stocked["lru"], stocked["lru"], "no-such-id"]) == 2
     assert manager.get(session, stocked["lru"]).access_count == 2
 
 
-def test_empty_when_nothing_matches(manager: MemoryManager, session: SessionContext, stocked: dict[str, str]) -> None:
+def test_empty_when_nothing_matches(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+) -> None:
     assert manager.recall(session, type="decision") == []
     assert manager.recall(session, min_confidence=1.0) == []
 
 
-def test_tool_formats_count_and_memories(manager: MemoryManager, session: SessionContext, stocked: dict[str, str]) -> None:
+def test_tool_formats_count_and_memories(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+) -> None:
     recall = create_memory_tools(manager, session)[1]
     result = json.loads(recall.invoke({"query": "database", "limit": 1}))
     assert result["count"] == 1
@@ -127,7 +159,9 @@ def test_missing_session(manager: MemoryManager) -> None:
         manager.recall(None)  # type: ignore[arg-type]
 
 
-def test_recall_emits_telemetry(manager: MemoryManager, session: SessionContext, stocked: dict[str, str], events) -> None:  # type: ignore[no-untyped-def]
+def test_recall_emits_telemetry(
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str], events
+) -> None:  # type: ignore[no-untyped-def]
     manager.recall(session, "cache", type="lesson_learned", min_confidence=0.7, limit=3)
     (fields,) = events.named("memory.recall")
     assert fields["query"] == "cache" and fields["memory_type"] == "lesson_learned"

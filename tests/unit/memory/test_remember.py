@@ -13,27 +13,35 @@ from atom_agent.session import SessionContext
 from atom_agent.tools.memory import create_memory_tools
 
 
-def test_remember_creates_memory_with_given_type(manager: MemoryManager, session: SessionContext) -> None:
+def test_remember_creates_memory_with_given_type(
+    manager: MemoryManager, session: SessionContext
+) -> None:
     record = manager.remember(session, "Use ruff for linting", type="convention")
     assert record.type is MemoryType.CONVENTION
     assert manager.get(session, record.id).type is MemoryType.CONVENTION
 
 
-def test_defaults_type_fact_and_confidence_08(manager: MemoryManager, session: SessionContext) -> None:
+def test_defaults_type_fact_and_confidence_08(
+    manager: MemoryManager, session: SessionContext
+) -> None:
     record = manager.remember(session, "The service listens on port 8080")
     assert record.type is MemoryType.FACT
     assert record.confidence == pytest.approx(0.8)
 
 
 @pytest.mark.parametrize(("given", "stored"), [(1.7, 1.0), (-0.3, 0.0), (0.42, 0.42)])
-def test_confidence_is_clamped(manager: MemoryManager, session: SessionContext, given: float, stored: float) -> None:
+def test_confidence_is_clamped(
+    manager: MemoryManager, session: SessionContext, given: float, stored: float
+) -> None:
     record = manager.remember(session, f"clamp {given}", confidence=given)
     assert record.confidence == pytest.approx(stored)
     assert manager.get(session, record.id).confidence == pytest.approx(stored)
 
 
 @pytest.mark.parametrize("content", ["", "   ", None, 12])
-def test_content_must_be_non_empty_text(manager: MemoryManager, session: SessionContext, content: object) -> None:
+def test_content_must_be_non_empty_text(
+    manager: MemoryManager, session: SessionContext, content: object
+) -> None:
     with pytest.raises(MemoryValidationError, match="content must be a non-empty string"):
         manager.remember(session, content)  # type: ignore[arg-type]
     assert manager.export(session) == []
@@ -47,7 +55,9 @@ def test_content_max_length(manager: MemoryManager, session: SessionContext) -> 
 
 
 def test_type_must_be_in_enum(manager: MemoryManager, session: SessionContext) -> None:
-    with pytest.raises(MemoryValidationError, match="type 'opinion' is not one of: fact, assumption"):
+    with pytest.raises(
+        MemoryValidationError, match="type 'opinion' is not one of: fact, assumption"
+    ):
         manager.remember(session, "something", type="opinion")
 
 
@@ -57,7 +67,9 @@ def test_ids_are_unique(manager: MemoryManager, session: SessionContext) -> None
     assert all(len(i) == 24 for i in ids)
 
 
-def test_tool_sets_source_agent_and_max_importance(manager: MemoryManager, session: SessionContext) -> None:
+def test_tool_sets_source_agent_and_max_importance(
+    manager: MemoryManager, session: SessionContext
+) -> None:
     remember = create_memory_tools(manager, session)[0]
     result = json.loads(remember.invoke({"content": "CI runs on GitHub Actions"}))
     stored = manager.get(session, result["memory_id"])
@@ -65,7 +77,9 @@ def test_tool_sets_source_agent_and_max_importance(manager: MemoryManager, sessi
     assert stored.importance == 1.0
 
 
-def test_persists_immediately_with_provenance(manager: MemoryManager, session: SessionContext) -> None:
+def test_persists_immediately_with_provenance(
+    manager: MemoryManager, session: SessionContext
+) -> None:
     record = manager.remember(session, "Migrations live in db/migrations", rationale="seen in repo")
     # Straight from Chroma, not through the manager's mirror.
     collection = manager.backend.client.get_collection(collection_name("memory", "alpha"))
@@ -76,7 +90,9 @@ def test_persists_immediately_with_provenance(manager: MemoryManager, session: S
     assert (meta["run_id"], meta["step_id"], meta["attempt"]) == ("r1", "step-1", 1)
     assert meta["rationale"] == "seen in repo"
     assert None not in meta.values()
-    assert [r.id for r in manager.recall(session, "where are the database migrations?")] == [record.id]
+    assert [r.id for r in manager.recall(session, "where are the database migrations?")] == [
+        record.id
+    ]
 
 
 def test_tool_returns_formatted_success(manager: MemoryManager, session: SessionContext) -> None:

@@ -1,0 +1,120 @@
+"""Confidence is earned (reinforce/contradict), expiry, promotion from working memory, export/import."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from atom_agent.errors import MemoryNotFoundError, MemoryValidationError
+from atom_agent.memory import MemoryManager, MemoryType, WorkingMemory
+from atom_agent.session import SessionContext
+
+
+def test_reinforce_and_contradict(manager: MemoryManager, session: SessionContext, events) -> None:  # type: ignore[no-untyped-def]
+    record = manager.remember(session, "The fixture `db` needs Docker", confidence=0.6)
+    up = manager.reinforce(session, record.id, evidence="tests passed")
+    assert up.confidence == pytest.approx(0.64)
+    down = manager.contradict(
+        session, record.id, amount=0.5, evidence="test_db failed without Docker"
+    )
+    assert down.confidence == pytest.approx(0.32)
+    assert manager.get(session, record.id).confidence == pytest.approx(0.32)
+    assert record.id not in {r.id for r in manager.recall(session)}  # below the 0.5 floor now
+    assert [e["memory_id"] for e in events.named("memory.reinforce")] == [record.id]
+    assert [e["memory_id"] for e in events.named("memory.contradict")] == [record.id]
+    with pytest.raises(MemoryValidationError, match="amount must be between 0.0 and 1.0"):
+        manager.reinforce(session, record.id, amount=2)
+
+
+def test_expired_records_are_never_returned_and_are_swept(
+    manager: MemoryManager, session: SessionContext
+) -> None:
+    short = manager.remember(session, "A temporary token is abc123", ttl_s=0.3)
+    keep = manager.remember(session, "A permanent fact")
+    assert short.expires_at is not None
+    assert short.id in {r.id for r in manager.recall(session)}
+    time.sleep(0.4)
+    assert [r.id for r in manager.recall(session)] == [keep.id]
+    with pytest.raises(MemoryNotFoundError):
+        manager.get(session, short.id)
+    assert short.id not in {r["id"] for r in manager.export(session)}
+    assert manager.sweep_expired(session) == 1
+    assert manager.sweep_expired("alpha") == 0
+    assert manager.backend.client.get_collection(manager._sync("alpha").name).count() == 1
+
+
+@pytest.mark.parametrize("ttl", [0, -5, "1h"])
+def test_bad_ttl(manager: MemoryManager, session: SessionContext, ttl: object) -> None:
+    with pytest.raises(MemoryValidationError, match="ttl_s must be a positive number"):
+        manager.remember(session, "x", ttl_s=ttl)  # type: ignore[arg-type]
+
+
+def test_working_memory_merges_and_promotes(
+    manager: MemoryManager, session: SessionContext, events
+) -> None:  # type: ignore[no-untyped-def]
+    working = WorkingMemory(session)
+    working.note("test_parse fails: KeyError 'date' in the fixture", importance=0.5)
+    twice = working.note("test_parse  fails: KeyError 'date' in the FIXTURE", importance=0.5)
+    assert twice.occurrences == 2 and twice.importance == pytest.approx(0.75)
+    working.note("Line length limit is 100", type="convention", importance=0.2)
+    assert len(working) == 2
+    promoted = manager.promote(session, working)  # default threshold 0.7
+    assert [r.content for r in promoted] == ["test_parse fails: KeyError 'date' in the fixture"]
+    record = manager.get(session, promoted[0].id)
+    assert record.source_type.value == "system" and record.type is MemoryType.LESSON_LEARNED
+    assert record.importance == pytest.approx(0.75)
+    assert [c.content for c in working.candidates()] == ["Line length limit is 100"]
+    assert manager.promote(session, working) == []
+    assert len(manager.promote(session, working, threshold=0.1)) == 1 and len(working) == 0
+    assert len(events.named("memory.promote")) == 2
+
+
+def test_agent_remember_bypasses_the_threshold(
+    manager: MemoryManager, session: SessionContext
+) -> None:
+    record = manager.remember(session, "explicit agent memory", importance=0.0)
+    assert manager.get(session, record.id).importance == 0.0  # stored at once, whatever its score
+
+
+def test_export_import_round_trip(manager: MemoryManager, session: SessionContext) -> None:
+    old = manager.remember(session, "Python 3.8", type="decision", rationale="legacy servers")
+    new = manager.remember(session, "Python 3.11", type="decision")
+    manager.forget(session, old.id, reason="upgraded", replacement_id=new.id)
+    manager.recall(session, "python version")
+    exported = manager.export(session)
+    target = SessionContext(session_id="s3", project_id="gamma")
+    assert manager.import_(target, exported) == 2
+    copies = {r["id"]: r for r in manager.export(target)}
+    assert set(copies) == {old.id, new.id}
+    assert (
+        copies[old.id]["superseded_by"] == new.id
+        and copies[old.id]["supersede_reason"] == "upgraded"
+    )
+    assert (
+        copies[old.id]["rationale"] == "legacy servers" and copies[old.id]["project_id"] == "gamma"
+    )
+    assert copies[new.id]["access_count"] == 1
+    assert (
+        copies[old.id]["created_at"] == next(r for r in exported if r["id"] == old.id)["created_at"]
+    )
+    assert [r.id for r in manager.recall(target, "python version")] == [new.id]
+    assert [r.id for r in manager.history(target, new.id)] == [old.id, new.id]
+
+
+def test_import_validates_every_record_first(
+    manager: MemoryManager, session: SessionContext
+) -> None:
+    with pytest.raises(MemoryValidationError, match="record 1: content must be a non-empty string"):
+        manager.import_(session, [{"content": "fine"}, {"content": ""}])
+    assert manager.export(session) == []
+
+
+def test_reopen_sees_everything(tmp_path, session: SessionContext) -> None:  # type: ignore[no-untyped-def]
+    with MemoryManager.open(tmp_path) as first:
+        record = first.remember(session, "persisted across opens")
+        first.recall(session)
+    with MemoryManager.open(tmp_path) as second:
+        again = second.get(session, record.id)
+        assert again.content == "persisted across opens" and again.access_count == 1
+        assert [r.id for r in second.recall(session, "persisted")] == [record.id]
