@@ -1,4 +1,4 @@
-"""Projects are isolated: whatever id or filter a caller passes, it never reaches another project."""
+"""Projects are isolated: no id or filter a caller passes reaches another project."""
 
 from __future__ import annotations
 

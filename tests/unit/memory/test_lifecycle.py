@@ -1,4 +1,4 @@
-"""Confidence is earned (reinforce/contradict), expiry, promotion from working memory, export/import."""
+"""Earned confidence (reinforce/contradict), expiry, promotion, export/import."""
 
 from __future__ import annotations
 
