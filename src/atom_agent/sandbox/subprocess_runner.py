@@ -48,9 +48,9 @@ class Isolation:
 def probe_isolation(allow_network: bool) -> Isolation:
     """Find the strongest ``unshare`` prefix that works here (probed once per process).
 
-    Tried in order: private mount+/proc, network and PID namespaces (as root); the same inside a
-    user namespace (``-r``, unprivileged); without the private /proc; network only. Falls back
-    to no namespaces at all (the launcher's subreaper and rlimits still apply).
+    Tried in order: IPC, UTS, mount (private /proc), network and PID namespaces (as root); the
+    same inside a user namespace (``-r``, unprivileged); network and PID only; network only.
+    Falls back to no namespaces at all (the launcher's subreaper and rlimits still apply).
     """
     unshare = shutil.which("unshare")
     true = shutil.which("true")
@@ -58,7 +58,10 @@ def probe_isolation(allow_network: bool) -> Isolation:
         logger.warning("sandbox: unshare not found; runs get no network or PID namespace")
         return Isolation((), False, False)
     net = [] if allow_network else ["-n"]
-    candidates = [["--mount-proc", *net, "-p"], ["-r", "--mount-proc", *net, "-p"],
+    # -i/-u: private SysV IPC and hostname; --mount-proc: a private mount namespace whose /proc
+    # shows only the run's own processes.
+    candidates = [["-i", "-u", "--mount-proc", *net, "-p"],
+                  ["-r", "-i", "-u", "--mount-proc", *net, "-p"],
                   [*net, "-p"], ["-r", *net, "-p"]]
     if not allow_network:
         candidates += [["-n"], ["-r", "-n"]]
@@ -209,7 +212,7 @@ class SubprocessRunner(SandboxRunner):
         elif outcome.get("killed_descendants"):
             notes.append(f"killed {outcome['killed_descendants']} leftover process(es)")
         if not limits.network and not isolation.network:
-            notes.append("network not isolated: unshare is unavailable here")
+            notes.append("network not isolated: this run has no network namespace")
         return RunResult(
             command=argv, exit_code=outcome["exit_code"], signal=outcome["signal"],
             timed_out=bool(outcome["timed_out"]), duration_s=duration, output=capture.text(),

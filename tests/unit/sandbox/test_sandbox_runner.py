@@ -236,3 +236,22 @@ def test_result_to_dict_is_json(runner: SubprocessRunner, staging: Path, short: 
     data = json.loads(json.dumps(result.to_dict()))
     assert data["ok"] is True and data["exit_code"] == 0 and data["output"] == "hi\n"
     assert isinstance(result, RunResult)
+
+
+def test_the_run_sees_only_its_own_processes(
+    runner: SubprocessRunner, staging: Path, short: Short
+) -> None:
+    if not probe_isolation(False).pid_namespace:
+        pytest.skip("no PID namespace here")
+    name = script(staging, "ps.py", "import os\n"
+                  "print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n")
+    result = runner.run_python(name, cwd=staging, limits=short())
+    pids = json.loads(result.output)
+    assert result.pid_namespace and pids == [1, 2]  # the launcher (init) and the program
+
+
+def test_without_namespaces_the_result_says_so(staging: Path, short: Short) -> None:
+    name = script(staging, "ok.py", "print('hi')\n")
+    result = SubprocessRunner(isolate=False).run_python(name, cwd=staging, limits=short())
+    assert result.ok and not result.network_isolated and not result.pid_namespace
+    assert any("network not isolated" in note for note in result.notes)
