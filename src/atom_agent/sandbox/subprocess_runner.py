@@ -154,15 +154,18 @@ class SubprocessRunner(SandboxRunner):
                    python_path: Sequence[Path] = ()) -> RunResult:
         """Run pytest isolated from any enclosing project config; counts from a junit report.
 
-        Pytest sees an empty ini file, ``rootdir`` and ``confcutdir`` = `cwd` (no conftest or
-        settings from parent directories), no cache directory and no auto-loaded plugins.
+        Pytest sees its own ini file (collecting ``test.py``, ``tests.py``, ``test_*.py`` and
+        ``*_test.py``), ``rootdir`` and ``confcutdir`` = `cwd` (no conftest or settings from
+        parent directories), no cache directory and no auto-loaded plugins.
         """
         cwd = Path(cwd).resolve()
         with tempfile.TemporaryDirectory(prefix="atom-pytest-") as tmp:
             scratch = Path(tmp)
             junit = scratch / "junit.xml"
             ini = scratch / "pytest.ini"
-            ini.write_text("[pytest]\n", encoding="utf-8")
+            # The executor writes `test.py`, which pytest's default patterns do not collect.
+            ini.write_text("[pytest]\npython_files = test.py tests.py test_*.py *_test.py\n",
+                           encoding="utf-8")
             argv = [self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no",
                     "-c", str(ini), f"--rootdir={cwd}", f"--confcutdir={cwd}",
                     f"--junitxml={junit}", "-o", "junit_family=xunit2", *targets]

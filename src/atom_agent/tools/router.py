@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -99,6 +100,8 @@ class ToolRouter:
             self._sandboxed[tool.name] = tool
         self._trusted_factory = trusted
         self._trusted: dict[SessionContext, dict[str, BaseTool]] = {}
+        # Agents run parallel tool calls in threads: build each session's tools once.
+        self._lock = threading.Lock()
         self.scope = scope
 
     # --- what the model can call -------------------------------------------------------------
@@ -107,15 +110,16 @@ class ToolRouter:
         """The trusted tools for `session`, by name (built once per session)."""
         if self._trusted_factory is None:
             return {}
-        built = self._trusted.get(session)
-        if built is None:
-            built = {}
-            for tool in self._trusted_factory(session):
-                if tool.name not in self.trusted_names:
-                    raise ToolConfigError(f"the trusted factory made {tool.name!r}, which is not "
-                                          f"one of {sorted(self.trusted_names)}")
-                built[tool.name] = tool
-            self._trusted[session] = built
+        with self._lock:
+            built = self._trusted.get(session)
+            if built is None:
+                built = {}
+                for tool in self._trusted_factory(session):
+                    if tool.name not in self.trusted_names:
+                        raise ToolConfigError(f"the trusted factory made {tool.name!r}, which is "
+                                              f"not one of {sorted(self.trusted_names)}")
+                    built[tool.name] = tool
+                self._trusted[session] = built
         return built
 
     def tools(self, session: SessionContext) -> list[BaseTool]:

@@ -68,6 +68,25 @@ def test_all_passing_and_targets(runner: SubprocessRunner, staging: Path, short:
     assert result.ok and result.tests == TestCounts(passed=1)
 
 
+def test_the_executors_test_py_is_collected(
+    runner: SubprocessRunner, staging: Path, short: Short
+) -> None:
+    # DESIGN: the executor writes impl.py and test.py; pytest's defaults would skip test.py.
+    write(staging / "impl.py", "def square(x):\n    return x * x\n")
+    write(staging / "test.py", """
+        from impl import square
+
+        def test_square():
+            assert square(3) == 9
+
+        def test_negative():
+            assert square(-2) == 4
+    """)
+    write(staging / "helper.py", "def test_not_collected():\n    assert False\n")
+    result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0), python_path=[staging])
+    assert result.ok and result.tests == TestCounts(passed=2)
+
+
 def test_collection_error_counts_as_error(
     runner: SubprocessRunner, staging: Path, short: Short
 ) -> None:
