@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -41,6 +42,8 @@ from atom_agent.session import SessionContext
 logger = logging.getLogger(__name__)
 
 _CHUNK = 500
+ACCESS_FLUSH_INTERVAL_S = 2.0
+"""Longest time a counted access waits before it is written."""
 
 
 class MemoryManager:
@@ -63,6 +66,13 @@ class MemoryManager:
         self.promotion_threshold = check_unit(promotion_threshold, "promotion_threshold")
         self.embedder = Embedder.shared()
         self._projects: dict[str, ProjectSync] = {}
+        # Access counts are written by a background thread so that recall never waits on a write.
+        self._due = threading.Event()
+        self._closed = False
+        self._flusher = threading.Thread(
+            target=self._flush_loop, name="atom-memory-access", daemon=True
+        )
+        self._flusher.start()
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -99,11 +109,27 @@ class MemoryManager:
 
     def close(self) -> None:
         """Write pending access counts and release the client's handles."""
-        with self.backend.write_lock():
-            for sync in self._projects.values():
-                sync.flush_access()
-            self._projects.clear()
+        if self._closed:
+            return
+        self._closed = True
+        self._due.set()
+        self._flusher.join()
+        for sync in list(self._projects.values()):
+            sync.flush_access()
+        self._projects.clear()
         self.backend.close()
+
+    def _flush_loop(self) -> None:
+        while not self._closed:
+            self._due.wait(ACCESS_FLUSH_INTERVAL_S)
+            self._due.clear()
+            if self._closed:
+                return
+            for sync in list(self._projects.values()):
+                try:
+                    sync.flush_access()
+                except Exception:  # a background thread has no caller to raise to: log it
+                    logger.warning("could not write access counts", exc_info=True)
 
     def __enter__(self) -> Self:
         return self
@@ -120,7 +146,7 @@ class MemoryManager:
         with self.backend.lock:
             sync = self._projects.get(project_id)
             if sync is None:
-                sync = ProjectSync(self.backend, project_id)
+                sync = ProjectSync(self.backend, project_id, on_due=self._due.set)
                 self._projects[project_id] = sync
             return sync
 
@@ -319,7 +345,7 @@ class MemoryManager:
         sync = self._sync(session.project_id)
         sync.index()  # current, so ids of other projects and expired ids are not counted
         counted = sync.note_access(list(ids), time.time())
-        sync.write(lambda now: [])  # flushes the pending counts under the write lock
+        sync.flush_access()
         return counted
 
     def promote(
@@ -453,8 +479,8 @@ class MemoryManager:
         """Every live record of this project (superseded included) as JSON-ready dicts."""
         session = require_session(session, "export")
         sync = self._sync(session.project_id)
+        sync.flush_access()  # pending access counts first
         with self.backend.lock:
-            sync.write(lambda now: [])  # pending access counts first
             index = sync.index()
             now = time.time()
             rows = [r for r in range(len(index.ids)) if index.live(index.ids[r], now) is not None]

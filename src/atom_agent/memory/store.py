@@ -52,7 +52,8 @@ class ChromaBackend:
         self.url = url
         self.embedding_function = MiniLMInt8EmbeddingFunction()
         self.lock = threading.RLock()
-        """Guards this client's collections and mirrors; reentrant, held inside `write_lock`."""
+        """Guards collection handles and in-memory mirrors; held briefly, never around writes."""
+        self._write_mutex = threading.RLock()
         self._file_lock = FileLock(str(path / ".atom-write.lock")) if path else None
         self._collections: dict[str, Any] = {}
         self._meta: Any = None
@@ -106,8 +107,11 @@ class ChromaBackend:
 
     @contextlib.contextmanager
     def write_lock(self) -> Iterator[None]:
-        """Serialise writers: threads in this process and, when embedded, other processes."""
-        with self.lock:
+        """Serialise writers: threads in this process and, when embedded, other processes.
+
+        Take it before :attr:`lock` (never the other way round).
+        """
+        with self._write_mutex:
             if self._file_lock is None:
                 yield
             else:

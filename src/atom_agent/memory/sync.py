@@ -25,14 +25,16 @@ _REFRESH_MARGIN_S = 30.0
 # With a server there is no cross-process lock, so a token check can race a writer: refresh
 # anyway after this long.
 _SERVER_MAX_STALENESS_S = 5.0
-_ACCESS_FLUSH_COUNT = 64
-_ACCESS_FLUSH_AGE_S = 2.0
+ACCESS_FLUSH_COUNT = 256
+"""Pending access counts that make a flush due."""
 
 
 class ProjectSync:
     """Keeps a :class:`ProjectIndex` in step with one project's Chroma collection."""
 
-    def __init__(self, backend: ChromaBackend, project_id: str) -> None:
+    def __init__(
+        self, backend: ChromaBackend, project_id: str, on_due: Callable[[], None] | None = None
+    ) -> None:
         self.backend = backend
         self.project_id = project_id
         self.name = collection_name("memory", project_id)
@@ -41,7 +43,7 @@ class ProjectSync:
         self._seen = ""
         self._checked = 0.0
         self._pending: dict[str, tuple[int, float]] = {}
-        self._pending_since = 0.0
+        self.on_due = on_due
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -110,14 +112,18 @@ class ProjectSync:
             before = self.backend.read_token(self.name)
             now = time.time()
             rows = self._flush_access(now) + action(now)
-            if not rows:
-                return rows
+            if rows:
+                self._changed(before, rows)
+            return rows
+
+    def _changed(self, before: str, rows: list[Row], removed: list[str] | None = None) -> None:
+        token = self.backend.bump_token(self.name)
+        with self.backend.lock:
             if self._index is not None:
                 self._index.upsert(rows)
-            token = self.backend.bump_token(self.name)
+                self._index.remove(removed or [])
             if before == self._seen:  # the mirror was current, and now holds our change too
                 self._seen = token
-            return rows
 
     def update(self, memory_id: str, changes: Changes, *, stamp: str | None = None) -> MemoryRecord:
         """Merge metadata `changes` (a dict, or a function of the current metadata) into a record.
@@ -143,7 +149,11 @@ class ProjectSync:
         return record_from_metadata(memory_id_, doc, meta)
 
     def note_access(self, ids: list[str], now: float) -> int:
-        """Count accesses now, write them later (batched: recall stays a read)."""
+        """Count accesses now; they are written in batches (recall stays a read).
+
+        Returns how many ids were counted (live records of this project only, once the mirror
+        is loaded). Calls `on_due` when enough are pending to be worth a write.
+        """
         counted = 0
         with self.backend.lock:
             live = self._index
@@ -153,24 +163,21 @@ class ProjectSync:
                 count, _ = self._pending.get(memory_id, (0, now))
                 self._pending[memory_id] = (count + 1, now)
                 counted += 1
-            if self._pending and not self._pending_since:
-                self._pending_since = time.monotonic()
-            due = len(self._pending) >= _ACCESS_FLUSH_COUNT or (
-                self._pending and time.monotonic() - self._pending_since > _ACCESS_FLUSH_AGE_S
-            )
-        if due:
-            self.write(lambda now: [])
+            due = len(self._pending) >= ACCESS_FLUSH_COUNT
+        if due and self.on_due is not None:
+            self.on_due()
         return counted
 
     def flush_access(self) -> None:
-        """Write pending access counts now (callers hold the write lock or accept taking it)."""
+        """Write pending access counts now."""
         if self._pending:
             self.write(lambda now: [])
 
     def _flush_access(self, now: float) -> list[Row]:
-        if not self._pending:
+        with self.backend.lock:
+            pending, self._pending = self._pending, {}
+        if not pending:
             return []
-        pending, self._pending, self._pending_since = self._pending, {}, 0.0
         got = self.collection.get(ids=list(pending), include=["documents", "metadatas"])
         rows: list[Row] = []
         partials: list[dict[str, Any]] = []
@@ -194,24 +201,13 @@ class ProjectSync:
 
     def sweep(self, now: float) -> int:
         """Delete expired records; returns how many."""
-        expired: list[str] = []
-
-        def action(now: float) -> list[Row]:
-            got = self.collection.get(where={"expires_at": {"$lte": now}}, include=[])
-            expired.extend(got["ids"])
-            if expired:
-                self.collection.delete(ids=expired)
-                if self._index is not None:
-                    self._index.remove(expired)
-            return []
-
         with self.backend.write_lock():
             before = self.backend.read_token(self.name)
-            self.write(action)
-            if expired:  # a deletion is a change other mirrors must see
-                token = self.backend.bump_token(self.name)
-                if before == self._seen:
-                    self._seen = token
+            got = self.collection.get(where={"expires_at": {"$lte": now}}, include=[])
+            expired = list(got["ids"])
+            if expired:
+                self.collection.delete(ids=expired)
+                self._changed(before, [], expired)  # a deletion is a change other mirrors must see
         return len(expired)
 
 
