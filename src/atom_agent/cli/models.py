@@ -8,6 +8,7 @@ import json
 import os
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -47,7 +48,7 @@ def _local_status() -> ProviderStatus:
     override = os.environ.get("ATOM_LOCAL_MODEL_PATH", "").strip()
     if override:
         try:
-            local_weights.check_gguf(local_weights.Path(override).expanduser())
+            local_weights.check_gguf(Path(override).expanduser())
         except AtomAgentError as exc:
             return ProviderStatus(LOCAL, "llama-cpp-python", False, str(exc))
         return ProviderStatus(LOCAL, "llama-cpp-python", True, f"ATOM_LOCAL_MODEL_PATH={override}")

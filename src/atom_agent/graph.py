@@ -1,0 +1,113 @@
+"""Graph assembly: node names, routers, `build_graph()`, and the module-level `graph`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
+
+from atom_agent.context import Context
+from atom_agent.nodes.common import exhausted_budget
+from atom_agent.nodes.executor import make_executor
+from atom_agent.nodes.finish import make_finish
+from atom_agent.nodes.flow import approve_plan, ask_user, make_start, select_step
+from atom_agent.nodes.planner import make_planner
+from atom_agent.nodes.reflector import make_reflector
+from atom_agent.services import Models
+from atom_agent.state import InputState, State
+
+
+def _ctx(runtime: Runtime[Context]) -> Context:
+    return runtime.context if isinstance(runtime.context, Context) else Context()
+
+
+def after_planner(
+    state: State, runtime: Runtime[Context]
+) -> Literal["approve_plan", "select_step", "finish"]:
+    """A failed planner ends the run; otherwise approval (if asked for) or the first step."""
+    if state.get("status") == "failed" or not state.get("plan"):
+        return "finish"
+    if exhausted_budget(state, _ctx(runtime)):
+        return "finish"
+    return "approve_plan" if _ctx(runtime).approve_plan else "select_step"
+
+
+def after_approval(state: State) -> Literal["planner", "select_step"]:
+    """Rejected or invalidly edited plans go back to the planner."""
+    return "planner" if state.get("decision") == "replan" else "select_step"
+
+
+def after_select(state: State, runtime: Runtime[Context]) -> Literal["executor", "finish"]:
+    """Run the chosen step, or finish when none is left or a budget is spent."""
+    if state.get("current_step") is None or exhausted_budget(state, _ctx(runtime)):
+        return "finish"
+    return "executor"
+
+
+def after_executor(
+    state: State, runtime: Runtime[Context]
+) -> Literal["ask_user", "reflector", "finish"]:
+    """A question goes to the user; a spent budget ends the run; else the reflector judges."""
+    if exhausted_budget(state, _ctx(runtime)):
+        return "finish"
+    return "ask_user" if state.get("question") else "reflector"
+
+
+def after_reflector(
+    state: State, runtime: Runtime[Context]
+) -> Literal["executor", "planner", "select_step", "finish"]:
+    """Retry, replan, or move on (committed or failed); a spent budget ends the run."""
+    decision = state.get("decision")
+    if decision not in ("commit", "retry", "replan", "fail"):
+        raise ValueError(f"reflector left an unknown decision: {decision!r}")
+    if exhausted_budget(state, _ctx(runtime)):
+        return "finish"
+    if decision == "retry":
+        return "executor"
+    if decision == "replan":
+        return "planner"
+    return "select_step"
+
+
+def build_graph(
+    *,
+    models: Models | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    store: BaseStore | None = None,
+) -> CompiledStateGraph[State, Context, InputState, State]:
+    """The planner → executor → reflector graph.
+
+    Args:
+        models: one chat model for every role, or ``{"planner": …, "executor": …,
+            "reflector": …}``; roles not given are loaded from the Context's model specs.
+        checkpointer: persistence for resume and interrupts (the CLI uses SQLite in the
+            workspace); None for LangGraph Server / Studio, which bring their own.
+        store: a LangGraph store (e.g. atom_agent's Chroma store adapter), passed through.
+    """
+    builder = StateGraph(State, context_schema=Context, input_schema=InputState)
+    builder.add_node("start", make_start(models))
+    builder.add_node("planner", make_planner(models))
+    builder.add_node("approve_plan", approve_plan)
+    builder.add_node("select_step", select_step)
+    builder.add_node("executor", make_executor(models))
+    builder.add_node("ask_user", ask_user)
+    builder.add_node("reflector", make_reflector(models))
+    builder.add_node("finish", make_finish(models))
+    builder.add_edge(START, "start")
+    builder.add_edge("start", "planner")
+    builder.add_conditional_edges("planner", after_planner)
+    builder.add_conditional_edges("approve_plan", after_approval)
+    builder.add_conditional_edges("select_step", after_select)
+    builder.add_conditional_edges("executor", after_executor)
+    builder.add_edge("ask_user", "executor")
+    builder.add_conditional_edges("reflector", after_reflector)
+    builder.add_edge("finish", END)
+    return builder.compile(checkpointer=checkpointer, store=store, name="atom_agent")
+
+
+graph = build_graph()
+"""The graph for `langgraph.json` (LangGraph Server / Studio bring their own persistence)."""

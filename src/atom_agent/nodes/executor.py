@@ -1,0 +1,207 @@
+"""Executor node: one attempt of one step as a ReAct loop (`create_agent`) on tiered context."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.errors import GraphRecursionError
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from atom_agent import prompts
+from atom_agent.context import Context
+from atom_agent.reconstruct import reconstruct_context
+from atom_agent.services import Models
+from atom_agent.session import SessionContext
+from atom_agent.state import State
+from atom_agent.telemetry import emit
+from atom_agent.tools.code import create_code_tools
+from atom_agent.tools.files import ToolScope, create_file_tools
+from atom_agent.tools.memory import create_memory_tools
+from atom_agent.tools.router import ToolRouter
+from atom_agent.tools.search import create_search_tools
+from atom_agent.usage import model_name_of, usage_of
+
+from .common import plan_of, run_ref, services
+
+logger = logging.getLogger(__name__)
+
+ASK_USER = "ask_user"
+REQUIRED_FILES = ("impl.py", "test.py")
+
+
+class AskUserArgs(BaseModel):
+    """Arguments of ask_user."""
+
+    question: str = Field(description="one precise question for the user", min_length=3)
+
+
+def _ask_user(question: str) -> str:
+    return json.dumps({"status": "asked", "question": question, "note": "wait for the answer"})
+
+
+def ask_user_tool() -> BaseTool:
+    """The tool the executor calls when only the user can resolve an ambiguity."""
+    return StructuredTool.from_function(
+        func=_ask_user,
+        name=ASK_USER,
+        description="Ask the user ONE precise question when the task is ambiguous and you "
+        "cannot decide yourself. The run pauses until the user answers; use it rarely.",
+        args_schema=AskUserArgs,
+    )
+
+
+def tests_passed(content: str) -> bool:
+    """Whether a run_tests tool result reports a clean pass (≥ 1 test, no failure, no error)."""
+    try:
+        data = json.loads(content)
+    except (TypeError, ValueError):
+        return False
+    tests = data.get("tests") if isinstance(data, dict) else None
+    if not isinstance(tests, dict):
+        return False
+    return bool(
+        data.get("ok", data.get("exit_code") == 0)
+        and tests.get("passed", 0) > 0
+        and tests.get("failed", 0) == 0
+        and tests.get("errors", 0) == 0
+    )
+
+
+class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Code decides when an attempt stops: tool budget spent, tests pass, or a question asked.
+
+    Small models rarely stop by themselves; without this the loop runs to the recursion limit.
+    """
+
+    def __init__(self, max_tool_calls: int, scope: ToolScope) -> None:
+        super().__init__()
+        self.max_tool_calls = max_tool_calls
+        self.scope = scope
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """End the loop before the next model call when the attempt is over."""
+        messages = state["messages"]
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        if len(results) >= self.max_tool_calls:
+            return {"jump_to": "end"}
+        last = messages[-1] if messages else None
+        if isinstance(last, ToolMessage):
+            if last.name == ASK_USER and last.status != "error":
+                return {"jump_to": "end"}
+            if (
+                last.name == "run_tests"
+                and tests_passed(str(last.content))
+                and all((self.scope.staging / f).is_file() for f in REQUIRED_FILES)
+            ):
+                return {"jump_to": "end"}
+        return None
+
+
+def make_executor(models: Models | None) -> Any:
+    """The executor node, closed over the model override of `build_graph`."""
+
+    def executor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        svc = services(runtime, models)
+        ctx = svc.ctx
+        plan = plan_of(state)
+        step_id = state.get("current_step")
+        step = next((s for s in plan.steps if s.id == step_id), None)
+        if step is None:
+            raise RuntimeError(f"executor: current step {step_id!r} is not in the plan")
+        run = run_ref(svc, state)
+        step_ref = svc.workspace.step(run, step.id)
+        attempt = svc.workspace.new_attempt(step_ref)
+        session = SessionContext(
+            session_id=state["run_id"],
+            project_id=ctx.project_id,
+            run_id=state["run_id"],
+            step_id=step.id,
+            attempt=attempt.n,
+        )
+        scope = ToolScope.for_attempt(svc.workspace, step_ref, attempt)
+        memory = svc.memory
+        sandboxed: list[BaseTool] = [
+            *create_file_tools(scope),
+            *create_code_tools(scope, svc.runner, svc.limits),
+            *create_search_tools(scope, memory, session),
+            ask_user_tool(),
+        ]
+        router = ToolRouter(sandboxed, trusted=lambda s: create_memory_tools(memory, s))
+        prompt = reconstruct_context(
+            ctx=ctx,
+            task=state["task"],
+            plan=plan,
+            step=step,
+            statuses=dict(state.get("step_status") or {}),
+            workspace=svc.workspace,
+            step_ref=step_ref,
+            attempt=attempt,
+            files_text=scope.describe(),
+            memory=memory,
+            session=session,
+            answers=list(state.get("answers") or []),
+        )
+        emit(
+            "executor.attempt",
+            run_id=state["run_id"],
+            step_id=step.id,
+            attempt=attempt.n,
+            prompt_tokens=prompt.tokens,
+            memories=len(prompt.memory_ids),
+        )
+        model = svc.model("executor")
+        agent = create_agent(
+            model,
+            tools=router.tools(session),
+            system_prompt=prompts.EXECUTOR_SYSTEM,
+            middleware=[router.middleware(session), StopMiddleware(ctx.max_tool_calls, scope)],
+        )
+        messages: list[BaseMessage] = [HumanMessage(prompt.text)]
+        stopped = ""
+        try:
+            config: RunnableConfig = {"recursion_limit": 4 * ctx.max_tool_calls + 20}
+            agent_input: Any = {"messages": messages}
+            result = agent.invoke(agent_input, config=config)
+            messages = list(result["messages"])
+        except GraphRecursionError:
+            stopped = "recursion limit"
+        svc.workspace.write_history(attempt, messages)
+        question = _question(messages)
+        svc.workspace.update_step(step_ref, status="running", attempts=attempt.n)
+        emit(
+            "executor.done",
+            run_id=state["run_id"],
+            step_id=step.id,
+            attempt=attempt.n,
+            tool_calls=sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage)),
+            question=question,
+            stopped=stopped,
+        )
+        return {
+            "attempts": {step.id: attempt.n},
+            "usage": usage_of(messages, model_name_of(model)),
+            "question": question,
+            "used_memories": prompt.memory_ids,
+        }
+
+    return executor
+
+
+def _question(messages: list[BaseMessage]) -> str | None:
+    """The question of the attempt's last ask_user call, if that is how it ended."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and message.tool_calls:
+            for call in message.tool_calls:
+                if call["name"] == ASK_USER:
+                    return str(call["args"].get("question", "")).strip() or None
+            return None
+    return None

@@ -1,0 +1,82 @@
+"""Finish node: the run's outcome, run.json, report.md, working memory promoted."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from atom_agent.context import Context
+from atom_agent.errors import AtomAgentError
+from atom_agent.memory import WorkingMemory
+from atom_agent.report import render_report
+from atom_agent.services import Models
+from atom_agent.session import SessionContext
+from atom_agent.state import State
+from atom_agent.telemetry import emit
+
+from .common import exhausted_budget, run_ref, services
+
+logger = logging.getLogger(__name__)
+
+
+def make_finish(models: Models | None) -> Any:
+    """The finish node, closed over the model override of `build_graph`."""
+
+    def finish(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        svc = services(runtime, models)
+        ctx = svc.ctx
+        run = run_ref(svc, state)
+        statuses = dict(state.get("step_status") or {})
+        status = state.get("status", "running")
+        reason = state.get("stop_reason", "")
+        budget = exhausted_budget(state, ctx)
+        if status in ("failed", "rejected"):
+            pass
+        elif budget is not None and any(s == "pending" for s in statuses.values()):
+            status, reason = "budget_exhausted", budget
+        elif statuses and all(s == "committed" for s in statuses.values()):
+            status, reason = "done", f"all {len(statuses)} steps committed"
+        else:
+            failed = sorted(k for k, v in statuses.items() if v in ("failed", "blocked"))
+            status = "failed"
+            reason = reason or f"steps not committed: {', '.join(failed) or 'none run'}"
+        promoted = _promote(svc, state)
+        final = {**state, "status": status, "stop_reason": reason}
+        final["memories_written"] = [*(state.get("memories_written") or []), *promoted]
+        started = state.get("started_at") or time.time()
+        svc.workspace.update_run(
+            run,
+            status=status,
+            stop_reason=reason,
+            finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            duration_s=round(time.time() - started, 2),
+            usage=dict(state.get("usage") or {}),
+            steps=statuses,
+        )
+        report = svc.workspace.write_report(run, render_report(svc.workspace, run, final))
+        emit("run.finish", run_id=state["run_id"], status=status, reason=reason, report=str(report))
+        return {"status": status, "stop_reason": reason, "memories_written": promoted}
+
+    return finish
+
+
+def _promote(svc: Any, state: State) -> list[str]:
+    """Promote working-memory candidates at or above the threshold; returns the new ids."""
+    candidates = state.get("candidates") or []
+    if not candidates:
+        return []
+    session = SessionContext(
+        session_id=state["run_id"], project_id=svc.ctx.project_id, run_id=state["run_id"]
+    )
+    working = WorkingMemory(session)
+    for c in candidates:
+        working.note(c["content"], type=c.get("type", "lesson_learned"), importance=c["importance"])
+    try:
+        records = svc.memory.promote(session, working, threshold=svc.ctx.memory_promotion_threshold)
+    except AtomAgentError as exc:
+        logger.warning("promotion of working memory failed: %s", exc)
+        return []
+    return [r.id for r in records]

@@ -1,0 +1,140 @@
+"""Planner node: task → a validated Plan (a DAG), re-asked when invalid; replans keep commits."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langgraph.runtime import Runtime
+
+from atom_agent import prompts
+from atom_agent.context import Context
+from atom_agent.services import Models
+from atom_agent.state import MAX_PLAN_STEPS, Plan, PlanStep, State, plan_problems
+from atom_agent.telemetry import emit
+from atom_agent.usage import model_name_of, usage_of
+
+from .common import outline, plan_of, run_ref, services
+
+logger = logging.getLogger(__name__)
+
+MAX_PLAN_TRIES = 3
+"""How many times an invalid plan is sent back to the model before the run fails."""
+
+
+def make_planner(models: Models | None) -> Any:
+    """The planner node, closed over the model override of `build_graph`."""
+
+    def planner(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        svc = services(runtime, models)
+        run = run_ref(svc, state)
+        model = svc.model("planner")
+        committed: list[PlanStep] = []
+        replan_text = ""
+        if state.get("plan"):
+            old = plan_of(state)
+            statuses = state.get("step_status") or {}
+            committed = [s for s in old.steps if statuses.get(s.id) == "committed"]
+            listed = outline(Plan(steps=committed)) if committed else "(none)"
+            replan_text = prompts.PLANNER_REPLAN.format(
+                committed=listed, failure=state.get("plan_feedback") or "(no details)"
+            )
+        feedback = state.get("plan_feedback", "") if not replan_text else ""
+        messages: list[BaseMessage] = [
+            SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=MAX_PLAN_STEPS)),
+            HumanMessage(
+                prompts.PLANNER_TASK.format(
+                    task=state["task"],
+                    replan=replan_text,
+                    feedback=f"\nReviewer's note on the previous plan: {feedback}\n"
+                    if feedback
+                    else "",
+                )
+            ),
+        ]
+        structured = model.with_structured_output(Plan, include_raw=True)
+        spent: list[BaseMessage] = []
+        problems: list[str] = []
+        plan: Plan | None = None
+        for attempt in range(1, MAX_PLAN_TRIES + 1):
+            result = structured.invoke(messages)
+            if not isinstance(result, dict):  # include_raw=True always gives a dict
+                raise TypeError(f"structured output returned {type(result).__name__}")
+            raw = result.get("raw")
+            if isinstance(raw, AIMessage):
+                spent.append(raw)
+            parsed = result.get("parsed")
+            if parsed is None:
+                error = result.get("parsing_error")
+                problems = [f"the answer did not match the Plan schema: {error}"]
+            else:
+                candidate = Plan.model_validate(parsed)
+                merged = _keep_committed(committed, candidate)
+                problems = plan_problems(merged)
+                if not problems:
+                    plan = merged
+                    break
+            emit("plan.invalid", run_id=state["run_id"], attempt=attempt, problems=problems)
+            if isinstance(raw, AIMessage):
+                messages.append(raw)
+                # A tool-call reply needs its tool result before the next human turn.
+                for call in raw.tool_calls:
+                    messages.append(
+                        ToolMessage(content="rejected", tool_call_id=call["id"] or "", name="Plan")
+                    )
+            messages.append(
+                HumanMessage(
+                    prompts.PLANNER_INVALID.format(problems="\n".join(f"- {p}" for p in problems))
+                )
+            )
+        usage = usage_of(spent, model_name_of(model))
+        if plan is None:
+            reason = f"the planner gave no valid plan in {MAX_PLAN_TRIES} tries: " + "; ".join(
+                problems
+            )
+            return {"status": "failed", "stop_reason": reason, "usage": usage}
+        revision = svc.workspace.write_plan(
+            run, plan.model_dump(), reason="replan" if replan_text else "initial plan"
+        )
+        old_status = state.get("step_status") or {}
+        statuses = {
+            s.id: ("committed" if old_status.get(s.id) == "committed" else "pending")
+            for s in plan.steps
+        }
+        for step in plan.steps:
+            svc.workspace.create_step(
+                run,
+                step.id,
+                depends_on=step.depends_on,
+                exist_ok=True,
+                **{k: v for k, v in step.model_dump().items() if k not in ("id", "depends_on")},
+            )
+        emit("plan.ready", run_id=state["run_id"], revision=revision, steps=len(plan.steps))
+        svc.workspace.update_run(run, status="running", plan_revision=revision)
+        return {
+            "plan": plan.model_dump(),
+            "plan_revision": revision,
+            "plan_feedback": "",
+            "step_status": statuses,
+            "status": "running",
+            "usage": usage,
+            "replans": state.get("replans", 0) + (1 if replan_text else 0),
+        }
+
+    return planner
+
+
+def _keep_committed(committed: list[PlanStep], plan: Plan) -> Plan:
+    """Committed steps stay verbatim and first; the model's steps with their ids are dropped."""
+    if not committed:
+        return plan
+    kept = {s.id for s in committed}
+    rest = [s for s in plan.steps if s.id not in kept]
+    return Plan(steps=[*committed, *rest], rationale=plan.rationale)

@@ -1,0 +1,206 @@
+"""Tiered context reconstruction: the executor's prompt for one attempt, within a token budget.
+
+Pinned (never dropped): the task, the plan outline, the step and its criteria, the files to
+write. Tier 2 (global): long-term memories relevant to the step, ranked by the memory manager
+(relevance, confidence, recency), and the dependencies' committed artifacts with a short
+excerpt. Tier 1 (local): what earlier attempts of the step did and why they failed, most
+recent first; a tool call and its result are one unit, so pruning never separates them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atom_agent import prompts
+from atom_agent.context import Context
+from atom_agent.memory import MemoryManager
+from atom_agent.session import SessionContext
+from atom_agent.state import Plan, PlanStep
+from atom_agent.workspace import AttemptRef, StepRef, Workspace
+
+CHARS_PER_TOKEN = 4
+_SIGNATURE = re.compile(r"^\s*(def|class|async def)\s+\w+.*$", re.MULTILINE)
+_TAIL_CHARS = 1500
+
+
+def estimate_tokens(text: str) -> int:
+    """A provider-independent token estimate (≈ 4 characters per token)."""
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+@dataclass
+class ExecutorPrompt:
+    """The reconstructed prompt and what went into it."""
+
+    text: str
+    memory_ids: list[str] = field(default_factory=list)
+    tokens: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+class _Budget:
+    def __init__(self, tokens: int) -> None:
+        self.left = tokens
+
+    def take(self, text: str) -> bool:
+        cost = estimate_tokens(text)
+        if cost > self.left:
+            return False
+        self.left -= cost
+        return True
+
+
+def reconstruct_context(
+    *,
+    ctx: Context,
+    task: str,
+    plan: Plan,
+    step: PlanStep,
+    statuses: dict[str, Any],
+    workspace: Workspace,
+    step_ref: StepRef,
+    attempt: AttemptRef,
+    files_text: str,
+    memory: MemoryManager | None,
+    session: SessionContext,
+    answers: list[dict[str, str]] | None = None,
+) -> ExecutorPrompt:
+    """Build the executor prompt for `attempt` of `step` within ``ctx.context_token_budget``."""
+    from atom_agent.nodes.common import outline  # late: nodes import this module
+
+    pinned = prompts.EXECUTOR_PINNED.format(
+        task=task.strip(),
+        outline=outline(plan, statuses),
+        step_id=step.id,
+        title=step.title,
+        description=step.description.strip(),
+        criteria="\n".join(f"- {c}" for c in step.acceptance_criteria),
+        files=files_text,
+        attempt=attempt.n,
+        max_attempts=ctx.max_attempts,
+    )
+    if answers:
+        pinned += "\n\n" + prompts.EXECUTOR_ANSWERS.format(
+            answers="\n".join(f"Q: {a['question']}\nA: {a['answer']}" for a in answers)
+        )
+    budget = _Budget(ctx.context_token_budget - estimate_tokens(pinned))
+    dropped = {"memories": 0, "dependencies": 0, "attempt_units": 0}
+
+    # Tier 1 first in priority: the failures of this very step matter most for the next try.
+    tier1_units = _attempt_units(workspace, step_ref, attempt.n)
+    tier1: list[str] = []
+    for unit in tier1_units:
+        if budget.take(unit):
+            tier1.append(unit)
+        else:
+            dropped["attempt_units"] += 1
+
+    memory_lines: list[str] = []
+    memory_ids: list[str] = []
+    if memory is not None:
+        query = f"{step.title}. {step.description}"
+        for record in memory.recall(
+            session,
+            query,
+            min_confidence=ctx.memory_min_confidence,
+            limit=ctx.memory_recall_limit,
+        ):
+            line = f"- [{record.type}, confidence {record.confidence:.2f}] {record.content}"
+            if budget.take(line):
+                memory_lines.append(line)
+                memory_ids.append(record.id)
+            else:
+                dropped["memories"] += 1
+    dep_lines: list[str] = []
+    for dep_id, path in workspace.dependency_artifacts(step_ref).items():
+        line = _dependency_entry(dep_id, path)
+        if budget.take(line):
+            dep_lines.append(line)
+        else:
+            short = f"- {dep_id}: deps/{dep_id}/ (on disk at {path})"
+            if budget.take(short):
+                dep_lines.append(short)
+            else:
+                dropped["dependencies"] += 1
+
+    sections = [pinned]
+    if memory_lines or dep_lines:
+        sections.append(
+            prompts.EXECUTOR_TIER2.format(
+                memories="Memories:\n" + "\n".join(memory_lines) + "\n" if memory_lines else "",
+                dependencies="Committed code of the steps this one depends on:\n"
+                + "\n".join(dep_lines)
+                if dep_lines
+                else "",
+            ).rstrip()
+        )
+    if tier1:
+        sections.append(prompts.EXECUTOR_TIER1.format(attempts="\n\n".join(tier1)))
+    text = "\n\n".join(sections)
+    return ExecutorPrompt(text, memory_ids, estimate_tokens(text), dropped)
+
+
+def _dependency_entry(dep_id: str, path: Path) -> str:
+    files = sorted(p.name for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+    line = f"- {dep_id}: read as deps/{dep_id}/<file>, importable; files: {', '.join(files)}"
+    impl = path / "impl.py"
+    if impl.is_file():
+        source = impl.read_text(errors="replace")
+        lines = [m.group(0).strip() for m in _SIGNATURE.finditer(source)]
+        if lines:
+            line += "\n  impl.py defines:\n" + "\n".join(f"    {s}" for s in lines[:15])
+    return line
+
+
+def _attempt_units(workspace: Workspace, step_ref: StepRef, current: int) -> list[str]:
+    """Prompt units from earlier attempts, most recent first: verdict, then call/result pairs."""
+    units: list[str] = []
+    for earlier in sorted(workspace.list_attempts(step_ref), key=lambda a: -a.n):
+        if earlier.n >= current:
+            continue
+        units.extend(_units_of(workspace, earlier))
+    return units
+
+
+def _units_of(workspace: Workspace, attempt: AttemptRef) -> list[str]:
+    units: list[str] = []
+    if attempt.verdict_json.exists():
+        verdict = workspace.read_verdict(attempt)
+        parts = [f"## Attempt {attempt.n}: {verdict.get('outcome', 'failed')}"]
+        if verdict.get("feedback"):
+            parts.append(f"Reviewer feedback: {verdict['feedback']}")
+        tests = verdict.get("tests") or {}
+        if tests.get("summary"):
+            parts.append(f"Tests: {tests['summary']}")
+        if tests.get("output_tail"):
+            parts.append("Test output (tail):\n" + str(tests["output_tail"])[-_TAIL_CHARS:])
+        for finding in verdict.get("hardcoding", [])[:5]:
+            parts.append(f"Hard-coding finding: {finding}")
+        units.append("\n".join(parts))
+    if attempt.history_json.exists():
+        history = workspace.read_history(attempt)
+        for call, result in reversed(_pairs(history)[-4:]):
+            units.append(f"Attempt {attempt.n} called {call}\n  → {result}")
+    return units
+
+
+def _pairs(history: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(tool call, its result) pairs of a cleaned history, as short text, in order."""
+    results = {
+        m.get("tool_call_id"): str(m.get("content", "")) for m in history if m.get("type") == "tool"
+    }
+    pairs: list[tuple[str, str]] = []
+    for message in history:
+        for call in message.get("tool_calls") or []:
+            args = json.dumps(call.get("args", {}))
+            if len(args) > 200:
+                args = args[:200] + "…"
+            result = results.get(call.get("id"), "(no result)")
+            if len(result) > 300:
+                result = result[:300] + "…"
+            pairs.append((f"{call.get('name')}({args})", result))
+    return pairs

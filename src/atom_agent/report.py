@@ -1,0 +1,113 @@
+"""report.md: the plan as a mermaid DAG coloured by verdict, per-step table, artifacts, usage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atom_agent.errors import WorkspaceError
+from atom_agent.state import Plan
+from atom_agent.workspace import RunRef, Workspace
+
+_CLASSES = {
+    "committed": "fill:#c8f7c5,stroke:#2e7d32",
+    "failed": "fill:#f8c4c4,stroke:#c62828",
+    "blocked": "fill:#eeeeee,stroke:#9e9e9e",
+    "pending": "fill:#fff3c4,stroke:#f9a825",
+}
+
+
+def _label(text: str) -> str:
+    return text.replace('"', "'").replace("\n", " ")[:60]
+
+
+def mermaid(plan: Plan, statuses: dict[str, str]) -> str:
+    """The plan as a mermaid flowchart, nodes classed by status."""
+    lines = ["```mermaid", "flowchart TD"]
+    for step in plan.steps:
+        status = statuses.get(step.id, "pending")
+        lines.append(f'    {_node(step.id)}["{_label(step.id + ": " + step.title)}"]:::{status}')
+    for step in plan.steps:
+        for dep in step.depends_on:
+            lines.append(f"    {_node(dep)} --> {_node(step.id)}")
+    for name, style in _CLASSES.items():
+        lines.append(f"    classDef {name} {style}")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def _node(step_id: str) -> str:
+    return "s_" + step_id.replace("-", "_")
+
+
+def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> str:
+    """The markdown report of a run, from its state and its files."""
+    info = workspace.read_run(run)
+    usage = state.get("usage") or {}
+    lines = [
+        f"# Run {run.run_id}",
+        "",
+        f"**Task:** {info.get('task', state.get('task', ''))}",
+        "",
+        f"**Status:** {state.get('status', 'unknown')}"
+        + (f" — {state['stop_reason']}" if state.get("stop_reason") else ""),
+        "",
+    ]
+    raw_plan = state.get("plan")
+    if not raw_plan:
+        lines.append("No plan was made.")
+        return "\n".join(lines) + "\n"
+    plan = Plan.model_validate(raw_plan)
+    statuses = dict(state.get("step_status") or {})
+    lines += [
+        f"## Plan (revision {state.get('plan_revision', 1)})",
+        "",
+        mermaid(plan, statuses),
+        "",
+    ]
+    lines += [
+        "## Steps",
+        "",
+        "| step | status | attempts | tests | criteria met | artifacts |",
+        "|---|---|---|---|---|---|",
+    ]
+    artifacts: list[str] = []
+    for step in plan.steps:
+        try:
+            ref = workspace.step(run, step.id)
+        except WorkspaceError:  # a step the run never reached has no directory
+            lines.append(f"| {step.id} | {statuses.get(step.id, 'pending')} | 0 | – | – | – |")
+            continue
+        attempts = workspace.list_attempts(ref)
+        tests, criteria = "–", "–"
+        if attempts and attempts[-1].verdict_json.exists():
+            verdict = workspace.read_verdict(attempts[-1])
+            tests = str((verdict.get("tests") or {}).get("summary", "–"))
+            judged = verdict.get("criteria") or []
+            if judged:
+                criteria = f"{sum(1 for c in judged if c.get('met'))}/{len(judged)}"
+        files = (
+            sorted(p.name for p in ref.artifacts.iterdir() if p.is_file())
+            if ref.artifacts.is_dir()
+            else []
+        )
+        artifacts += [f"- `{ref.artifacts / f}`" for f in files]
+        lines.append(
+            f"| {step.id} | {statuses.get(step.id, 'pending')} | {len(attempts)} | {tests} | "
+            f"{criteria} | {', '.join(files) or '–'} |"
+        )
+    lines += ["", "## Artifacts", "", *(artifacts or ["None committed."]), ""]
+    written = state.get("memories_written") or []
+    lines += ["## Memories written", "", f"{len(written)} long-term memories"]
+    lines += [f"- `{m}`" for m in written[:50]]
+    lines += [
+        "",
+        "## Usage",
+        "",
+        f"- model calls: {int(usage.get('model_calls', 0))}",
+        f"- tokens: {int(usage.get('input_tokens', 0))} in, "
+        f"{int(usage.get('output_tokens', 0))} out",
+        f"- estimated cost: ${usage.get('cost_usd', 0.0):.4f}",
+        f"- wall time: {info.get('duration_s', '–')} s",
+        "",
+    ]
+    return "\n".join(lines)

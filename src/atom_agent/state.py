@@ -1,0 +1,211 @@
+"""Graph state and the structured outputs of the planner and reflector.
+
+State holds only serialisable values and small references (ids, verdict summaries): files,
+histories and test output live in the workspace tree, so checkpoints stay small.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections import deque
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import BaseModel, Field
+
+STEP_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+MAX_PLAN_STEPS = 12
+
+StepStatus = Literal["pending", "committed", "failed", "blocked"]
+RunStatus = Literal["planning", "running", "done", "failed", "budget_exhausted", "rejected"]
+
+
+class PlanStep(BaseModel):
+    """One step of a plan: a unit of code with its own tests."""
+
+    id: str = Field(description="short unique slug, e.g. 'lru-core' (lowercase, digits, - or _)")
+    title: str = Field(description="a short title")
+    description: str = Field(description="what to build in this step, precisely")
+    acceptance_criteria: list[str] = Field(
+        description="checkable statements that must hold when the step is done (at least one)"
+    )
+    depends_on: list[str] = Field(
+        default_factory=list, description="ids of earlier steps whose code this step uses"
+    )
+    expected_files: list[str] = Field(
+        default_factory=lambda: ["impl.py", "test.py"],
+        description="files the step writes; impl.py and test.py at least",
+    )
+
+
+class Plan(BaseModel):
+    """The planner's output: ordered steps forming a DAG."""
+
+    steps: list[PlanStep] = Field(description="the steps, in an order that respects depends_on")
+    rationale: str = Field(default="", description="why the task is split this way, briefly")
+
+
+def plan_problems(plan: Plan, *, max_steps: int = MAX_PLAN_STEPS) -> list[str]:
+    """Everything wrong with `plan` (empty when it may run): the reasons sent back to the model."""
+    problems: list[str] = []
+    if not plan.steps:
+        return ["the plan has no steps"]
+    if len(plan.steps) > max_steps:
+        problems.append(f"the plan has {len(plan.steps)} steps; at most {max_steps} are allowed")
+    ids = [s.id for s in plan.steps]
+    seen: set[str] = set()
+    for step in plan.steps:
+        if not STEP_ID.match(step.id):
+            problems.append(
+                f"step id {step.id!r} is invalid: use 1-40 lowercase letters, digits, - or _"
+            )
+        if step.id in seen:
+            problems.append(f"step id {step.id!r} is used twice")
+        seen.add(step.id)
+        if not step.title.strip():
+            problems.append(f"step {step.id!r} has an empty title")
+        if not [c for c in step.acceptance_criteria if c.strip()]:
+            problems.append(f"step {step.id!r} has no acceptance criteria")
+        for dep in step.depends_on:
+            if dep == step.id:
+                problems.append(f"step {step.id!r} depends on itself")
+            elif dep not in ids:
+                problems.append(f"step {step.id!r} depends on unknown step {dep!r}")
+    if not problems:
+        cycle = find_cycle(plan)
+        if cycle:
+            problems.append("the dependencies form a cycle: " + " -> ".join(cycle))
+    return problems
+
+
+def find_cycle(plan: Plan) -> list[str]:
+    """A dependency cycle as a list of ids (first id repeated at the end), or []."""
+    deps = {s.id: list(s.depends_on) for s in plan.steps}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for dep in deps.get(node, []):
+            if state.get(dep) == 1:
+                return [*stack[stack.index(dep) :], dep]
+            if dep in deps and state.get(dep) is None:
+                found = visit(dep)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in deps:
+        if state.get(node) is None:
+            found = visit(node)
+            if found:
+                return found
+    return []
+
+
+def topological_order(plan: Plan) -> list[str]:
+    """Step ids in dependency order, ties broken by the plan's own order (plan must be valid)."""
+    position = {s.id: i for i, s in enumerate(plan.steps)}
+    indegree = {s.id: len(set(s.depends_on)) for s in plan.steps}
+    users: dict[str, list[str]] = {s.id: [] for s in plan.steps}
+    for s in plan.steps:
+        for dep in set(s.depends_on):
+            users[dep].append(s.id)
+    ready = deque(sorted((i for i, d in indegree.items() if d == 0), key=position.__getitem__))
+    order: list[str] = []
+    while ready:
+        node = ready.popleft()
+        order.append(node)
+        for user in sorted(users[node], key=position.__getitem__):
+            indegree[user] -= 1
+            if indegree[user] == 0:
+                ready.append(user)
+    return order
+
+
+class CriterionVerdict(BaseModel):
+    """The reflector's judgement of one acceptance criterion."""
+
+    criterion: str = Field(description="the acceptance criterion, verbatim")
+    met: bool = Field(description="true only if the evidence shows the criterion holds")
+    evidence: str = Field(description="the test names, output lines or code that show it")
+
+
+class Judgement(BaseModel):
+    """The reflector model's structured judgement of a step attempt."""
+
+    criteria: list[CriterionVerdict] = Field(description="one entry per acceptance criterion")
+    feedback: str = Field(
+        default="", description="if anything is unmet: what to change in the next attempt"
+    )
+    lesson: str = Field(
+        default="", description="a reusable lesson for future steps (empty if none)"
+    )
+
+
+def _merge(left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:
+    return {**left, **right}
+
+
+def _add_usage(left: dict[str, float], right: dict[str, float]) -> dict[str, float]:
+    out = dict(left)
+    for key, value in right.items():
+        out[key] = out.get(key, 0) + value
+    return out
+
+
+class State(TypedDict, total=False):
+    """The graph's state: the task, the plan, per-step progress, budgets and the outcome."""
+
+    task: str
+    """The software task, as the user gave it."""
+    run_id: str
+    """Run id: the directory `runs/<run_id>/` and the memory session id."""
+    plan: dict[str, Any] | None
+    """The current plan (`Plan.model_dump()`), None before planning."""
+    plan_revision: int
+    """Revision number of the current plan in plan.json (1 = first plan)."""
+    plan_feedback: str
+    """Why the plan is being (re)made: invalid-plan reasons, a failed step, a reviewer's note."""
+    step_status: Annotated[dict[str, StepStatus], _merge]
+    """Status of every step of the current plan."""
+    attempts: Annotated[dict[str, int], _merge]
+    """The latest attempt number per step id (the running attempt's while it runs)."""
+    failures: Annotated[dict[str, int], _merge]
+    """Failed attempts per step id (questions to the user do not count)."""
+    decision: Literal["commit", "retry", "replan", "fail"] | None
+    """The reflector's last decision, for routing."""
+    used_memories: list[str]
+    """Ids of the long-term memories in the current attempt's prompt (reinforced on pass)."""
+    memories_written: Annotated[list[str], operator.add]
+    """Ids of the long-term memories this run wrote."""
+    candidates: Annotated[list[dict[str, Any]], operator.add]
+    """Working-memory candidates noticed during the run (promoted at the end)."""
+    current_step: str | None
+    """The step the executor / reflector is working on."""
+    replans: int
+    """Replans done so far in this run."""
+    usage: Annotated[dict[str, float], _add_usage]
+    """Accumulated model usage: input_tokens, output_tokens, total_tokens, cost_usd, model_calls."""
+    started_at: float
+    """Unix time the run started (for the wall-clock budget)."""
+    question: str | None
+    """A question the executor asked the user, until it is answered."""
+    answers: Annotated[list[dict[str, str]], operator.add]
+    """Questions asked and the user's answers, in order (shown to later attempts)."""
+    status: RunStatus
+    """Where the run is: planning, running, or its outcome."""
+    stop_reason: str
+    """Why the run stopped (the budget exhausted, the step that failed, …)."""
+    last_verdict: dict[str, Any] | None
+    """Summary of the reflector's last verdict (the full evidence is in verdict.json)."""
+
+
+class InputState(TypedDict, total=False):
+    """What a caller passes to start a run."""
+
+    task: str
+    run_id: str

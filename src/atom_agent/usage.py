@@ -1,0 +1,59 @@
+"""Token usage and estimated cost of model calls, from LangChain usage metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+# USD per million tokens (input, output), list prices; a model not listed costs 0 here and
+# is reported as such. Prefix match on the model name.
+PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "gemini-2.5-pro": (1.25, 10.0),
+    "gemini-2.5-flash-lite": (0.10, 0.40),
+    "gemini-2.5-flash": (0.30, 2.50),
+    "gemini-3-pro": (2.0, 12.0),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.0, 8.0),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.0),
+    "claude-sonnet": (3.0, 15.0),
+    "claude-haiku": (0.80, 4.0),
+    "claude-opus": (15.0, 75.0),
+}
+
+
+def price_of(model_name: str) -> tuple[float, float]:
+    """(input, output) USD per million tokens for `model_name`; (0, 0) when unknown or local."""
+    name = model_name.split(":", 1)[-1].lower()
+    for prefix in sorted(PRICES_PER_MTOK, key=len, reverse=True):
+        if name.startswith(prefix) or f"/{prefix}" in name:
+            return PRICES_PER_MTOK[prefix]
+    return (0.0, 0.0)
+
+
+def usage_of(messages: Iterable[BaseMessage], model_name: str = "") -> dict[str, float]:
+    """Sum the usage of the AI messages in `messages`, with the estimated cost."""
+    inp = out = calls = 0
+    for message in messages:
+        if isinstance(message, AIMessage) and message.usage_metadata:
+            inp += int(message.usage_metadata.get("input_tokens", 0))
+            out += int(message.usage_metadata.get("output_tokens", 0))
+            calls += 1
+    price_in, price_out = price_of(model_name)
+    return {
+        "input_tokens": inp,
+        "output_tokens": out,
+        "total_tokens": inp + out,
+        "cost_usd": (inp * price_in + out * price_out) / 1_000_000,
+        "model_calls": calls,
+    }
+
+
+def model_name_of(model: object) -> str:
+    """The model's name as providers expose it (``model``, ``model_name``), else its type."""
+    for attr in ("model_name", "model"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__
