@@ -219,8 +219,7 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
         if target.is_dir():
             raise ToolException(f"{path!r} is a directory; choose a file name inside it")
         created = not target.exists()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target, data)
+        _write(target, data, path)
         return to_json({"written": scope.display(target), "bytes": len(data),
                       "lines": content.count("\n") + (0 if content.endswith("\n") or not content
                                                       else 1),
@@ -245,7 +244,7 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
                                 f"surrounding lines so it matches exactly once")
         updated = text.replace(old_text, new_text, 1).encode("utf-8")
         _check_size(len(updated), scope.max_write_bytes, path)
-        atomic_write_bytes(target, updated)
+        _write(target, updated, path)
         return to_json({"edited": scope.display(target), "replacements": 1,
                       "bytes": len(updated)})
 
@@ -319,10 +318,21 @@ def _check_size(size: int, cap: int, path: str) -> None:
                             f"bytes per file; split the code into smaller modules")
 
 
+def _write(target: Path, data: bytes, shown: str) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target, data)
+    except (NotADirectoryError, FileExistsError):
+        raise ToolException(f"cannot write {shown!r}: a parent of it is a file, not a "
+                            f"directory") from None
+    except OSError as exc:
+        raise ToolException(f"cannot write {shown!r}: {exc.strerror or exc}") from None
+
+
 def _read_text(target: Path, shown: str) -> str:
     try:
         info = os.stat(target)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise ToolException(f"{shown!r} does not exist; list_files shows the files you "
                             f"can read") from None
     if stat.S_ISDIR(info.st_mode):

@@ -98,7 +98,7 @@ def test_infinite_loop_is_killed_at_the_timeout_with_its_children(
 ) -> None:
     runner = SubprocessRunner(isolate=isolate)
     name = script(staging, "loop.py", CHILDREN + "\n    while True:\n        pass\n")
-    result = runner.run_python(name, cwd=staging, limits=short(timeout_s=2.0), args=[token])
+    result = runner.run_python(name, cwd=staging, limits=short(timeout_s=4.0), args=[token])
     assert (staging / "started").exists(), result.output  # the children did exist
     assert result.timed_out and result.signal == signal.SIGKILL
     assert result.exit_code is None and not result.ok

@@ -158,6 +158,11 @@ def test_special_files_and_directories(tools: dict[str, BaseTool], call: Call,
     assert status == "error" and "is a directory" in out["error"]
     status, out = call(tools["read_file"], path="missing.py")
     assert status == "error" and "does not exist" in out["error"] and "list_files" in out["error"]
+    (area["staging"] / "impl.py").write_text("x = 1\n")
+    status, out = call(tools["write_file"], path="impl.py/inner.py", content="x")
+    assert status == "error" and "is a file, not a directory" in out["error"]
+    status, out = call(tools["read_file"], path="impl.py/inner.py")
+    assert status == "error" and "does not exist" in out["error"]
 
 
 def test_long_files_are_read_in_parts(tools: dict[str, BaseTool], call: Call,
