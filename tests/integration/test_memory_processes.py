@@ -21,7 +21,8 @@ WRITER = textwrap.dedent(
     import json, sys
     from atom_agent.memory import MemoryManager
     from atom_agent.session import SessionContext
-    workspace, worker, count, shared_id = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    workspace, shared_id = sys.argv[1], sys.argv[4]
+    worker, count = int(sys.argv[2]), int(sys.argv[3])
     session = SessionContext(session_id=f"worker-{worker}", project_id="shared")
     ids = []
     with MemoryManager.open(workspace) as memory:
