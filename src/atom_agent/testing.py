@@ -80,6 +80,8 @@ class ScriptedChatModel(BaseChatModel):
     """Seconds to wait per call."""
     cycle: bool = False
     """Start the script again when it runs out, instead of raising."""
+    model_name: str = "scripted"
+    """The name reports and cost estimates see (e.g. "gemini-2.5-pro" to test cost budgets)."""
 
     _index: int = PrivateAttr(default=0)
 

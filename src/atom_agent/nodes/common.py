@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -10,7 +12,8 @@ from langgraph.runtime import Runtime
 from atom_agent.context import Context
 from atom_agent.services import Models, Services, services_for
 from atom_agent.state import Plan, State
-from atom_agent.workspace import RunRef
+from atom_agent.tools.files import ToolScope
+from atom_agent.workspace import AttemptRef, RunRef, StepRef, Workspace
 
 
 def services(runtime: Runtime[Context], models: Models | None) -> Services:
@@ -66,3 +69,57 @@ def outline(plan: Plan, statuses: dict[str, Any] | None = None) -> str:
         status = f" [{statuses[s.id]}]" if statuses and s.id in statuses else ""
         lines.append(f"- {s.id}: {s.title}{deps}{status}")
     return "\n".join(lines)
+
+
+def python_ident(step_id: str) -> str:
+    """The package name a step's committed code is imported under: ``deps.<ident>``."""
+    ident = step_id.replace("-", "_")
+    return f"s_{ident}" if ident[0].isdigit() else ident
+
+
+@dataclass(frozen=True)
+class AttemptScope(ToolScope):
+    """A ToolScope whose sandboxed runs import dependencies as ``deps.<step>.<module>``.
+
+    Every step writes an ``impl.py``, so dependencies cannot be imported as ``impl`` next to
+    the step's own; a small ``deps`` package of symlinks to their committed artifacts (in the
+    attempt directory, outside staging) gives each one its own name.
+    """
+
+    package_root: Path | None = None
+
+    def python_path(self) -> list[Path]:
+        """Staging first, then the directory holding the ``deps`` package."""
+        return [self.staging, *([self.package_root] if self.package_root else [])]
+
+    def describe(self) -> str:
+        """ToolScope's description plus how to import dependency code."""
+        text = super().describe()
+        if self.dependencies:
+            names = ", ".join(
+                f"from deps.{python_ident(d)}.impl import …" for d in self.dependencies
+            )
+            text += f"\nImport dependency code in your files like this: {names}"
+        return text
+
+
+def attempt_scope(workspace: Workspace, step: StepRef, attempt: AttemptRef) -> AttemptScope:
+    """The scope of an attempt, with its ``deps`` package built (idempotent)."""
+    base = ToolScope.for_attempt(workspace, step, attempt)
+    root: Path | None = None
+    if base.dependencies:
+        root = attempt.path / "pythonpath"
+        package = root / "deps"
+        package.mkdir(parents=True, exist_ok=True)
+        (package / "__init__.py").write_text('"""Committed code of dependency steps."""\n')
+        for dep_id, artifacts in base.dependencies.items():
+            link = package / python_ident(dep_id)
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(Path(artifacts).resolve(), target_is_directory=True)
+    return AttemptScope(
+        staging=base.staging,
+        dependencies=base.dependencies,
+        owner=base.owner,
+        package_root=root,
+    )

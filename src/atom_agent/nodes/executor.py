@@ -29,7 +29,7 @@ from atom_agent.tools.router import ToolRouter
 from atom_agent.tools.search import create_search_tools
 from atom_agent.usage import model_name_of, usage_of
 
-from .common import plan_of, run_ref, services
+from .common import attempt_scope, plan_of, run_ref, services
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def make_executor(models: Models | None) -> Any:
             step_id=step.id,
             attempt=attempt.n,
         )
-        scope = ToolScope.for_attempt(svc.workspace, step_ref, attempt)
+        scope = attempt_scope(svc.workspace, step_ref, attempt)
         memory = svc.memory
         sandboxed: list[BaseTool] = [
             *create_file_tools(scope),

@@ -20,7 +20,7 @@ from atom_agent.state import Judgement, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 
-from .common import dependants, plan_of, run_ref, services
+from .common import attempt_scope, dependants, plan_of, run_ref, services
 from .executor import REQUIRED_FILES
 
 logger = logging.getLogger(__name__)
@@ -50,11 +50,11 @@ def make_reflector(models: Models | None) -> Any:
             attempt=attempt.n,
         )
         missing = [f for f in REQUIRED_FILES if not (staging / f).is_file()]
-        deps = list(svc.workspace.dependency_artifacts(step_ref).values())
+        scope = attempt_scope(svc.workspace, step_ref, attempt)
         result: RunResult | None = None
         if not missing:
             result = svc.runner.run_pytest(
-                cwd=staging, limits=svc.limits, targets=["test.py"], python_path=[staging, *deps]
+                cwd=staging, limits=svc.limits, targets=["test.py"], python_path=scope.python_path()
             )
         tests_ok = _tests_ok(result)
         hard = check_file(staging / "impl.py") if "impl.py" not in missing else None

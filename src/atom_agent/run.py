@@ -1,0 +1,179 @@
+"""Run a task to its end (or to a question), resume it, with SQLite checkpoints in the workspace."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+
+from atom_agent.context import Context
+from atom_agent.errors import WorkspaceError
+from atom_agent.graph import build_graph
+from atom_agent.nodes.flow import new_run_id
+from atom_agent.services import Models, close_all
+from atom_agent.workspace import Workspace
+
+logger = logging.getLogger(__name__)
+
+EventHandler = Callable[[str, Any], None]
+"""Receives ``("updates", {node: update})`` and ``("custom", event)`` while a run streams."""
+
+
+@dataclass
+class RunOutcome:
+    """How a run ended (or paused)."""
+
+    run_id: str
+    status: str
+    stop_reason: str = ""
+    run_dir: str = ""
+    report: str | None = None
+    question: dict[str, Any] | None = None
+    step_status: dict[str, str] = field(default_factory=dict)
+    usage: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Every step committed."""
+        return self.status == "done"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return asdict(self)
+
+
+@contextmanager
+def sqlite_checkpointer(workspace: Workspace) -> Iterator[SqliteSaver]:
+    """The workspace's SQLite checkpointer (WAL, synchronous=NORMAL), closed on exit."""
+    path = workspace.checkpoints_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    try:
+        saver = SqliteSaver(conn)
+        saver.setup()
+        yield saver
+    finally:
+        conn.close()
+
+
+def _stream(
+    graph: Any,
+    payload: Any,
+    config: RunnableConfig,
+    ctx: Context,
+    on_event: EventHandler | None,
+) -> None:
+    for namespace, mode, chunk in graph.stream(
+        payload,
+        config,
+        context=ctx,
+        stream_mode=["updates", "custom"],
+        subgraphs=True,
+    ):
+        if on_event is not None and (mode == "custom" or not namespace):
+            on_event(mode, chunk)
+
+
+def _outcome(graph: Any, config: RunnableConfig, workspace: Workspace, run_id: str) -> RunOutcome:
+    snapshot = graph.get_state(config)
+    values = snapshot.values or {}
+    run_dir = workspace.runs_dir / run_id
+    question = None
+    for task in snapshot.tasks:
+        for intr in task.interrupts:
+            question = intr.value if isinstance(intr.value, dict) else {"value": intr.value}
+    status = "interrupted" if question else str(values.get("status", "unknown"))
+    report = run_dir / "report.md"
+    return RunOutcome(
+        run_id=run_id,
+        status=status,
+        stop_reason=str(values.get("stop_reason", "")),
+        run_dir=str(run_dir),
+        report=str(report) if report.exists() else None,
+        question=question,
+        step_status=dict(values.get("step_status") or {}),
+        usage=dict(values.get("usage") or {}),
+    )
+
+
+def run_task(
+    task: str,
+    context: Context | None = None,
+    *,
+    models: Models | None = None,
+    run_id: str | None = None,
+    on_event: EventHandler | None = None,
+) -> RunOutcome:
+    """Run `task` until it is done, fails, runs out of budget, or asks a question.
+
+    Checkpoints go to ``<workspace>/checkpoints.sqlite`` (thread id = run id), so an
+    interrupted or killed run continues with :func:`resume_run`.
+
+    Args:
+        task: the software task.
+        context: the configuration (default: ``Context.from_env()``).
+        models: chat model(s) to use instead of the Context's model specs (tests, scripts).
+        run_id: the run id (default: a new, sortable one).
+        on_event: called with every stream part, for progress displays.
+    """
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError("task must be a non-empty string")
+    ctx = context or Context.from_env()
+    workspace = Workspace(Path(ctx.workspace).expanduser())
+    rid = run_id or new_run_id()
+    config: RunnableConfig = {"configurable": {"thread_id": rid}, "recursion_limit": 10_000}
+    with sqlite_checkpointer(workspace) as saver:
+        graph = build_graph(models=models, checkpointer=saver)
+        try:
+            _stream(graph, {"task": task, "run_id": rid}, config, ctx, on_event)
+        finally:
+            close_all()
+        return _outcome(graph, config, workspace, rid)
+
+
+def resume_run(
+    run_id: str,
+    context: Context | None = None,
+    *,
+    answer: Any = None,
+    models: Models | None = None,
+    on_event: EventHandler | None = None,
+) -> RunOutcome:
+    """Continue a run: answer its pending question, or pick up after a crash where it stopped.
+
+    Committed steps are never redone: the graph continues from its last checkpoint.
+
+    Raises:
+        WorkspaceError: no such run, or it has no checkpoint to resume from.
+        ValueError: the run waits for an answer and none was given.
+    """
+    ctx = context or Context.from_env()
+    workspace = Workspace(Path(ctx.workspace).expanduser())
+    workspace.run(run_id)  # raises WorkspaceError for an unknown run
+    config: RunnableConfig = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
+    with sqlite_checkpointer(workspace) as saver:
+        graph = build_graph(models=models, checkpointer=saver)
+        snapshot = graph.get_state(config)
+        if not snapshot.values:
+            raise WorkspaceError(f"run {run_id!r} has no checkpoint to resume from")
+        waiting = any(t.interrupts for t in snapshot.tasks)
+        if waiting and answer is None:
+            raise ValueError(f"run {run_id!r} is waiting for an answer: pass --answer")
+        if not snapshot.next:
+            return _outcome(graph, config, workspace, run_id)
+        payload: Any = Command(resume=answer) if waiting else None
+        try:
+            _stream(graph, payload, config, ctx, on_event)
+        finally:
+            close_all()
+        return _outcome(graph, config, workspace, run_id)

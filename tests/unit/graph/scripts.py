@@ -1,0 +1,122 @@
+"""Scripted planner / executor / reflector models for end-to-end graph tests."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from atom_agent.state import CriterionVerdict, Judgement, Plan, PlanStep
+from atom_agent.testing import ScriptedChatModel, tool_call
+
+STEP_RE = re.compile(r"# Your step: (\S+) —")
+ATTEMPT_RE = re.compile(r"Attempt (\d+) of \d+\.")
+
+ADD_IMPL = "def add(a, b):\n    return a + b\n"
+ADD_TEST = "from impl import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+BAD_TEST = "from impl import add\n\n\ndef test_add():\n    assert add(2, 3) == 6\n"
+
+
+def step(
+    step_id: str, depends_on: Sequence[str] = (), criteria: Sequence[str] = ("add(2, 3) == 5",)
+) -> PlanStep:
+    return PlanStep(
+        id=step_id,
+        title=f"Step {step_id}",
+        description=f"Implement {step_id}.",
+        acceptance_criteria=list(criteria),
+        depends_on=list(depends_on),
+    )
+
+
+def write(path: str, content: str) -> AIMessage:
+    return tool_call("write_file", {"path": path, "content": content})
+
+
+def read(path: str) -> AIMessage:
+    return tool_call("read_file", {"path": path})
+
+
+def run_tests() -> AIMessage:
+    return tool_call("run_tests", {})
+
+
+def passing_attempt(impl: str = ADD_IMPL, test: str = ADD_TEST) -> list[AIMessage]:
+    """Write impl.py and test.py, run the tests (the loop stops when they pass)."""
+    return [write("impl.py", impl), write("test.py", test), run_tests()]
+
+
+def failing_attempt() -> list[AIMessage]:
+    """Tests that fail; then the executor (wrongly) claims success."""
+    return [
+        write("impl.py", ADD_IMPL),
+        write("test.py", BAD_TEST),
+        run_tests(),
+        AIMessage(content="Done, everything works."),
+    ]
+
+
+Script = dict[tuple[str, int], list[AIMessage]]
+
+
+class ExecutorScript:
+    """Replies chosen by (step id, attempt number) read from the prompt, and the turn index."""
+
+    def __init__(self, script: Script, default: Callable[[], list[AIMessage]] | None = None):
+        self.script = script
+        self.default = default
+        self.prompts: dict[tuple[str, int], str] = {}
+
+    def __call__(self, messages: list[BaseMessage]) -> AIMessage:
+        first = next(m for m in messages if isinstance(m, HumanMessage))
+        text = str(first.content)
+        step_match, attempt_match = STEP_RE.search(text), ATTEMPT_RE.search(text)
+        assert step_match and attempt_match, f"not an executor prompt: {text[:200]}"
+        key = (step_match.group(1), int(attempt_match.group(1)))
+        self.prompts[key] = text
+        replies = self.script.get(key) or (self.default() if self.default else [])
+        turn = sum(1 for m in messages if isinstance(m, AIMessage))
+        if turn >= len(replies):
+            return AIMessage(content="Finished.")
+        return replies[turn]
+
+
+def all_met(plan_step: PlanStep, lesson: str = "") -> Judgement:
+    return Judgement(
+        criteria=[
+            CriterionVerdict(criterion=c, met=True, evidence="test_add passes")
+            for c in plan_step.acceptance_criteria
+        ],
+        lesson=lesson,
+    )
+
+
+def models(
+    plans: Sequence[Plan | AIMessage],
+    executor: ExecutorScript,
+    judgements: Sequence[Judgement] | None = None,
+    **kwargs: Any,
+) -> dict[str, ScriptedChatModel]:
+    """One scripted model per role."""
+    judges: list[Any] = list(judgements) if judgements is not None else []
+    reflector = (
+        ScriptedChatModel(responses=judges, **kwargs)
+        if judges
+        else ScriptedChatModel(respond=_judge_everything_met, **kwargs)
+    )
+    return {
+        "planner": ScriptedChatModel(responses=list(plans), **kwargs),
+        "executor": ScriptedChatModel(respond=executor, **kwargs),
+        "reflector": reflector,
+    }
+
+
+def _judge_everything_met(messages: list[BaseMessage]) -> Judgement:
+    text = str(messages[-1].content)
+    block = text.split("Acceptance criteria:\n", 1)[1].split("\n\n", 1)[0]
+    criteria = [line[2:] for line in block.splitlines() if line.startswith("- ")]
+    return Judgement(
+        criteria=[CriterionVerdict(criterion=c, met=True, evidence="tests pass") for c in criteria]
+    )
