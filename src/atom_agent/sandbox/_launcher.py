@@ -32,6 +32,28 @@ def _become_subreaper() -> None:
         pass
 
 
+_PID_MAX_MIN = 301  # the kernel refuses smaller pid_max values
+
+
+def _cap_processes(limit: int) -> int | None:
+    """Cap the processes of our PID namespace via its own ``pid_max``; returns the cap set.
+
+    Linux ≥ 6.14 keeps ``kernel.pid_max`` per PID namespace, and it binds root too (unlike
+    RLIMIT_NPROC). Only attempted when we are init of a namespace with a private /proc, so
+    the write can never reach the host's value.
+    """
+    try:
+        if os.getpid() != 1 or os.readlink("/proc/self") != "1":
+            return None
+        value = max(_PID_MAX_MIN, limit + 1)
+        with open("/proc/sys/kernel/pid_max", "w", encoding="ascii") as handle:
+            handle.write(str(value))
+        with open("/proc/sys/kernel/pid_max", encoding="ascii") as handle:
+            return value if int(handle.read()) == value else None
+    except (OSError, ValueError):  # older kernel: the sysctl is global and not writable here
+        return None
+
+
 def _exec_child(cmd: list[str], env: dict[str, str], limits: dict[str, list[int]]) -> None:
     try:
         for name, (soft, hard) in limits.items():
@@ -112,6 +134,7 @@ def main(argv: list[str]) -> int:
     with open(argv[1], encoding="utf-8") as handle:
         cfg: dict[str, Any] = json.load(handle)
     _become_subreaper()
+    pid_cap = _cap_processes(int(cfg.get("max_processes", 0)) or 256)
     pid = os.fork()
     if pid == 0:
         _exec_child(cfg["cmd"], cfg["env"], cfg["limits"])
@@ -128,6 +151,7 @@ def main(argv: list[str]) -> int:
         "timed_out": timed_out,
         "killed_descendants": leftovers,
         "pid_namespace": os.getpid() == 1,
+        "pid_max": pid_cap,
     }
     tmp = cfg["status_file"] + ".part"
     with open(tmp, "w", encoding="utf-8") as handle:

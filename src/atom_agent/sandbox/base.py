@@ -24,8 +24,9 @@ class Limits:
         memory_mb: address space (``RLIMIT_AS``) in MiB; allocations beyond it fail.
         output_bytes: stdout+stderr bytes kept (head and tail); the rest is counted, not kept.
         file_size_mb: largest file the run may write (``RLIMIT_FSIZE``), MiB.
-        max_processes: ``RLIMIT_NPROC`` (only applied when not running as root, where the
-            kernel ignores it).
+        max_processes: processes the run may have: ``RLIMIT_NPROC`` when not root (root
+            ignores it), and the PID namespace's own ``pid_max`` where the kernel keeps one
+            per namespace (Linux ≥ 6.14; the kernel's minimum makes that cap at least 300).
         open_files: ``RLIMIT_NOFILE``.
         network: allow network access; when False the run gets its own empty network
             namespace where the machine allows it.

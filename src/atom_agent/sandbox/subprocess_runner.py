@@ -191,6 +191,7 @@ class SubprocessRunner(SandboxRunner):
         config.write_text(json.dumps({
             "cmd": cmd, "env": child_env, "limits": _rlimits(limits),
             "timeout_s": limits.timeout_s, "status_file": str(status_file),
+            "max_processes": limits.max_processes,
         }), encoding="utf-8")
         full = [*isolation.prefix, self.python, "-I", "-S", str(_LAUNCHER), str(config)]
         started = time.monotonic()
@@ -212,8 +213,12 @@ class SubprocessRunner(SandboxRunner):
                        "signal": -code if code is not None and code < 0 else None,
                        "timed_out": runner_killed}
             notes.append("launcher did not report; outcome taken from the process group")
-        elif outcome.get("killed_descendants"):
-            notes.append(f"killed {outcome['killed_descendants']} leftover process(es)")
+        else:
+            if outcome.get("killed_descendants"):
+                notes.append(f"killed {outcome['killed_descendants']} leftover process(es)")
+            if outcome.get("pid_max") is None and os.geteuid() == 0:
+                notes.append("process count not limited (running as root without a "
+                             "per-namespace pid_max)")
         if not limits.network and not isolation.network:
             notes.append("network not isolated: this run has no network namespace")
         return RunResult(

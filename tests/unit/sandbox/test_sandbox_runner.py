@@ -255,3 +255,31 @@ def test_without_namespaces_the_result_says_so(staging: Path, short: Short) -> N
     result = SubprocessRunner(isolate=False).run_python(name, cwd=staging, limits=short())
     assert result.ok and not result.network_isolated and not result.pid_namespace
     assert any("network not isolated" in note for note in result.notes)
+
+
+def test_a_fork_bomb_is_capped_even_as_root(
+    runner: SubprocessRunner, staging: Path, short: Short
+) -> None:
+    if not probe_isolation(False).pid_namespace:
+        pytest.skip("no PID namespace here")
+    name = script(staging, "bomb.py", """
+        import os, time
+        children = 0
+        try:
+            for _ in range(2000):
+                if os.fork() == 0:
+                    time.sleep(1000)
+                    os._exit(0)
+                children += 1
+        except OSError as exc:
+            print("FORK REFUSED after", children, exc.errno)
+        else:
+            print("FORKED ALL", children)
+    """)
+    result = runner.run_python(name, cwd=staging, limits=short(max_processes=50,
+                                                               timeout_s=60.0))
+    if "FORKED ALL" in result.output:
+        pytest.skip("this kernel has no per-namespace pid_max (Linux < 6.14)")
+    assert result.ok and "FORK REFUSED" in result.output, result.output
+    forked = int(result.output.split("after")[1].split()[0])
+    assert forked < 301  # the kernel's minimum pid_max bounds the namespace
