@@ -170,8 +170,8 @@ class State(TypedDict, total=False):
     """Revision number of the current plan in plan.json (1 = first plan)."""
     plan_feedback: str
     """Why the plan is being (re)made: invalid-plan reasons, a failed step, a reviewer's note."""
-    step_status: Annotated[dict[str, StepStatus], _merge]
-    """Status of every step of the current plan."""
+    step_status: dict[str, StepStatus]
+    """Status of every step of the current plan (always written whole: a replan drops steps)."""
     attempts: Annotated[dict[str, int], _merge]
     """The latest attempt number per step id (the running attempt's while it runs)."""
     failures: Annotated[dict[str, int], _merge]

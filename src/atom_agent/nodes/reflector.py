@@ -100,6 +100,7 @@ def make_reflector(models: Models | None) -> Any:
             decision=decision,
         )
         used = list(state.get("used_memories") or [])
+        statuses = dict(state.get("step_status") or {})
         update: dict[str, Any] = {
             "failures": {step.id: failures},
             "usage": usage,
@@ -130,7 +131,7 @@ def make_reflector(models: Models | None) -> Any:
                     rationale=f"learned while committing step {step.id!r}",
                 )
                 written.append(record.id)
-            update["step_status"] = {step.id: "committed"}
+            update["step_status"] = {**statuses, step.id: "committed"}
         else:
             if result is not None and result.tests is not None and result.tests.failed:
                 candidates.append(
@@ -150,7 +151,11 @@ def make_reflector(models: Models | None) -> Any:
                 )
             if decision == "fail":
                 blocked = dependants(plan, step.id)
-                update["step_status"] = {step.id: "failed", **{b: "blocked" for b in blocked}}
+                update["step_status"] = {
+                    **statuses,
+                    step.id: "failed",
+                    **{b: "blocked" for b in blocked},
+                }
                 svc.workspace.update_step(step_ref, status="failed", verdict="failed")
                 for other in blocked:
                     svc.workspace.update_step(

@@ -1,0 +1,137 @@
+"""Retry with feedback, replan, false claims of success, invalid plans, questions and resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from atom_agent import Context, run_task
+from atom_agent.errors import WorkspaceError
+from atom_agent.run import resume_run
+from atom_agent.state import Plan, PlanStep
+from atom_agent.testing import tool_call
+from atom_agent.workspace import Workspace
+
+from .scripts import ExecutorScript, all_met, failing_attempt, models, passing_attempt, step
+
+
+def test_fail_then_pass_on_retry_with_feedback_in_the_prompt(ctx: Context) -> None:
+    executor = ExecutorScript({("adder", 1): failing_attempt(), ("adder", 2): passing_attempt()})
+    outcome = run_task("add", ctx, models=models([Plan(steps=[step("adder")])], executor))
+
+    assert outcome.status == "done"
+    second = executor.prompts[("adder", 2)]
+    assert "Earlier attempts of this step" in second
+    assert "tests did not pass: 0 passed, 1 failed" in second
+    assert "assert 5 == 6" in second  # the failing assertion from the test output
+    ws = Workspace(ctx.workspace)
+    adder = ws.step(ws.run(outcome.run_id), "adder")
+    verdicts = [ws.read_verdict(a)["outcome"] for a in ws.list_attempts(adder)]
+    assert verdicts == ["failed", "passed"]
+    assert ws.read_step(adder)["committed_attempt"] == 2
+
+
+def test_claimed_success_with_failing_tests_is_a_failure(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    plan = Plan(steps=[step("adder"), step("user", depends_on=["adder"])])
+    executor = ExecutorScript({("adder", 1): failing_attempt()})
+    # The reflector model would say every criterion is met: tests failing must still fail it.
+    outcome = run_task("add", ctx, models=models([plan], executor, [all_met(plan.steps[0])]))
+
+    assert outcome.status == "failed"
+    assert outcome.step_status == {"adder": "failed", "user": "blocked"}
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    verdict = ws.read_verdict(ws.attempt(ws.step(run, "adder"), 1))
+    assert verdict["outcome"] == "failed" and verdict["criteria"] == []
+    assert not ws.step(run, "adder").artifacts.exists()
+    assert json.loads(run.run_json.read_text())["status"] == "failed"
+    assert "blocked" in run.report_md.read_text()
+
+
+def test_exhausted_attempts_trigger_a_replan_that_keeps_committed_steps(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=1)
+    first = Plan(steps=[step("base"), step("hard", depends_on=["base"])])
+    second = Plan(steps=[step("easier", depends_on=["base"])])
+    executor = ExecutorScript(
+        {
+            ("base", 1): passing_attempt(),
+            ("hard", 1): failing_attempt(),
+            ("easier", 1): passing_attempt(),
+        }
+    )
+    planner_models = models([first, second], executor)
+    outcome = run_task("task", ctx, models=planner_models)
+
+    assert outcome.status == "done", outcome
+    assert outcome.step_status == {"base": "committed", "easier": "committed"}
+    replan_prompt = str(planner_models["planner"].calls[1].messages[-1].content)
+    assert "- base: Step base" in replan_prompt  # committed steps are listed to keep
+    assert "step 'hard' (Step hard) failed 1 attempts" in replan_prompt
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    assert [r["reason"] for r in ws.plan_revisions(run)] == ["initial plan", "replan"]
+    assert len(ws.list_attempts(ws.step(run, "base"))) == 1  # not redone
+
+
+def test_an_invalid_plan_is_sent_back_with_the_reasons(ctx: Context) -> None:
+    cyclic = Plan(steps=[step("a", depends_on=["b"]), step("b", depends_on=["a"])])
+    good = Plan(steps=[step("adder")])
+    executor = ExecutorScript({("adder", 1): passing_attempt()})
+    roles = models([cyclic, good], executor)
+    outcome = run_task("add", ctx, models=roles)
+
+    assert outcome.status == "done"
+    retry = roles["planner"].calls[1].messages[-1]
+    assert isinstance(retry, HumanMessage)
+    assert "the dependencies form a cycle: a -> b -> a" in str(retry.content)
+
+
+def test_a_planner_that_never_gives_a_valid_plan_fails_the_run(ctx: Context) -> None:
+    no_criteria = Plan(steps=[PlanStep(id="x", title="x", description="x", acceptance_criteria=[])])
+    outcome = run_task("t", ctx, models=models([no_criteria] * 3, ExecutorScript({})))
+    assert outcome.status == "failed"
+    assert "no valid plan in 3 tries" in outcome.stop_reason
+    assert "has no acceptance criteria" in outcome.stop_reason
+
+
+def test_a_question_interrupts_and_the_answer_resumes_the_run(ctx: Context) -> None:
+    executor = ExecutorScript(
+        {
+            ("adder", 1): [tool_call("ask_user", {"question": "Integers or floats?"})],
+            ("adder", 2): passing_attempt(),
+        }
+    )
+    roles = models([Plan(steps=[step("adder")])], executor)
+    paused = run_task("add", ctx, models=roles, run_id="q1")
+
+    assert paused.status == "interrupted"
+    assert paused.question is not None
+    assert paused.question["kind"] == "question"
+    assert paused.question["question"] == "Integers or floats?"
+    with pytest.raises(ValueError, match="waiting for an answer"):
+        resume_run("q1", ctx, models=roles)
+
+    done = resume_run("q1", ctx, answer="integers only", models=roles)
+    assert done.status == "done"
+    prompt = executor.prompts[("adder", 2)]
+    assert "Q: Integers or floats?\nA: integers only" in prompt
+    assert resume_run("q1", ctx, models=roles).status == "done"  # finished: nothing to do
+
+
+def test_resume_of_an_unknown_run_is_a_clear_error(ctx: Context) -> None:
+    with pytest.raises(WorkspaceError):
+        resume_run("no-such-run", ctx, models=models([], ExecutorScript({})))
+
+
+def test_plan_approval_interrupt(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), approve_plan=True)
+    executor = ExecutorScript({("adder", 1): passing_attempt()})
+    roles = models([Plan(steps=[step("adder")])], executor)
+    paused = run_task("add", ctx, models=roles, run_id="p1")
+    assert paused.status == "interrupted"
+    assert paused.question is not None and paused.question["kind"] == "plan_approval"
+    assert paused.question["plan"]["steps"][0]["id"] == "adder"
+    assert resume_run("p1", ctx, answer="approve", models=roles).status == "done"
