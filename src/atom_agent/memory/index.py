@@ -21,10 +21,11 @@ from atom_agent.memory.records import TYPE_CODES, MemoryRecord, decode_vector, r
 
 # Ranking weights: semantic similarity dominates; keyword overlap, confidence and recency
 # re-order near-ties. Candidates below MIN_RELEVANCE without a keyword hit are not returned.
-KEYWORD_WEIGHT = 0.10
-CONFIDENCE_WEIGHT = 0.04
+KEYWORD_WEIGHT = 0.05
+CONFIDENCE_WEIGHT = 0.03
 RECENCY_WEIGHT = 0.02
 RECENCY_HALF_LIFE_S = 30 * 86_400.0
+MAX_BONUS = KEYWORD_WEIGHT + CONFIDENCE_WEIGHT + RECENCY_WEIGHT
 MIN_RELEVANCE = 0.2
 _WORD = re.compile(r"[a-z0-9_]+")
 _STOP = frozenset(
@@ -54,6 +55,7 @@ class ProjectIndex:
         self.ids: list[str] = []
         self.docs: list[str] = []
         self.metas: list[dict[str, Any]] = []
+        self.words: list[frozenset[str] | None] = []
         self.pos: dict[str, int] = {}
         cap = 64
         self.vecs = np.zeros((cap, DIMENSIONS), dtype=np.float32)
@@ -98,8 +100,11 @@ class ProjectIndex:
                 self.ids.append(memory_id)
                 self.docs.append(doc)
                 self.metas.append(meta)
+                self.words.append(None)
                 self.pos[memory_id] = row
             else:
+                if self.docs[row] != doc:
+                    self.words[row] = None
                 self.docs[row] = doc
                 self.metas[row] = meta
             if "vec" in meta:
@@ -147,6 +152,7 @@ class ProjectIndex:
         query_text: str | None,
         limit: int,
         now: float,
+        pool: int | None = None,
     ) -> list[Hit]:
         """The best `limit` rows of `keep`: blended relevance, or newest first without a query."""
         rows = np.flatnonzero(keep)
@@ -161,29 +167,54 @@ class ProjectIndex:
             cos = self.vecs[rows] @ query_vector
         else:
             cos = (self.vecs[:n] @ query_vector)[rows]
-        pool = min(rows.size, max(limit * 4, 40))
-        top = np.argpartition(-cos, pool - 1)[:pool] if pool < rows.size else np.arange(rows.size)
         words = keywords(query_text) if query_text else set()
-        hits: list[Hit] = []
-        for i in top:
-            row = int(rows[i])
-            similarity = float(cos[i])
-            keyword = 0.0
-            if words:
-                keyword = len(words & keywords(self.docs[row])) / len(words)
-            if similarity < MIN_RELEVANCE and keyword == 0.0:
-                continue
-            age = max(0.0, now - float(self.created[row]))
-            recency = math.exp(-age * math.log(2) / RECENCY_HALF_LIFE_S)
-            score = (
-                similarity
-                + KEYWORD_WEIGHT * keyword
-                + CONFIDENCE_WEIGHT * float(self.confidence[row])
-                + RECENCY_WEIGHT * recency
+        # Blend the best `pool` by cosine; grow the pool until nothing outside it could still
+        # reach the top `limit` (its cosine plus the largest possible bonus falls short), so
+        # the result is the exact top `limit` of the blended score.
+        size = min(rows.size, pool or max(limit * 4, 40))
+        while True:
+            if size < rows.size:
+                top = np.argpartition(-cos, size - 1)[:size]
+            else:
+                top = np.arange(rows.size)
+            hits = self._blend(rows[top], cos[top], words, now)[:limit]
+            if size >= rows.size:
+                return hits
+            bound = float(cos[top].min()) + MAX_BONUS
+            if len(hits) == limit and hits[-1].score >= bound:
+                return hits
+            size *= 4
+
+    def _blend(
+        self,
+        rows: npt.NDArray[np.intp],
+        cos: npt.NDArray[np.float32],
+        words: set[str],
+        now: float,
+    ) -> list[Hit]:
+        if words:
+            keyword = np.array(
+                [len(words & self._keywords(int(r))) / len(words) for r in rows], dtype=np.float32
             )
-            hits.append(Hit(row, score))
-        hits.sort(key=lambda h: h.score, reverse=True)
-        return hits[:limit]
+        else:
+            keyword = np.zeros(rows.size, dtype=np.float32)
+        age = np.maximum(0.0, now - self.created[rows])
+        recency = np.exp(-age * (math.log(2) / RECENCY_HALF_LIFE_S))
+        score = (
+            cos
+            + KEYWORD_WEIGHT * keyword
+            + CONFIDENCE_WEIGHT * self.confidence[rows]
+            + RECENCY_WEIGHT * recency
+        )
+        relevant = (cos >= MIN_RELEVANCE) | (keyword > 0)
+        order = np.argsort(-score, kind="stable")
+        return [Hit(int(rows[i]), float(score[i])) for i in order if relevant[i]]
+
+    def _keywords(self, row: int) -> frozenset[str]:
+        words = self.words[row]
+        if words is None:
+            words = self.words[row] = frozenset(keywords(self.docs[row]))
+        return words
 
 
 def supersession_chain(index: ProjectIndex, start: MemoryRecord, now: float) -> list[MemoryRecord]:
