@@ -1,4 +1,4 @@
-"""Long-term memory benchmark: recall latency and exactness at 10k / 100k records, remember throughput.
+"""Memory benchmark: recall latency and exactness at 10k / 100k records, remember throughput.
 
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/memory_bench.py --sizes 10000 100000
 
@@ -256,7 +256,8 @@ def bench(n: int, seed: int, cache: Path | None, queries: int) -> None:
             p50, p95 = percentile(ours, 50) * 1e3, percentile(ours, 95) * 1e3
             f50 = percentile(floor, 50) * 1e3
             print(
-                f"recall type={kind:<5} ({share:5.1%} of records): p50 {p50:6.2f} ms  p95 {p95:6.2f} ms"
+                f"recall type={kind:<5} ({share:5.1%} of records):"
+                f" p50 {p50:6.2f} ms  p95 {p95:6.2f} ms"
                 f" | brute-force floor p50 {f50:6.2f} ms | ratio {p50 / f50:4.2f}"
                 f" | top-10 overlap vs exact cosine: mean {statistics.mean(overlaps):.3f}"
                 f" min {min(overlaps):.1f}; vs exhaustive blended ranking: mean"
