@@ -48,12 +48,12 @@ def after_select(state: State, runtime: Runtime[Context]) -> Literal["executor",
     return "executor"
 
 
-def after_executor(
-    state: State, runtime: Runtime[Context]
-) -> Literal["ask_user", "reflector", "finish"]:
-    """A question goes to the user; a spent budget ends the run; else the reflector judges."""
-    if exhausted_budget(state, _ctx(runtime)):
-        return "finish"
+def after_executor(state: State) -> Literal["ask_user", "reflector"]:
+    """A question goes to the user; else the reflector judges the attempt.
+
+    Budgets are checked after the reflector, not here: the attempt's tokens are spent
+    already, and judging it (and committing it if it passed) is what keeps them useful.
+    """
     return "ask_user" if state.get("question") else "reflector"
 
 

@@ -1,0 +1,90 @@
+"""Budgets stop a run gracefully; the graph's shape is deliberate."""
+
+from __future__ import annotations
+
+import json
+
+from atom_agent import Context, build_graph, run_task
+from atom_agent.state import Plan
+from atom_agent.workspace import Workspace
+
+from .scripts import ExecutorScript, models, passing_attempt, read, step, write
+
+
+def _two_steps() -> tuple[Plan, ExecutorScript]:
+    plan = Plan(steps=[step("one"), step("two")])
+    executor = ExecutorScript({("one", 1): passing_attempt(), ("two", 1): passing_attempt()})
+    return plan, executor
+
+
+def _assert_budget_stop(ctx: Context, outcome: object, budget: str) -> None:
+    assert outcome.status == "budget_exhausted", outcome  # type: ignore[attr-defined]
+    assert budget in outcome.stop_reason  # type: ignore[attr-defined]
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)  # type: ignore[attr-defined]
+    assert json.loads(run.run_json.read_text())["status"] == "budget_exhausted"
+    assert budget in run.report_md.read_text()
+
+
+def test_token_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), max_tokens=1)
+    plan, executor = _two_steps()
+    outcome = run_task("t", ctx, models=models([plan], executor))
+    _assert_budget_stop(ctx, outcome, "token budget")
+    assert outcome.step_status == {"one": "pending", "two": "pending"}  # stopped after planning
+
+
+def test_cost_budget_keeps_what_was_committed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Priced like gemini-2.5-pro: step one's tokens cost more than the budget allows.
+    ctx = Context(workspace=str(tmp_path / "ws"), max_cost_usd=0.002)
+    plan, executor = _two_steps()
+    outcome = run_task("t", ctx, models=models([plan], executor, model_name="gemini-2.5-pro"))
+    _assert_budget_stop(ctx, outcome, "cost budget")
+    assert outcome.step_status["one"] == "committed"
+    assert outcome.step_status["two"] == "pending"
+    ws = Workspace(ctx.workspace)
+    assert (ws.step(ws.run(outcome.run_id), "one").artifacts / "impl.py").exists()
+
+
+def test_wall_clock_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), max_wall_seconds=0.001)
+    plan, executor = _two_steps()
+    outcome = run_task("t", ctx, models=models([plan], executor))
+    _assert_budget_stop(ctx, outcome, "wall-clock budget")
+
+
+def test_tool_call_budget_ends_an_attempt(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), max_tool_calls=2, max_attempts=1, max_replans=0)
+    looping = [read("impl.py")] * 10 + [write("impl.py", "x = 1\n")]
+    executor = ExecutorScript({("one", 1): looping})
+    outcome = run_task("t", ctx, models=models([Plan(steps=[step("one")])], executor))
+    assert outcome.status == "failed"
+    ws = Workspace(ctx.workspace)
+    attempt = ws.attempt(ws.step(ws.run(outcome.run_id), "one"), 1)
+    history = ws.read_history(attempt)
+    assert sum(1 for m in history if m.get("type") == "tool") == 2
+    assert "missing files: impl.py, test.py" in ws.read_verdict(attempt)["feedback"]
+
+
+def test_graph_shape() -> None:
+    drawn = build_graph().get_graph()
+    edges = {(e.source, e.target, e.conditional) for e in drawn.edges}
+    assert edges == {
+        ("__start__", "start", False),
+        ("start", "planner", False),
+        ("planner", "approve_plan", True),
+        ("planner", "select_step", True),
+        ("planner", "finish", True),
+        ("approve_plan", "planner", True),
+        ("approve_plan", "select_step", True),
+        ("select_step", "executor", True),
+        ("select_step", "finish", True),
+        ("executor", "ask_user", True),
+        ("executor", "reflector", True),
+        ("ask_user", "executor", False),
+        ("reflector", "executor", True),
+        ("reflector", "planner", True),
+        ("reflector", "select_step", True),
+        ("reflector", "finish", True),
+        ("finish", "__end__", False),
+    }
