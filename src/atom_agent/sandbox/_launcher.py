@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import select
 import signal
@@ -32,6 +33,14 @@ def _become_subreaper() -> None:
         pass
 
 
+def _own_proc() -> bool:
+    """True when /proc is our namespace's own (``--mount-proc``), so we have a mount ns too."""
+    try:
+        return os.readlink("/proc/self") == str(os.getpid())
+    except OSError:
+        return False
+
+
 _PID_MAX_MIN = 301  # the kernel refuses smaller pid_max values
 
 
@@ -43,7 +52,7 @@ def _cap_processes(limit: int) -> int | None:
     the write can never reach the host's value.
     """
     try:
-        if os.getpid() != 1 or os.readlink("/proc/self") != "1":
+        if os.getpid() != 1 or not _own_proc():
             return None
         value = max(_PID_MAX_MIN, limit + 1)
         with open("/proc/sys/kernel/pid_max", "w", encoding="ascii") as handle:
@@ -52,6 +61,77 @@ def _cap_processes(limit: int) -> int | None:
             return value if int(handle.read()) == value else None
     except (OSError, ValueError):  # older kernel: the sysctl is global and not writable here
         return None
+
+
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME, _MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
+_KEPT_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC,
+               "noatime": _MS_NOATIME, "nodiratime": _MS_NODIRATIME,
+               "relatime": _MS_RELATIME, "strictatime": _MS_STRICTATIME}
+_STAY_WRITABLE = ("/dev", "/proc")  # device nodes (/dev/null, /dev/shm) and our private /proc
+
+
+def _mount(libc: Any, source: str | None, target: str, flags: int) -> None:
+    src = source.encode() if source is not None else None
+    if libc.mount(src, target.encode(), None, flags, None) != 0:
+        errno = _errno()
+        raise OSError(errno, os.strerror(errno), target)
+
+
+def _errno() -> int:
+    """The errno of the last failed libc call made through ctypes."""
+    import ctypes
+
+    return ctypes.get_errno()
+
+
+def _mounts() -> list[tuple[str, set[str]]]:
+    found = []
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            found.append((point, set(fields[5].split(","))))
+    return found
+
+
+def _read_only_except(writable: list[str]) -> bool:
+    """Make every mount of our private mount namespace read-only except `writable` paths.
+
+    Only called as init of a namespace with a private /proc (so ``unshare`` made a private
+    mount namespace too): nothing here is visible outside the run. Guards against generated
+    code writing outside its staging area by accident; root can remount, so not against
+    hostile code.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        _mount(libc, None, "/", _MS_REC | _MS_PRIVATE)  # never propagate anything to the host
+        for path in writable:
+            _mount(libc, path, path, _MS_BIND | _MS_REC)
+    except OSError:
+        return False
+    keep = set(writable)
+    root_done = False
+    for point, options in _mounts():
+        if point in keep or any(point == w or point.startswith(w.rstrip("/") + "/")
+                                for w in list(keep) + list(_STAY_WRITABLE)):
+            continue
+        if "ro" in options:
+            root_done = root_done or point == "/"
+            continue
+        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
+        for name, bit in _KEPT_FLAGS.items():
+            if name in options:
+                flags |= bit
+        try:
+            _mount(libc, None, point, flags)
+            root_done = root_done or point == "/"
+        except OSError:
+            continue  # e.g. a mount hidden under another one: the rest still holds
+    return root_done
 
 
 def _exec_child(cmd: list[str], env: dict[str, str], limits: dict[str, list[int]]) -> None:
@@ -135,6 +215,10 @@ def main(argv: list[str]) -> int:
         cfg: dict[str, Any] = json.load(handle)
     _become_subreaper()
     pid_cap = _cap_processes(int(cfg.get("max_processes", 0)) or 256)
+    private = os.getpid() == 1 and _own_proc()
+    read_only = _read_only_except(list(cfg.get("writable", []))) if private else False
+    # Re-enter the working directory: the old handle points below the new bind mount.
+    os.chdir(cfg.get("cwd") or os.getcwd())
     pid = os.fork()
     if pid == 0:
         _exec_child(cfg["cmd"], cfg["env"], cfg["limits"])
@@ -152,6 +236,7 @@ def main(argv: list[str]) -> int:
         "killed_descendants": leftovers,
         "pid_namespace": os.getpid() == 1,
         "pid_max": pid_cap,
+        "read_only_fs": read_only,
     }
     tmp = cfg["status_file"] + ".part"
     with open(tmp, "w", encoding="utf-8") as handle:

@@ -80,7 +80,9 @@ class RunResult:
 
     ``exit_code`` is None when the process died by a signal (``signal`` says which).
     ``output`` is stdout and stderr interleaved, capped: when ``truncated``, the middle is
-    replaced by a note and ``output_bytes`` says how much there was.
+    replaced by a note and ``output_bytes`` says how much there was. ``network_isolated``,
+    ``pid_namespace`` and ``read_only_fs`` (everything but the staging area and the run's
+    scratch directory mounted read-only) say what isolation the run actually had.
     """
 
     command: list[str]
@@ -94,6 +96,7 @@ class RunResult:
     tests: TestCounts | None = None
     network_isolated: bool = False
     pid_namespace: bool = False
+    read_only_fs: bool = False
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -192,6 +192,8 @@ class SubprocessRunner(SandboxRunner):
             "cmd": cmd, "env": child_env, "limits": _rlimits(limits),
             "timeout_s": limits.timeout_s, "status_file": str(status_file),
             "max_processes": limits.max_processes,
+            # Everything else becomes read-only where the run has its own mount namespace.
+            "writable": [str(cwd), str(scratch.resolve())], "cwd": str(cwd),
         }), encoding="utf-8")
         full = [*isolation.prefix, self.python, "-I", "-S", str(_LAUNCHER), str(config)]
         started = time.monotonic()
@@ -216,6 +218,9 @@ class SubprocessRunner(SandboxRunner):
         else:
             if outcome.get("killed_descendants"):
                 notes.append(f"killed {outcome['killed_descendants']} leftover process(es)")
+            if not outcome.get("read_only_fs"):
+                notes.append("filesystem writable outside the staging area (no private "
+                             "mount namespace)")
             if outcome.get("pid_max") is None and os.geteuid() == 0:
                 notes.append("process count not limited (running as root without a "
                              "per-namespace pid_max)")
@@ -226,7 +231,7 @@ class SubprocessRunner(SandboxRunner):
             timed_out=bool(outcome["timed_out"]), duration_s=duration, output=capture.text(),
             output_bytes=capture.total, truncated=capture.truncated,
             network_isolated=isolation.network, pid_namespace=isolation.pid_namespace,
-            notes=notes,
+            read_only_fs=bool(outcome.get("read_only_fs")), notes=notes,
         )
 
     def _env(self, scratch: Path, python_path: Sequence[Path],

@@ -283,3 +283,39 @@ def test_a_fork_bomb_is_capped_even_as_root(
     assert result.ok and "FORK REFUSED" in result.output, result.output
     forked = int(result.output.split("after")[1].split()[0])
     assert forked < 301  # the kernel's minimum pid_max bounds the namespace
+
+
+def test_only_staging_and_scratch_are_writable(
+    runner: SubprocessRunner, staging: Path, tmp_path: Path, short: Short
+) -> None:
+    if not probe_isolation(False).pid_namespace:
+        pytest.skip("no private mount namespace here")
+    outside = tmp_path / "outside.txt"
+    name = script(staging, "writes.py", """
+        import os, sys, tempfile
+        def attempt(label, path):
+            try:
+                with open(path, "w") as handle:
+                    handle.write("x")
+                print(label, "WROTE")
+            except OSError as exc:
+                print(label, "REFUSED", exc.strerror)
+        attempt("outside", sys.argv[1])
+        attempt("relative", "in_staging.txt")
+        os.makedirs("sub")
+        attempt("nested", os.path.join(os.getcwd(), "sub", "f.txt"))
+        attempt("tmpdir", os.path.join(tempfile.gettempdir(), "t.txt"))
+        attempt("home", os.path.expanduser("~/.cache-file"))
+        attempt("devnull", "/dev/null")
+        attempt("etc", "/etc/atom-sandbox-probe")
+    """)
+    result = runner.run_python(name, cwd=staging, limits=short(), args=[str(outside)])
+    lines = dict(line.split(" ", 1) for line in result.output.strip().splitlines())
+    assert result.ok and result.read_only_fs, result.output
+    assert lines["outside"].startswith("REFUSED") and "Read-only" in lines["outside"]
+    assert lines["etc"].startswith("REFUSED")
+    for ok in ("relative", "nested", "tmpdir", "home", "devnull"):
+        assert lines[ok] == "WROTE", (ok, result.output)
+    assert not outside.exists() and not Path("/etc/atom-sandbox-probe").exists()
+    assert (staging / "in_staging.txt").read_text() == "x"
+    assert (staging / "sub" / "f.txt").exists()
