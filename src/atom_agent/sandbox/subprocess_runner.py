@@ -1,7 +1,8 @@
 """The subprocess sandbox: namespaces where available, rlimits, a wall clock, capped output.
 
 Resource isolation for generated code, not a security boundary against hostile code: the child
-runs as the same user and sees the same filesystem. See ``docs/workspace-and-sandbox.md``.
+runs as the same user, can read the whole filesystem, and (as root) could undo its read-only
+mounts. See ``docs/workspace-and-sandbox.md``.
 """
 
 from __future__ import annotations
@@ -122,7 +123,9 @@ class SubprocessRunner(SandboxRunner):
     staging area, rlimits (CPU, address space, file size, open files, core dumps off, process
     count when not root), a wall-clock timeout after which every process of the run is killed,
     descendants reaped when the main process exits, output capped while it is read, and
-    ``unshare`` network / PID / mount namespaces where the machine allows them.
+    ``unshare`` network / PID / mount / IPC / UTS namespaces where the machine allows them;
+    inside a private mount namespace everything but the staging area and the run's scratch
+    directory is mounted read-only, and the PID namespace's ``pid_max`` caps the process count.
 
     Args:
         python: the interpreter for python files and pytest (default: this venv's).
