@@ -143,11 +143,11 @@ def create_search_tools(scope: ToolScope, memory: MemoryRecall | None = None,
         bound_session = session
 
         def search_memory(query: str, type: str = "all", limit: int = 5) -> str:
-            """Search long-term memory by meaning: facts, conventions and lessons from earlier steps and runs.
+            """Search long-term memory by meaning: facts, conventions, lessons of earlier work.
 
-            Returns the most relevant memories with their type and confidence. Read-only; use
-            `remember` to store something new.
-            """  # noqa: E501 - the first line is the model's summary
+            Returns the most relevant memories of earlier steps and runs, with their type and
+            confidence. Read-only; use `remember` to store something new.
+            """
             if not query.strip():
                 raise ToolException("query is empty; say what you want to know")
             records = memory.recall(bound_session, query, type=type, limit=limit)
