@@ -13,7 +13,12 @@ from atom_agent.errors import AtomAgentError
 
 # Each module defines `register(subparsers)`, which adds its subcommand and sets `func`
 # (a callable taking the parsed args and returning an exit code).
-_COMMAND_MODULES = ("atom_agent.cli.models", "atom_agent.cli.memory")
+_COMMAND_MODULES = (
+    "atom_agent.cli.run",
+    "atom_agent.cli.runs",
+    "atom_agent.cli.memory",
+    "atom_agent.cli.models",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,6 +28,7 @@ from atom_agent.tools.memory import create_memory_tools
 from atom_agent.tools.router import ToolRouter
 from atom_agent.tools.search import create_search_tools
 from atom_agent.usage import model_name_of, usage_of
+from atom_agent.workspace import AttemptRef, StepRef, Workspace
 
 from .common import attempt_scope, plan_of, run_ref, services
 
@@ -119,7 +120,9 @@ def make_executor(models: Models | None) -> Any:
             raise RuntimeError(f"executor: current step {step_id!r} is not in the plan")
         run = run_ref(svc, state)
         step_ref = svc.workspace.step(run, step.id)
-        attempt = svc.workspace.new_attempt(step_ref)
+        attempt = _unfinished_attempt(svc.workspace, step_ref) or svc.workspace.new_attempt(
+            step_ref
+        )
         session = SessionContext(
             session_id=state["run_id"],
             project_id=ctx.project_id,
@@ -135,7 +138,9 @@ def make_executor(models: Models | None) -> Any:
             *create_search_tools(scope, memory, session),
             ask_user_tool(),
         ]
-        router = ToolRouter(sandboxed, trusted=lambda s: create_memory_tools(memory, s))
+        router = ToolRouter(
+            sandboxed, trusted=lambda s: create_memory_tools(memory, s), scope=scope
+        )
         prompt = reconstruct_context(
             ctx=ctx,
             task=state["task"],
@@ -164,6 +169,9 @@ def make_executor(models: Models | None) -> Any:
             tools=router.tools(session),
             system_prompt=prompts.EXECUTOR_SYSTEM,
             middleware=[router.middleware(session), StopMiddleware(ctx.max_tool_calls, scope)],
+            # An attempt is one unit: after a crash it restarts on its staging (files kept)
+            # rather than resuming a half-finished conversation from a nested checkpoint.
+            checkpointer=False,
         )
         messages: list[BaseMessage] = [HumanMessage(prompt.text)]
         stopped = ""
@@ -176,6 +184,12 @@ def make_executor(models: Models | None) -> Any:
             stopped = "recursion limit"
         svc.workspace.write_history(attempt, messages)
         question = _question(messages)
+        if question:
+            # The attempt ends with a question, not a verdict; tier 1 shows it to the next one.
+            svc.workspace.write_verdict(
+                attempt,
+                {"outcome": "asked the user", "decision": "ask_user", "feedback": question},
+            )
         svc.workspace.update_step(step_ref, status="running", attempts=attempt.n)
         emit(
             "executor.done",
@@ -194,6 +208,14 @@ def make_executor(models: Models | None) -> Any:
         }
 
     return executor
+
+
+def _unfinished_attempt(workspace: Workspace, step_ref: StepRef) -> AttemptRef | None:
+    """The step's latest attempt if it never got a verdict (its process died): reuse it."""
+    attempts = workspace.list_attempts(step_ref)
+    if attempts and not attempts[-1].verdict_json.exists():
+        return attempts[-1]
+    return None
 
 
 def _question(messages: list[BaseMessage]) -> str | None:

@@ -1,0 +1,66 @@
+"""Live progress of a run on the terminal (rich), from the graph's stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+_VERDICT = {"passed": "[green]passed[/green]", "failed": "[red]failed[/red]"}
+
+
+class Progress:
+    """Prints the plan, each step/attempt, tool calls and verdicts as they happen."""
+
+    def __init__(self, console: Console, *, verbose: bool = False) -> None:
+        self.console = console
+        self.verbose = verbose
+
+    def __call__(self, mode: str, chunk: Any) -> None:
+        """An `EventHandler` for run_task / resume_run."""
+        if mode == "updates" and isinstance(chunk, dict):
+            for node, update in chunk.items():
+                if node == "planner" and isinstance(update, dict) and update.get("plan"):
+                    self._plan(update["plan"], update.get("plan_revision", 1))
+            return
+        if mode != "custom" or not isinstance(chunk, dict):
+            return
+        event = chunk.get("event", "")
+        c = self.console
+        if event == "run.start":
+            c.print(f"[bold]run[/bold] {chunk.get('run_id')}: {escape(str(chunk.get('task')))}")
+        elif event == "plan.invalid":
+            c.print(f"  [yellow]plan rejected[/yellow]: {escape('; '.join(chunk['problems']))}")
+        elif event == "executor.attempt":
+            c.print(
+                f"[bold cyan]step {chunk['step_id']}[/bold cyan] attempt {chunk['attempt']} "
+                f"(prompt ≈{chunk['prompt_tokens']} tokens, {chunk['memories']} memories)"
+            )
+        elif event == "tool_call":
+            args = chunk.get("args")
+            shown = args.get("path", "") if isinstance(args, dict) else ""
+            c.print(f"  → {chunk.get('tool_name')} {escape(str(shown))}", highlight=False)
+        elif event == "tool_result" and chunk.get("status") == "error":
+            c.print(f"    [red]error[/red] {escape(str(chunk.get('error', ''))[:160])}")
+        elif event == "reflector.verdict":
+            outcome = _VERDICT.get(chunk["outcome"], chunk["outcome"])
+            c.print(f"  verdict: {outcome} → {chunk['decision']}")
+        elif event == "run.finish":
+            c.print(f"[bold]{chunk['status']}[/bold]: {escape(str(chunk.get('reason', '')))}")
+        elif self.verbose and event:
+            c.print(f"  [dim]{escape(str(chunk))}[/dim]")
+
+    def _plan(self, plan: dict[str, Any], revision: int) -> None:
+        table = Table(title=f"Plan (revision {revision})", show_lines=False)
+        for column in ("step", "title", "after", "criteria"):
+            table.add_column(column)
+        for s in plan.get("steps", []):
+            table.add_row(
+                s["id"],
+                escape(s["title"]),
+                ", ".join(s.get("depends_on", [])) or "–",
+                str(len(s.get("acceptance_criteria", []))),
+            )
+        self.console.print(table)

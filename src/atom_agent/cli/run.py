@@ -1,0 +1,172 @@
+"""`atom-agent run "TASK"` and `atom-agent resume RUN_ID`: run a task with live progress."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from typing import Any, cast
+
+from langchain_core.language_models import BaseChatModel
+from rich.console import Console
+from rich.markup import escape
+
+from atom_agent.context import Context
+from atom_agent.errors import ConfigError
+from atom_agent.run import RunOutcome, resume_run, run_task
+from atom_agent.services import Models
+
+from .progress import Progress
+
+EXIT_CODES = {"done": 0, "failed": 1, "interrupted": 3, "budget_exhausted": 4}
+
+
+def context_from_args(args: argparse.Namespace) -> Context:
+    """Context.from_env() with the command-line options on top."""
+    overrides: dict[str, Any] = {}
+    for option, field_name in (
+        ("model", "model"),
+        ("workspace", "workspace"),
+        ("project", "project_id"),
+        ("max_attempts", "max_attempts"),
+        ("max_tool_calls", "max_tool_calls"),
+        ("max_tokens", "max_tokens"),
+        ("max_cost", "max_cost_usd"),
+        ("max_seconds", "max_wall_seconds"),
+    ):
+        value = getattr(args, option, None)
+        if value is not None:
+            overrides[field_name] = value
+    if getattr(args, "approve_plan", False):
+        overrides["approve_plan"] = True
+    return Context.from_env(**overrides)
+
+
+def models_from_args(args: argparse.Namespace) -> Models | None:
+    """Chat models from ``--models-factory module:callable`` (or ``ATOM_MODELS_FACTORY``).
+
+    The callable takes no arguments and returns one chat model or a dict per role: the way to
+    run the CLI on models a spec string cannot describe (custom clients, scripted test models).
+    """
+    target = getattr(args, "models_factory", None) or os.environ.get("ATOM_MODELS_FACTORY", "")
+    if not target:
+        return None
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"models factory {target!r}: expected module:callable")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"models factory {target!r} cannot be loaded: {exc}") from exc
+    models = factory()
+    if not isinstance(models, BaseChatModel | dict):
+        raise ConfigError(f"models factory {target!r} returned {type(models).__name__}")
+    return cast(Models, models)
+
+
+def _finish(outcome: RunOutcome, args: argparse.Namespace, console: Console) -> int:
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2))
+    else:
+        _summary(outcome, console)
+    return EXIT_CODES.get(outcome.status, 1)
+
+
+def _summary(outcome: RunOutcome, console: Console) -> None:
+    usage = outcome.usage
+    console.print()
+    console.print(
+        f"[bold]Run {outcome.run_id}: {outcome.status}[/bold]  {escape(outcome.stop_reason)}"
+    )
+    for step_id, status in outcome.step_status.items():
+        console.print(f"  {step_id}: {status}")
+    tokens_in, tokens_out = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+    console.print(
+        f"  tokens: {tokens_in} in / {tokens_out} out, model calls: "
+        f"{int(usage.get('model_calls', 0))}, cost ≈ ${usage.get('cost_usd', 0):.4f}"
+    )
+    if outcome.report:
+        console.print(f"  report: {outcome.report}")
+    if outcome.question:
+        q = outcome.question
+        text = q.get("question") or "approve the plan? (approve / a note to replan)"
+        console.print(f"[yellow]waiting for you:[/yellow] {escape(str(text))}")
+        console.print(f'  continue with: atom-agent resume {outcome.run_id} --answer "…"')
+
+
+def _ask(outcome: RunOutcome, console: Console) -> str | None:
+    """In a terminal, ask the pending question right away; elsewhere leave it for `resume`."""
+    if not sys.stdin.isatty() or outcome.question is None:
+        return None
+    q = outcome.question
+    prompt = q.get("question") or "Approve the plan? (approve, or a note to replan)"
+    try:
+        return console.input(f"[yellow]?[/yellow] {escape(str(prompt))} ").strip() or None
+    except EOFError:
+        return None
+
+
+def _run(args: argparse.Namespace) -> int:
+    ctx = context_from_args(args)
+    console = Console(stderr=args.json)
+    progress = None if args.json else Progress(console, verbose=args.verbose > 0)
+    models = models_from_args(args)
+    outcome = run_task(args.task, ctx, models=models, run_id=args.run_id, on_event=progress)
+    while outcome.status == "interrupted" and not args.json:
+        answer = _ask(outcome, console)
+        if answer is None:
+            break
+        outcome = resume_run(outcome.run_id, ctx, answer=answer, models=models, on_event=progress)
+    return _finish(outcome, args, console)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    ctx = context_from_args(args)
+    console = Console(stderr=args.json)
+    progress = None if args.json else Progress(console, verbose=args.verbose > 0)
+    models = models_from_args(args)
+    outcome = resume_run(args.run_id, ctx, answer=args.answer, models=models, on_event=progress)
+    return _finish(outcome, args, console)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="provider:model or 'local' for every role")
+    parser.add_argument("--workspace", help="workspace directory (default: ATOM_WORKSPACE)")
+    parser.add_argument("--project", help="memory project id")
+    parser.add_argument("--max-attempts", type=int, help="attempts per step")
+    parser.add_argument("--max-tool-calls", type=int, help="tool calls per attempt")
+    parser.add_argument("--max-tokens", type=int, help="token budget of the run")
+    parser.add_argument("--max-cost", type=float, help="cost budget of the run (USD)")
+    parser.add_argument("--max-seconds", type=float, help="wall-clock budget of the run")
+    parser.add_argument("--json", action="store_true", help="print the outcome as JSON only")
+    parser.add_argument(
+        "--models-factory", help="module:callable returning the chat model(s) to use"
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add the `run` and `resume` subcommands."""
+    run = subparsers.add_parser(
+        "run",
+        help="plan, execute and prove a task",
+        description="Run a task to committed code. Exit codes: 0 every step committed, "
+        "1 failed, 3 waiting for an answer (see resume), 4 budget exhausted.",
+    )
+    run.add_argument("task", help="the software task, in plain words")
+    run.add_argument("--run-id", help="run id (default: a new one)")
+    run.add_argument("--approve-plan", action="store_true", help="pause to approve the plan")
+    _common(run)
+    run.set_defaults(func=_run)
+
+    resume = subparsers.add_parser(
+        "resume",
+        help="continue an interrupted or killed run",
+        description="Continue a run: answer its question, or pick up where a killed process "
+        "stopped. Committed steps are not redone.",
+    )
+    resume.add_argument("run_id", help="the run to continue")
+    resume.add_argument("--answer", help="the answer to the run's pending question")
+    _common(resume)
+    resume.set_defaults(func=_resume)

@@ -1,0 +1,83 @@
+"""`atom-agent runs list|show`: the runs of a workspace."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from atom_agent.context import Context
+from atom_agent.workspace import Workspace
+
+
+def _workspace(args: argparse.Namespace) -> Workspace:
+    ctx = Context.from_env(**({"workspace": args.workspace} if args.workspace else {}))
+    return Workspace(Path(ctx.workspace).expanduser())
+
+
+def _list(args: argparse.Namespace) -> int:
+    ws = _workspace(args)
+    rows = []
+    for run in ws.list_runs():
+        info = ws.read_run(run)
+        rows.append(
+            {
+                "run_id": run.run_id,
+                "status": info.get("status", "?"),
+                "created_at": info.get("created_at", ""),
+                "task": info.get("task", ""),
+                "steps": info.get("steps", {}),
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(title=f"Runs in {ws.root}")
+    for column in ("run", "status", "created", "steps", "task"):
+        table.add_column(column)
+    for r in rows:
+        steps = r["steps"]
+        done = sum(1 for s in steps.values() if s == "committed")
+        table.add_row(
+            r["run_id"], r["status"], r["created_at"][:19], f"{done}/{len(steps)}",
+            escape(r["task"][:60]),
+        )  # fmt: skip
+    Console().print(table)
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    ws = _workspace(args)
+    run = ws.run(args.run_id)
+    if args.json:
+        payload: dict[str, Any] = {"run": ws.read_run(run)}
+        if run.plan_json.exists():
+            payload["plan"] = ws.read_plan(run)
+        payload["steps"] = {s.step_id: ws.read_step(s) for s in ws.list_steps(run)}
+        print(json.dumps(payload, indent=2, default=str))
+        return 0
+    if run.report_md.exists():
+        print(run.report_md.read_text())
+    else:
+        print(json.dumps(ws.read_run(run), indent=2, default=str))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the `runs` subcommand."""
+    parser = subparsers.add_parser("runs", help="list and show runs of a workspace")
+    sub = parser.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
+    listing = sub.add_parser("list", help="every run, oldest first")
+    listing.add_argument("--workspace")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(func=_list)
+    show = sub.add_parser("show", help="a run's report (or its files with --json)")
+    show.add_argument("run_id")
+    show.add_argument("--workspace")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=_show)
