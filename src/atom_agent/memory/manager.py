@@ -346,6 +346,12 @@ class MemoryManager:
         sync.index()  # current, so ids of other projects and expired ids are not counted
         counted = sync.note_access(list(ids), time.time())
         sync.flush_access()
+        emit(
+            "memory.record_access",
+            session_id=session.session_id,
+            project_id=session.project_id,
+            count=counted,
+        )
         return counted
 
     def promote(
@@ -393,6 +399,13 @@ class MemoryManager:
         """
         session = require_session(session, "get")
         found = self._sync(session.project_id).fetch(check_id(memory_id))
+        emit(
+            "memory.get",
+            session_id=session.session_id,
+            project_id=session.project_id,
+            memory_id=memory_id,
+            found=found is not None,
+        )
         if found is None:
             raise MemoryNotFoundError(memory_id)
         return found
@@ -473,7 +486,15 @@ class MemoryManager:
         start = self.get(session, memory_id)
         sync = self._sync(session.project_id)
         with self.backend.lock:
-            return supersession_chain(sync.index(), start, time.time())
+            chain = supersession_chain(sync.index(), start, time.time())
+        emit(
+            "memory.history",
+            session_id=session.session_id,
+            project_id=session.project_id,
+            memory_id=start.id,
+            count=len(chain),
+        )
+        return chain
 
     def export(self, session: SessionContext) -> list[dict[str, Any]]:
         """Every live record of this project (superseded included) as JSON-ready dicts."""

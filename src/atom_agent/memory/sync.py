@@ -82,7 +82,9 @@ class ProjectSync:
             where={"updated_at": {"$gte": since}}, include=["documents", "metadatas"]
         )
         index.upsert(zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True))
-        if self.collection.count() != len(index):  # someone deleted (a sweep): start over
+        # Fewer records than mirrored rows: someone swept expired ones; start over. (More means
+        # a write landed after the query above; its new token brings it in next time.)
+        if self.collection.count() < len(index):
             self._index = self._load_all()
 
     def fetch(self, memory_id: str) -> MemoryRecord | None:
