@@ -11,18 +11,16 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from atom_agent.context import Context
-from atom_agent.nodes.common import exhausted_budget
+from atom_agent.nodes.common import context_of, exhausted_budget
 from atom_agent.nodes.executor import make_executor
 from atom_agent.nodes.finish import make_finish
 from atom_agent.nodes.flow import approve_plan, ask_user, make_start, select_step
 from atom_agent.nodes.planner import make_planner
 from atom_agent.nodes.reflector import make_reflector
-from atom_agent.services import Models
+from atom_agent.services import Models, models_from_factory
 from atom_agent.state import InputState, State
 
-
-def _ctx(runtime: Runtime[Context]) -> Context:
-    return runtime.context if isinstance(runtime.context, Context) else Context()
+_ctx = context_of
 
 
 def after_planner(
@@ -109,5 +107,8 @@ def build_graph(
     return builder.compile(checkpointer=checkpointer, store=store, name="atom_agent")
 
 
-graph = build_graph()
-"""The graph for `langgraph.json` (LangGraph Server / Studio bring their own persistence)."""
+graph = build_graph(models=models_from_factory())
+"""The graph for `langgraph.json` (LangGraph Server / Studio bring their own persistence).
+
+Models come from each run's Context; ``ATOM_MODELS_FACTORY=module:callable`` overrides them
+for the whole server (custom clients, scripted models in tests)."""

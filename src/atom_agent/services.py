@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +24,37 @@ ROLES = ("planner", "executor", "reflector")
 
 Models = BaseChatModel | Mapping[str, BaseChatModel]
 """One model for every role, or a model per role (planner / executor / reflector)."""
+
+
+def models_from_factory(target: str | None = None) -> Models | None:
+    """Chat models from a ``module:callable`` factory (default: ``ATOM_MODELS_FACTORY``).
+
+    The callable takes no arguments and returns one chat model or a dict per role: the way to
+    run the CLI or a LangGraph server on models a spec string cannot describe (custom clients,
+    scripted test models). None when no factory is configured.
+
+    Raises:
+        ConfigError: the factory cannot be imported or returns something else.
+    """
+    spec = target or os.environ.get("ATOM_MODELS_FACTORY", "")
+    if not spec:
+        return None
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"models factory {spec!r}: expected module:callable")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"models factory {spec!r} cannot be loaded: {exc}") from exc
+    models = factory()
+    if isinstance(models, BaseChatModel):
+        return models
+    if isinstance(models, dict) and all(isinstance(m, BaseChatModel) for m in models.values()):
+        unknown = set(models) - set(ROLES)
+        if unknown:
+            raise ConfigError(f"models factory {spec!r}: unknown roles {sorted(unknown)}")
+        return models
+    raise ConfigError(f"models factory {spec!r} returned {type(models).__name__}")
 
 
 class Services:

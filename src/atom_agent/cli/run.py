@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import os
 import sys
-from typing import Any, cast
+from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from rich.console import Console
 from rich.markup import escape
 
 from atom_agent.context import Context
-from atom_agent.errors import ConfigError
 from atom_agent.run import RunOutcome, resume_run, run_task
-from atom_agent.services import Models
+from atom_agent.services import Models, models_from_factory
 
 from .progress import Progress
 
@@ -45,25 +41,8 @@ def context_from_args(args: argparse.Namespace) -> Context:
 
 
 def models_from_args(args: argparse.Namespace) -> Models | None:
-    """Chat models from ``--models-factory module:callable`` (or ``ATOM_MODELS_FACTORY``).
-
-    The callable takes no arguments and returns one chat model or a dict per role: the way to
-    run the CLI on models a spec string cannot describe (custom clients, scripted test models).
-    """
-    target = getattr(args, "models_factory", None) or os.environ.get("ATOM_MODELS_FACTORY", "")
-    if not target:
-        return None
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr:
-        raise ConfigError(f"models factory {target!r}: expected module:callable")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"models factory {target!r} cannot be loaded: {exc}") from exc
-    models = factory()
-    if not isinstance(models, BaseChatModel | dict):
-        raise ConfigError(f"models factory {target!r} returned {type(models).__name__}")
-    return cast(Models, models)
+    """Chat models from ``--models-factory`` (else ``ATOM_MODELS_FACTORY``), or None."""
+    return models_from_factory(getattr(args, "models_factory", None))
 
 
 def _finish(outcome: RunOutcome, args: argparse.Namespace, console: Console) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,27 @@ from atom_agent.workspace import AttemptRef, RunRef, StepRef, Workspace
 
 
 def services(runtime: Runtime[Context], models: Models | None) -> Services:
-    """Services for this run's Context (a default Context when the caller gave none)."""
-    ctx = runtime.context if isinstance(runtime.context, Context) else Context()
-    return services_for(ctx, models)
+    """Services for this run's Context; without one, ``Context.from_env()`` (servers, Studio)."""
+    return services_for(context_of(runtime), models)
+
+
+def context_of(runtime: Runtime[Context]) -> Context:
+    """The run's Context: values the caller set, the environment (``ATOM_*``) for the rest.
+
+    LangGraph Server builds the Context from the request (all defaults when the client sends
+    none), so a field left at its default takes the server's ``ATOM_*`` setting instead.
+    """
+    given: Any = runtime.context
+    if isinstance(given, dict):
+        return Context.from_env(**given)
+    if not isinstance(given, Context):
+        return Context.from_env()
+    explicit = {
+        f.name: getattr(given, f.name)
+        for f in dataclasses.fields(Context)
+        if getattr(given, f.name) != f.default
+    }
+    return Context.from_env(**explicit)
 
 
 def run_ref(svc: Services, state: State) -> RunRef:
