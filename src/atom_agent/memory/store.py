@@ -135,10 +135,9 @@ class ChromaBackend:
         """Set a fresh change token for `name` (call after writing, inside :meth:`write_lock`)."""
         token = uuid.uuid4().hex
         if self.path is not None:
-            target = self.path / f".{name}.token"
-            tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(token, encoding="ascii")
-            os.replace(tmp, target)
+            # Written in place (a rename costs milliseconds here): a reader that catches it
+            # half-written sees a token it has not seen, and merely refreshes once more.
+            (self.path / f".{name}.token").write_text(token, encoding="ascii")
         else:
             self._meta_collection().upsert(
                 ids=[name], embeddings=[[1.0]], metadatas=[{"token": token}]
