@@ -17,10 +17,10 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
 
 from atom_agent.errors import AtomAgentError
+from atom_agent.models._tools import openai_tool
 
 Reply = AIMessage | str | BaseModel
 """What a script may hold: a message, plain text, or a structured-output instance."""
@@ -120,7 +120,7 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
         """Record the tools (OpenAI format) and the tool choice with each call."""
-        formatted = [convert_to_openai_tool(t) for t in tools]
+        formatted = [openai_tool(t) for t in tools]
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
         return self.bind(tools=formatted, **kwargs)

@@ -31,10 +31,10 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from atom_agent.errors import ModelError, ModelUnavailableError
+from atom_agent.models._tools import openai_tool
 from atom_agent.models.weights import INSTALL_HINT, resolve_local_weights
 
 logger = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ class LocalChatModel(BaseChatModel):
                 (some tool), a tool name or ``{"function": {"name": ...}}`` (that tool), ``"none"``.
             **kwargs: passed to each call.
         """
-        formatted = [convert_to_openai_tool(t) for t in tools]
+        formatted = [openai_tool(t) for t in tools]
         return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
 
     def with_structured_output(

@@ -190,7 +190,6 @@ def make_executor(models: Models | None) -> Any:
                 attempt,
                 {"outcome": "asked the user", "decision": "ask_user", "feedback": question},
             )
-        svc.workspace.update_step(step_ref, status="running", attempts=attempt.n)
         emit(
             "executor.done",
             run_id=state["run_id"],

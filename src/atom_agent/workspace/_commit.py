@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 
 from atom_agent.errors import CommitError
-from atom_agent.workspace._atomic import TEMP_PREFIX, fsync_dir
+from atom_agent.workspace._atomic import TEMP_PREFIX, durable, fsync_dir, fsync_file
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +74,9 @@ def _copy_tree(source: Path, dest: Path) -> None:
                 _copy_tree(entry, target)
         elif stat.S_ISREG(mode):
             shutil.copy2(entry, target, follow_symlinks=False)
-            with open(target, "rb") as handle:
-                os.fsync(handle.fileno())
+            if durable():
+                with open(target, "rb") as handle:
+                    fsync_file(handle.fileno())
         else:
             logger.warning("commit: skipping special file %s", entry)
     fsync_dir(dest)
