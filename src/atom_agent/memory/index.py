@@ -21,8 +21,8 @@ from atom_agent.memory.records import TYPE_CODES, MemoryRecord, decode_vector, r
 
 # Ranking weights: semantic similarity dominates; keyword overlap, confidence and recency
 # re-order near-ties. Candidates below MIN_RELEVANCE without a keyword hit are not returned.
-KEYWORD_WEIGHT = 0.05
-CONFIDENCE_WEIGHT = 0.03
+KEYWORD_WEIGHT = 0.03
+CONFIDENCE_WEIGHT = 0.02
 RECENCY_WEIGHT = 0.02
 RECENCY_HALF_LIFE_S = 30 * 86_400.0
 MAX_BONUS = KEYWORD_WEIGHT + CONFIDENCE_WEIGHT + RECENCY_WEIGHT
