@@ -92,6 +92,13 @@ class Context:
     memory_promotion_threshold: float = field(default=0.7, metadata=_doc("Promotion threshold."))
     """Working-memory candidates at or above this importance are promoted to long-term (0–1)."""
 
+    executor_tools: str = field(
+        default="", metadata=_doc("Executor tools: comma list, 'all', or empty = auto.")
+    )
+    """Tools the executor gets: a comma-separated list of names, ``all``, or empty for auto
+    (all tools; a lean set of file and test tools for the embedded local model, whose small
+    context and grammar-constrained decoding do better with few tools)."""
+
     # --- search ---
     web_search: bool = field(default=False, metadata=_doc("Enable the web search tool."))
     """Give the executor a web search tool (off by default; needs network)."""

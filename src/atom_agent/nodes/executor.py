@@ -17,6 +17,8 @@ from pydantic import BaseModel, Field
 
 from atom_agent import prompts
 from atom_agent.context import Context
+from atom_agent.errors import ConfigError
+from atom_agent.models import LocalChatModel
 from atom_agent.reconstruct import reconstruct_context
 from atom_agent.services import Models
 from atom_agent.session import SessionContext
@@ -25,7 +27,7 @@ from atom_agent.telemetry import emit
 from atom_agent.tools.code import create_code_tools
 from atom_agent.tools.files import ToolScope, create_file_tools
 from atom_agent.tools.memory import create_memory_tools
-from atom_agent.tools.router import ToolRouter
+from atom_agent.tools.router import TRUSTED_TOOLS, ToolRouter
 from atom_agent.tools.search import create_search_tools
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
@@ -36,6 +38,29 @@ logger = logging.getLogger(__name__)
 
 ASK_USER = "ask_user"
 REQUIRED_FILES = ("impl.py", "test.py")
+LEAN_TOOLS = frozenset({"write_file", "read_file", "edit_file", "list_files", "run_tests"})
+"""The executor's tools for small local models: write, read, fix and test."""
+
+
+def select_tools(available: set[str], setting: str, model: object) -> set[str]:
+    """The tool names ``Context.executor_tools`` selects (see its docstring).
+
+    Raises:
+        ConfigError: the setting names a tool that does not exist.
+    """
+    if setting.strip() == "all" or (not setting.strip() and not isinstance(model, LocalChatModel)):
+        return set(available)
+    wanted = (
+        set(LEAN_TOOLS)
+        if not setting.strip()
+        else {n.strip() for n in setting.split(",") if n.strip()}
+    )
+    unknown = wanted - available
+    if unknown:
+        raise ConfigError(
+            f"executor_tools: unknown tool(s) {sorted(unknown)}; available: {sorted(available)}"
+        )
+    return wanted
 
 
 class AskUserArgs(BaseModel):
@@ -138,8 +163,20 @@ def make_executor(models: Models | None) -> Any:
             *create_search_tools(scope, memory, session),
             ask_user_tool(),
         ]
+        model = svc.model("executor")
+        chosen = select_tools(
+            {t.name for t in sandboxed} | TRUSTED_TOOLS, ctx.executor_tools, model
+        )
+        trusted_names = chosen & TRUSTED_TOOLS
         router = ToolRouter(
-            sandboxed, trusted=lambda s: create_memory_tools(memory, s), scope=scope
+            [t for t in sandboxed if t.name in chosen],
+            trusted=(
+                lambda s: [t for t in create_memory_tools(memory, s) if t.name in trusted_names]
+            )
+            if trusted_names
+            else None,
+            trusted_names=trusted_names or TRUSTED_TOOLS,
+            scope=scope,
         )
         prompt = reconstruct_context(
             ctx=ctx,
@@ -163,10 +200,9 @@ def make_executor(models: Models | None) -> Any:
             prompt_tokens=prompt.tokens,
             memories=len(prompt.memory_ids),
         )
-        model = svc.model("executor")
         agent = create_agent(
             model,
-            tools=router.tools(session),
+            tools=[],  # the router middleware brings the tools and answers their calls
             system_prompt=prompts.EXECUTOR_SYSTEM,
             middleware=[router.middleware(session), StopMiddleware(ctx.max_tool_calls, scope)],
             # An attempt is one unit: after a crash it restarts on its staging (files kept)

@@ -88,3 +88,29 @@ def test_graph_shape() -> None:
         ("reflector", "finish", True),
         ("finish", "__end__", False),
     }
+
+
+def test_executor_tools_limit_what_the_model_sees_and_can_call(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from atom_agent.testing import tool_call
+
+    ctx = Context(workspace=str(tmp_path / "ws"), executor_tools="write_file,run_tests,recall")
+    script = [tool_call("search_files", {"pattern": "x"}), *passing_attempt()]
+    roles = models([Plan(steps=[step("one")])], ExecutorScript({("one", 1): script}))
+    outcome = run_task("t", ctx, models=roles)
+    assert outcome.status == "done"
+    assert roles["executor"].calls[0].tool_names == ["write_file", "run_tests", "recall"]
+    ws = Workspace(ctx.workspace)
+    history = ws.read_history(ws.attempt(ws.step(ws.run(outcome.run_id), "one"), 1))
+    refused = next(m for m in history if m.get("type") == "tool")
+    assert "search_files" in str(refused["content"]) and refused.get("status") == "error"
+
+
+def test_unknown_executor_tools_are_a_configuration_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from atom_agent.errors import ConfigError
+
+    ctx = Context(workspace=str(tmp_path / "ws"), executor_tools="write_file,teleport")
+    roles = models([Plan(steps=[step("one")])], ExecutorScript({}))
+    with pytest.raises(ConfigError, match="unknown tool.*teleport"):
+        run_task("t", ctx, models=roles)

@@ -1,0 +1,120 @@
+"""Tiered context reconstruction: pinned always, tier 1 before tier 2, pairs never split."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from atom_agent import Context
+from atom_agent.memory import MemoryManager
+from atom_agent.reconstruct import estimate_tokens, reconstruct_context
+from atom_agent.session import SessionContext
+from atom_agent.state import Plan
+from atom_agent.workspace import Workspace
+
+from .scripts import step
+
+
+def _setup(tmp_path: Path, failures: int = 2) -> tuple[Workspace, Plan, object, object]:
+    ws = Workspace(tmp_path / "ws")
+    cache_step = step("cache", depends_on=["base"]).model_copy(
+        update={"description": "Implement an LRU cache: evict the least recently used key."}
+    )
+    plan = Plan(steps=[step("base"), cache_step])
+    run = ws.create_run("r1", task="build a cache")
+    for s in plan.steps:
+        ws.create_step(run, s.id, depends_on=s.depends_on)
+    base = ws.step(run, "base")
+    first = ws.new_attempt(base)
+    (first.staging / "impl.py").write_text("def get(key):\n    return key\n\nclass Store:\n    pass\n")
+    ws.commit(base, first)
+    cache = ws.step(run, "cache")
+    for n in range(1, failures + 1):
+        attempt = ws.new_attempt(cache)
+        call = {"name": "run_tests", "args": {}, "id": f"c{n}", "type": "tool_call"}
+        ws.write_history(
+            attempt,
+            [
+                HumanMessage("prompt"),
+                AIMessage(content="", tool_calls=[call]),
+                ToolMessage(content=f"FAILED test_evict_{n}", tool_call_id=f"c{n}", name="run_tests"),
+            ],
+        )
+        ws.write_verdict(
+            attempt,
+            {
+                "outcome": "failed",
+                "feedback": f"eviction order wrong in attempt {n}",
+                "tests": {
+                    "summary": "0 passed, 1 failed",
+                    "output_tail": "E" * 1200 + f"\nassert {n} == 0",
+                },
+            },
+        )
+    current = ws.new_attempt(cache)
+    return ws, plan, cache, current
+
+
+def _build(tmp_path: Path, budget: int, memory: MemoryManager | None = None) -> object:
+    ws, plan, cache, current = _setup(tmp_path)
+    session = SessionContext(session_id="r1", project_id="p")
+    return reconstruct_context(
+        ctx=Context(workspace=str(tmp_path / "ws"), context_token_budget=budget),
+        task="build a cache",
+        plan=plan,
+        step=plan.steps[1],
+        statuses={"base": "committed", "cache": "pending"},
+        workspace=ws,
+        step_ref=cache,  # type: ignore[arg-type]
+        attempt=current,  # type: ignore[arg-type]
+        files_text="Write impl.py and test.py.",
+        memory=memory,
+        session=session,
+    )
+
+
+def test_everything_fits_in_a_large_budget(tmp_path: Path) -> None:
+    prompt = _build(tmp_path, budget=20_000)
+    text = prompt.text  # type: ignore[attr-defined]
+    assert "# Your step: cache" in text and "Attempt 3 of" in text
+    # Tier 1: most recent attempt first, feedback and test output kept.
+    assert text.index("## Attempt 2") < text.index("## Attempt 1")
+    assert "eviction order wrong in attempt 2" in text and "assert 2 == 0" in text
+    # Tier 2: the dependency's committed path and its signatures.
+    assert "deps/base/" in text and "def get(key):" in text and "class Store:" in text
+    assert prompt.dropped == {"memories": 0, "dependencies": 0, "attempt_units": 0}  # type: ignore[attr-defined]
+
+
+def test_a_small_budget_prunes_oldest_first_and_never_splits_a_pair(tmp_path: Path) -> None:
+    big = _build(tmp_path / "a", budget=20_000)
+    pinned_only = _build(tmp_path / "b", budget=600)
+    text = pinned_only.text  # type: ignore[attr-defined]
+    assert "# Your step: cache" in text  # pinned survives any budget
+    assert pinned_only.tokens < big.tokens  # type: ignore[attr-defined]
+    dropped = pinned_only.dropped  # type: ignore[attr-defined]
+    assert dropped["attempt_units"] + dropped["dependencies"] > 0
+    # Whatever survived of a call survived with its result.
+    for line in text.splitlines():
+        if " called run_tests(" in line:
+            assert "→" in text[text.index(line) :].split("\n", 2)[1]
+    medium = _build(tmp_path / "c", budget=estimate_tokens(big.text) - 60)  # type: ignore[attr-defined]
+    medium_text = medium.text  # type: ignore[attr-defined]
+    if "## Attempt 1" in medium_text:
+        assert "## Attempt 2" in medium_text  # never the older without the newer
+
+
+def test_relevant_memories_are_in_tier_two(tmp_path: Path) -> None:
+    manager = MemoryManager.open(tmp_path / "mem")
+    try:
+        session = SessionContext(session_id="s", project_id="p")
+        manager.remember(session, "LRU eviction must drop the least recently used key first",
+                         type="lesson_learned", confidence=0.9)  # fmt: skip
+        manager.remember(session, "The office coffee machine is on floor three", confidence=0.9)
+        prompt = _build(tmp_path, budget=20_000, memory=manager)
+        text = prompt.text  # type: ignore[attr-defined]
+        assert "LRU eviction must drop the least recently used key first" in text
+        assert "coffee machine" not in text  # irrelevant memories stay out
+        assert len(prompt.memory_ids) == 1  # type: ignore[attr-defined]
+    finally:
+        manager.close()
