@@ -51,8 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except AtomAgentError as exc:
+        # 2, like argparse's usage errors: the command could not do its job at all (a run
+        # that ran and failed exits 1).
         print(f"atom-agent: error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     except KeyboardInterrupt:
         print("atom-agent: interrupted", file=sys.stderr)
         return 130

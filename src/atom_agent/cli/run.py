@@ -131,7 +131,8 @@ def register(subparsers: Any) -> None:
         "run",
         help="plan, execute and prove a task",
         description="Run a task to committed code. Exit codes: 0 every step committed, "
-        "1 failed, 3 waiting for an answer (see resume), 4 budget exhausted.",
+        "1 failed, 2 could not run (bad input or configuration), 3 waiting for an answer "
+        "(see resume), 4 budget exhausted.",
     )
     run.add_argument("task", help="the software task, in plain words")
     run.add_argument("--run-id", help="run id (default: a new one)")

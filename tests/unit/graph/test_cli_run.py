@@ -73,19 +73,19 @@ def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
     unknown = subprocess.run(
         [*CLI, "resume", "nope"], env=env, capture_output=True, text=True, timeout=60
     )
-    assert unknown.returncode == 1
+    assert unknown.returncode == 2
     assert "atom-agent: error:" in unknown.stderr and "nope" in unknown.stderr
     bad = subprocess.run(
         [*CLI, "run", "x", "--max-attempts", "0"], env=env, capture_output=True, text=True,
         timeout=60,
     )  # fmt: skip
-    assert bad.returncode == 1
+    assert bad.returncode == 2
     assert "max_attempts: 0 is out of range" in bad.stderr
     factory = subprocess.run(
         [*CLI, "run", "x", "--models-factory", "no_such_module:f"],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert factory.returncode == 1
+    assert factory.returncode == 2
     assert "cannot be loaded" in factory.stderr
 
 

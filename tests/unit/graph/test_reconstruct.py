@@ -27,7 +27,9 @@ def _setup(tmp_path: Path, failures: int = 2) -> tuple[Workspace, Plan, object, 
         ws.create_step(run, s.id, depends_on=s.depends_on)
     base = ws.step(run, "base")
     first = ws.new_attempt(base)
-    (first.staging / "impl.py").write_text("def get(key):\n    return key\n\nclass Store:\n    pass\n")
+    (first.staging / "impl.py").write_text(
+        "def get(key):\n    return key\n\nclass Store:\n    pass\n"
+    )
     ws.commit(base, first)
     cache = ws.step(run, "cache")
     for n in range(1, failures + 1):
@@ -38,7 +40,9 @@ def _setup(tmp_path: Path, failures: int = 2) -> tuple[Workspace, Plan, object, 
             [
                 HumanMessage("prompt"),
                 AIMessage(content="", tool_calls=[call]),
-                ToolMessage(content=f"FAILED test_evict_{n}", tool_call_id=f"c{n}", name="run_tests"),
+                ToolMessage(
+                    content=f"FAILED test_evict_{n}", tool_call_id=f"c{n}", name="run_tests"
+                ),
             ],
         )
         ws.write_verdict(

@@ -1,0 +1,50 @@
+"""One real run on the embedded local model: whatever the verdict, a well-formed run directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from atom_agent import Context, run_task
+from atom_agent.services import close_all
+from atom_agent.workspace import Workspace
+
+pytestmark = [pytest.mark.local_model, pytest.mark.integration]
+
+TASK = "Write a Python function add(a, b) that returns the sum of two numbers, with pytest tests."
+
+
+def test_a_small_task_on_the_local_model(tmp_path: Path) -> None:
+    ctx = Context(
+        model="local",
+        workspace=str(tmp_path / "ws"),
+        max_attempts=2,
+        max_tool_calls=6,
+        max_replans=0,
+        max_wall_seconds=480,
+    )
+    try:
+        outcome = run_task(TASK, ctx)
+    finally:
+        close_all()
+    assert outcome.status in ("done", "failed", "budget_exhausted"), outcome
+
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    info = json.loads(run.run_json.read_text())
+    assert info["status"] == outcome.status
+    assert info["usage"]["total_tokens"] > 0
+    plan = ws.read_plan(run)
+    assert plan["revision"] >= 1 and plan["plan"]["steps"]
+    report = run.report_md.read_text()
+    assert report.startswith(f"# Run {outcome.run_id}") and "```mermaid" in report
+    for step in ws.list_steps(run):
+        for attempt in ws.list_attempts(step):
+            assert attempt.history_json.exists()
+            assert ws.read_history(attempt)  # parses, non-empty
+            if attempt.verdict_json.exists():
+                assert ws.read_verdict(attempt)["outcome"] in ("passed", "failed", "asked the user")
+        if outcome.step_status.get(step.step_id) == "committed":
+            assert (step.artifacts / "impl.py").exists() and (step.artifacts / "test.py").exists()
