@@ -1,0 +1,87 @@
+"""Memory through runs: lessons written with provenance, recalled into the next run's prompt."""
+
+from __future__ import annotations
+
+from atom_agent import Context, run_task
+from atom_agent.memory import MemoryManager
+from atom_agent.session import SessionContext
+from atom_agent.state import Plan
+from atom_agent.testing import tool_call
+
+from .scripts import ExecutorScript, all_met, failing_attempt, models, passing_attempt, step
+
+LESSON = "Adder steps: test integer addition with add(2, 3) == 5 before edge cases."
+
+
+def test_a_lesson_from_one_run_reaches_the_next_run_and_is_reinforced(ctx: Context) -> None:
+    adder = step("adder")
+    first = ExecutorScript({("adder", 1): passing_attempt()})
+    run1 = run_task(
+        "add", ctx, models=models([Plan(steps=[adder])], first, [all_met(adder, LESSON)])
+    )
+    assert run1.status == "done"
+
+    manager = MemoryManager.from_context(ctx)
+    try:
+        session = SessionContext(session_id="check", project_id=ctx.project_id)
+        lessons = manager.recall(session, type="lesson_learned")
+        assert [m.content for m in lessons] == [LESSON]
+        record = lessons[0]
+        assert (record.source_type, record.run_id, record.step_id, record.attempt) == (
+            "reflector", run1.run_id, "adder", 1,
+        )  # fmt: skip
+        confidence_before = record.confidence
+    finally:
+        manager.close()
+
+    second = ExecutorScript({("adder", 1): passing_attempt()})
+    run2 = run_task("add again", ctx, models=models([Plan(steps=[adder])], second))
+    assert run2.status == "done"
+    assert LESSON in second.prompts[("adder", 1)]  # tier 2 of the new run's prompt
+
+    manager = MemoryManager.from_context(ctx)
+    try:
+        session = SessionContext(session_id="check", project_id=ctx.project_id)
+        again = manager.get(session, record.id)
+        assert again.confidence > confidence_before  # reinforced: the step it informed passed
+    finally:
+        manager.close()
+
+
+def test_recurring_failures_are_promoted_from_working_memory(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(
+        workspace=str(tmp_path / "ws"),
+        max_attempts=3,
+        max_replans=0,
+        memory_promotion_threshold=0.6,
+    )
+    executor = ExecutorScript({("adder", n): failing_attempt() for n in (1, 2, 3)})
+    outcome = run_task("add", ctx, models=models([Plan(steps=[step("adder")])], executor))
+    assert outcome.status == "failed"
+    manager = MemoryManager.from_context(ctx)
+    try:
+        session = SessionContext(session_id="check", project_id=ctx.project_id)
+        promoted = [m for m in manager.recall(session) if m.source_type == "system"]
+        assert len(promoted) == 1
+        assert "tests failed" in promoted[0].content and "assert 5 == 6" in promoted[0].content
+    finally:
+        manager.close()
+
+
+def test_the_agent_can_remember_through_its_tool(ctx: Context) -> None:
+    script = [
+        tool_call("remember", {"content": "Use integers only", "type": "decision"}),
+        *passing_attempt(),
+    ]
+    executor = ExecutorScript({("adder", 1): script})
+    outcome = run_task("add", ctx, models=models([Plan(steps=[step("adder")])], executor))
+    assert outcome.status == "done"
+    manager = MemoryManager.from_context(ctx)
+    try:
+        session = SessionContext(session_id="check", project_id=ctx.project_id)
+        decisions = manager.recall(session, type="decision")
+        assert [(d.content, d.source_type, d.step_id) for d in decisions] == [
+            ("Use integers only", "agent", "adder")
+        ]
+    finally:
+        manager.close()
