@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 
 from atom_agent.context import Context
 from atom_agent.services import Models, Services, services_for
+from atom_agent.session import SessionContext
 from atom_agent.state import Plan, State
 from atom_agent.tools.files import ToolScope
 from atom_agent.workspace import AttemptRef, RunRef, StepRef, Workspace
@@ -44,6 +45,17 @@ def context_of(runtime: Runtime[Context]) -> Context:
 def run_ref(svc: Services, state: State) -> RunRef:
     """The run directory of this run."""
     return svc.workspace.run(state["run_id"])
+
+
+def step_session(state: State, ctx: Context, step_id: str, attempt: int) -> SessionContext:
+    """The memory/tool session of one attempt: the run is the session, the step its provenance."""
+    return SessionContext(
+        session_id=state["run_id"],
+        project_id=ctx.project_id,
+        run_id=state["run_id"],
+        step_id=step_id,
+        attempt=attempt,
+    )
 
 
 def plan_of(state: State) -> Plan:

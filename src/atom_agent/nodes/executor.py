@@ -21,7 +21,6 @@ from atom_agent.errors import ConfigError
 from atom_agent.models import LocalChatModel
 from atom_agent.reconstruct import reconstruct_context
 from atom_agent.services import Models
-from atom_agent.session import SessionContext
 from atom_agent.state import State
 from atom_agent.telemetry import emit
 from atom_agent.tools.code import create_code_tools
@@ -32,7 +31,7 @@ from atom_agent.tools.search import create_search_tools
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
 
-from .common import attempt_scope, plan_of, run_ref, services
+from .common import attempt_scope, plan_of, run_ref, services, step_session
 
 logger = logging.getLogger(__name__)
 
@@ -148,13 +147,7 @@ def make_executor(models: Models | None) -> Any:
         attempt = _unfinished_attempt(svc.workspace, step_ref) or svc.workspace.new_attempt(
             step_ref
         )
-        session = SessionContext(
-            session_id=state["run_id"],
-            project_id=ctx.project_id,
-            run_id=state["run_id"],
-            step_id=step.id,
-            attempt=attempt.n,
-        )
+        session = step_session(state, ctx, step.id, attempt.n)
         scope = attempt_scope(svc.workspace, step_ref, attempt)
         memory = svc.memory
         sandboxed: list[BaseTool] = [

@@ -20,7 +20,7 @@ from atom_agent.state import Judgement, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 
-from .common import attempt_scope, dependants, plan_of, run_ref, services
+from .common import attempt_scope, dependants, plan_of, run_ref, services, step_session
 from .executor import REQUIRED_FILES
 
 logger = logging.getLogger(__name__)
@@ -42,13 +42,7 @@ def make_reflector(models: Models | None) -> Any:
         step_ref = svc.workspace.step(run, step.id)
         attempt = svc.workspace.attempt(step_ref, (state.get("attempts") or {})[step.id])
         staging = attempt.staging
-        session = SessionContext(
-            session_id=state["run_id"],
-            project_id=ctx.project_id,
-            run_id=state["run_id"],
-            step_id=step.id,
-            attempt=attempt.n,
-        )
+        session = step_session(state, ctx, step.id, attempt.n)
         missing = [f for f in REQUIRED_FILES if not (staging / f).is_file()]
         scope = attempt_scope(svc.workspace, step_ref, attempt)
         result: RunResult | None = None
