@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    hook_config,
+)
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
@@ -129,6 +136,29 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ):
                 return {"jump_to": "end"}
         return None
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Until impl.py and test.py exist, the model must call a tool (no early answers)."""
+        return handler(self._require_tools(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """Async :meth:`wrap_model_call`."""
+        return await handler(self._require_tools(request))
+
+    def _require_tools(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        # Small models often "answer" the task in prose on the first turn; an attempt that
+        # wrote nothing can only fail, so the answer option is taken away until it has.
+        if request.tools and not all((self.scope.staging / f).is_file() for f in REQUIRED_FILES):
+            return request.override(tool_choice="any")
+        return request
 
 
 def make_executor(models: Models | None) -> Any:

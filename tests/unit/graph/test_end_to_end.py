@@ -47,3 +47,12 @@ def test_two_steps_second_uses_the_first_committed_artifact(ctx: Context) -> Non
     report = run.report_md.read_text()
     assert "```mermaid" in report and "s_adder --> s_doubler" in report
     assert json.loads(run.run_json.read_text())["status"] == "done"
+
+
+def test_the_model_must_call_tools_until_the_files_exist(ctx: Context) -> None:
+    executor = ExecutorScript({("adder", 1): passing_attempt()})
+    roles = models([Plan(steps=[step("adder")])], executor)
+    assert run_task("add", ctx, models=roles).status == "done"
+    choices = [call.kwargs.get("tool_choice") for call in roles["executor"].calls]
+    # write impl.py, write test.py (forced), run_tests (free: both files exist by then)
+    assert choices == ["any", "any", None]
