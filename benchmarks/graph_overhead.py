@@ -23,12 +23,13 @@ from typing import Any
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.unit.graph.scripts import ExecutorScript, models, passing_attempt, step  # noqa: E402
+
 from atom_agent import Context, run_task  # noqa: E402
 from atom_agent import services as services_module  # noqa: E402
 from atom_agent.sandbox import SubprocessRunner  # noqa: E402
 from atom_agent.state import Plan  # noqa: E402
 from atom_agent.testing import ScriptedChatModel  # noqa: E402
-from tests.unit.graph.scripts import ExecutorScript, models, passing_attempt, step  # noqa: E402
 
 STEPS = 5
 SPENT = {"model": 0.0, "sandbox": 0.0}

@@ -34,7 +34,8 @@ def make_finish(models: Models | None) -> Any:
         reason = state.get("stop_reason", "")
         budget = exhausted_budget(state, ctx)
         if status in ("failed", "rejected"):
-            pass
+            # The planner (or a reviewer) already ended the run with its reason.
+            status = "failed" if status == "failed" else status
         elif budget is not None and any(s == "pending" for s in statuses.values()):
             status, reason = "budget_exhausted", budget
         elif statuses and all(s == "committed" for s in statuses.values()):
