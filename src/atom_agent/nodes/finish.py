@@ -33,17 +33,8 @@ def make_finish(models: Models | None) -> Any:
         status = state.get("status", "running")
         reason = state.get("stop_reason", "")
         budget = exhausted_budget(state, ctx)
-        if status in ("failed", "rejected"):
-            # The planner (or a reviewer) already ended the run with its reason.
-            status = "failed" if status == "failed" else status
-        elif budget is not None and any(s == "pending" for s in statuses.values()):
-            status, reason = "budget_exhausted", budget
-        elif statuses and all(s == "committed" for s in statuses.values()):
-            status, reason = "done", f"all {len(statuses)} steps committed"
-        else:
-            failed = sorted(k for k, v in statuses.items() if v in ("failed", "blocked"))
-            status = "failed"
-            reason = reason or f"steps not committed: {', '.join(failed) or 'none run'}"
+        if status not in ("failed", "rejected"):  # else the planner already said why
+            status, reason = _outcome(statuses, budget, reason)
         promoted = _promote(svc, state)
         final = {**state, "status": status, "stop_reason": reason}
         final["memories_written"] = [*(state.get("memories_written") or []), *promoted]
@@ -62,6 +53,16 @@ def make_finish(models: Models | None) -> Any:
         return {"status": status, "stop_reason": reason, "memories_written": promoted}
 
     return finish
+
+
+def _outcome(statuses: dict[str, str], budget: str | None, reason: str) -> tuple[str, str]:
+    """The run's final status and reason from its steps and budgets."""
+    if budget is not None and any(s == "pending" for s in statuses.values()):
+        return "budget_exhausted", budget
+    if statuses and all(s == "committed" for s in statuses.values()):
+        return "done", f"all {len(statuses)} steps committed"
+    failed = sorted(k for k, v in statuses.items() if v in ("failed", "blocked"))
+    return "failed", reason or f"steps not committed: {', '.join(failed) or 'none run'}"
 
 
 def _promote(svc: Any, state: State) -> list[str]:
