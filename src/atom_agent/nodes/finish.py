@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -14,7 +15,7 @@ from atom_agent.memory import WorkingMemory
 from atom_agent.report import render_report
 from atom_agent.services import Models
 from atom_agent.session import SessionContext
-from atom_agent.state import State
+from atom_agent.state import RunStatus, State
 from atom_agent.telemetry import emit
 
 from .common import exhausted_budget, run_ref, services
@@ -30,7 +31,7 @@ def make_finish(models: Models | None) -> Any:
         ctx = svc.ctx
         run = run_ref(svc, state)
         statuses = dict(state.get("step_status") or {})
-        status = state.get("status", "running")
+        status: RunStatus = state.get("status", "running")
         reason = state.get("stop_reason", "")
         budget = exhausted_budget(state, ctx)
         if status not in ("failed", "rejected"):  # else the planner already said why
@@ -55,7 +56,9 @@ def make_finish(models: Models | None) -> Any:
     return finish
 
 
-def _outcome(statuses: dict[str, str], budget: str | None, reason: str) -> tuple[str, str]:
+def _outcome(
+    statuses: Mapping[str, str], budget: str | None, reason: str
+) -> tuple[RunStatus, str]:
     """The run's final status and reason from its steps and budgets."""
     if budget is not None and any(s == "pending" for s in statuses.values()):
         return "budget_exhausted", budget
