@@ -20,12 +20,11 @@ from atom_agent.memory.embeddings import DIMENSIONS
 from atom_agent.memory.records import TYPE_CODES, MemoryRecord, decode_vector, record_from_metadata
 
 # Ranking weights: semantic similarity dominates; keyword overlap, confidence and recency
-# re-order near-ties. Candidates below MIN_RELEVANCE without a keyword hit are not returned.
+# re-order near-ties. Records less similar than MIN_RELEVANCE to the query are not returned.
 KEYWORD_WEIGHT = 0.03
 CONFIDENCE_WEIGHT = 0.02
 RECENCY_WEIGHT = 0.02
 RECENCY_HALF_LIFE_S = 30 * 86_400.0
-MAX_BONUS = KEYWORD_WEIGHT + CONFIDENCE_WEIGHT + RECENCY_WEIGHT
 MIN_RELEVANCE = 0.2
 _WORD = re.compile(r"[a-z0-9_]+")
 _STOP = frozenset(
@@ -168,20 +167,29 @@ class ProjectIndex:
         else:
             cos = (self.vecs[:n] @ query_vector)[rows]
         words = keywords(query_text) if query_text else set()
-        # Blend the best `pool` by cosine; grow the pool until nothing outside it could still
-        # reach the top `limit` (its cosine plus the largest possible bonus falls short), so
-        # the result is the exact top `limit` of the blended score.
+        # Everything but the keyword bonus is cheap to compute for every row; rank by that, blend
+        # keywords into the best `size`, and grow `size` until no row outside could still climb
+        # into the top `limit` with the largest keyword bonus: the exact top of the blend.
+        age = np.maximum(0.0, now - self.created[rows])
+        base = (
+            cos
+            + CONFIDENCE_WEIGHT * self.confidence[rows]
+            + RECENCY_WEIGHT * np.exp(-age * (math.log(2) / RECENCY_HALF_LIFE_S))
+        )
+        slack = KEYWORD_WEIGHT if words else 0.0
         size = min(rows.size, pool or max(limit * 4, 40))
         while True:
             if size < rows.size:
-                top = np.argpartition(-cos, size - 1)[:size]
+                top = np.argpartition(-base, size - 1)[:size]
             else:
                 top = np.arange(rows.size)
-            hits = self._blend(rows[top], cos[top], words, now)[:limit]
+            hits = self._blend(rows[top], cos[top], base[top], words)[:limit]
             if size >= rows.size:
                 return hits
-            bound = float(cos[top].min()) + MAX_BONUS
-            if len(hits) == limit and hits[-1].score >= bound:
+            floor = float(base[top].min())  # no row outside the pool scores above this + slack
+            if len(hits) == limit and hits[-1].score >= floor + slack:
+                return hits
+            if floor < MIN_RELEVANCE:  # and, as cosine <= base, none of them is relevant
                 return hits
             size *= 4
 
@@ -189,8 +197,8 @@ class ProjectIndex:
         self,
         rows: npt.NDArray[np.intp],
         cos: npt.NDArray[np.float32],
+        base: npt.NDArray[np.float64],
         words: set[str],
-        now: float,
     ) -> list[Hit]:
         if words:
             keyword = np.array(
@@ -198,15 +206,8 @@ class ProjectIndex:
             )
         else:
             keyword = np.zeros(rows.size, dtype=np.float32)
-        age = np.maximum(0.0, now - self.created[rows])
-        recency = np.exp(-age * (math.log(2) / RECENCY_HALF_LIFE_S))
-        score = (
-            cos
-            + KEYWORD_WEIGHT * keyword
-            + CONFIDENCE_WEIGHT * self.confidence[rows]
-            + RECENCY_WEIGHT * recency
-        )
-        relevant = (cos >= MIN_RELEVANCE) | (keyword > 0)
+        score = base + KEYWORD_WEIGHT * keyword
+        relevant = cos >= MIN_RELEVANCE
         order = np.argsort(-score, kind="stable")
         return [Hit(int(rows[i]), float(score[i])) for i in order if relevant[i]]
 

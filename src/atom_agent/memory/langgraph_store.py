@@ -1,8 +1,10 @@
 """A LangGraph `BaseStore` over atom_agent's Chroma memory store, with semantic search.
 
-Name it in ``langgraph.json`` so LangGraph Server uses it as the long-term store::
+Name it in ``langgraph.json`` so LangGraph Server uses it as the long-term store (a dotted
+module path ending in the factory, or a file path and ``:factory``; both load here)::
 
-    "store": {"path": "atom_agent.memory.langgraph_store:make_store"}
+    "store": {"path": "atom_agent.memory.langgraph_store.make_store"}
+    "store": {"path": "./src/atom_agent/memory/langgraph_store.py:make_store"}
 
 Items live in their own collection of the same Chroma store (per project, like memories);
 namespaces, filters, pagination and scores follow LangGraph's ``InMemoryStore``.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -35,15 +34,13 @@ from atom_agent.memory.records import (
     validate_type,
 )
 from atom_agent.memory.store import ChromaBackend
-from atom_agent.memory.sync import ProjectSync, upsert_records
+from atom_agent.memory.sync import AccessFlusher, ProjectSync, upsert_records
 from atom_agent.memory.working import WorkingMemory
 from atom_agent.session import SessionContext
 
 logger = logging.getLogger(__name__)
 
 _CHUNK = 500
-ACCESS_FLUSH_INTERVAL_S = 2.0
-"""Longest time a counted access waits before it is written."""
 
 
 class MemoryManager:
@@ -67,12 +64,7 @@ class MemoryManager:
         self.embedder = Embedder.shared()
         self._projects: dict[str, ProjectSync] = {}
         # Access counts are written by a background thread so that recall never waits on a write.
-        self._due = threading.Event()
-        self._closed = False
-        self._flusher = threading.Thread(
-            target=self._flush_loop, name="atom-memory-access", daemon=True
-        )
-        self._flusher.start()
+        self._flusher = AccessFlusher(lambda: list(self._projects.values()))
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -89,8 +81,7 @@ class MemoryManager:
         Args:
             workspace: the workspace root; the embedded store lives in its ``memory/``.
             chroma_url: a ``chroma run`` server (``http://host:port``); default
-                ``$ATOM_CHROMA_URL``,
-                and the embedded store when neither is set.
+                ``$ATOM_CHROMA_URL``, and the embedded store when neither is set.
             promotion_threshold: working-memory importance needed for :meth:`promote`.
         """
         return cls(
@@ -109,27 +100,9 @@ class MemoryManager:
 
     def close(self) -> None:
         """Write pending access counts and release the client's handles."""
-        if self._closed:
-            return
-        self._closed = True
-        self._due.set()
-        self._flusher.join()
-        for sync in list(self._projects.values()):
-            sync.flush_access()
-        self._projects.clear()
-        self.backend.close()
-
-    def _flush_loop(self) -> None:
-        while not self._closed:
-            self._due.wait(ACCESS_FLUSH_INTERVAL_S)
-            self._due.clear()
-            if self._closed:
-                return
-            for sync in list(self._projects.values()):
-                try:
-                    sync.flush_access()
-                except Exception:  # a background thread has no caller to raise to: log it
-                    logger.warning("could not write access counts", exc_info=True)
+        if self._flusher.stop():
+            self._projects.clear()
+            self.backend.close()
 
     def __enter__(self) -> Self:
         return self
@@ -146,7 +119,7 @@ class MemoryManager:
         with self.backend.lock:
             sync = self._projects.get(project_id)
             if sync is None:
-                sync = ProjectSync(self.backend, project_id, on_due=self._due.set)
+                sync = ProjectSync(self.backend, project_id, on_due=self._flusher.wake)
                 self._projects[project_id] = sync
             return sync
 

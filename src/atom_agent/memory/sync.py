@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,8 @@ _REFRESH_MARGIN_S = 30.0
 _SERVER_MAX_STALENESS_S = 5.0
 ACCESS_FLUSH_COUNT = 256
 """Pending access counts that make a flush due."""
+ACCESS_FLUSH_INTERVAL_S = 2.0
+"""Longest time a counted access waits before it is written."""
 
 
 class ProjectSync:
@@ -228,3 +231,41 @@ def upsert_records(
         embeddings=vectors,
     )
     return rows
+
+
+class AccessFlusher:
+    """A background thread that writes pending access counts: every few seconds, or when woken."""
+
+    def __init__(self, projects: Callable[[], list[ProjectSync]]) -> None:
+        self._projects = projects
+        self._due = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="atom-memory-access", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Flush soon (enough counts are pending)."""
+        self._due.set()
+
+    def stop(self) -> bool:
+        """Stop the thread and flush what is left; False if it was already stopped."""
+        if self._closed:
+            return False
+        self._closed = True
+        self._due.set()
+        self._thread.join()
+        for sync in self._projects():
+            sync.flush_access()
+        return True
+
+    def _loop(self) -> None:
+        while not self._closed:
+            self._due.wait(ACCESS_FLUSH_INTERVAL_S)
+            self._due.clear()
+            if self._closed:
+                return
+            for sync in self._projects():
+                try:
+                    sync.flush_access()
+                except Exception:  # a background thread has no caller to raise to: log it
+                    logger.warning("could not write access counts", exc_info=True)

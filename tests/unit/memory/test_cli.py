@@ -62,11 +62,11 @@ def test_import_list_recall_show_forget_export_sweep(
 
 def test_other_project_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ws = tmp_path / "ws"
-    assert main(["memory", "--workspace", str(ws), "--project", "elsewhere", "show", "abc"]) == 1
+    assert main(["memory", "--workspace", str(ws), "--project", "elsewhere", "show", "abc"]) == 2
     assert "memory 'abc' not found in this project" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": "a list"}')
-    assert main(_cli(ws, "import", str(bad))) == 1
+    assert main(_cli(ws, "import", str(bad))) == 2
     assert "expected a JSON list of records" in capsys.readouterr().err
     assert main(_cli(ws, "list")) == 0
     assert "no memories" in capsys.readouterr().out
