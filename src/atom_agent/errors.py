@@ -19,6 +19,10 @@ class ConfigError(AtomAgentError, ValueError):
     """A configuration value is missing, malformed or out of range."""
 
 
+class InvalidInputError(AtomAgentError, ValueError):
+    """A task, run id or answer given to a run is unusable; the message says why."""
+
+
 # --- models --------------------------------------------------------------------------------------
 
 

@@ -15,13 +15,16 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from atom_agent.context import Context
-from atom_agent.errors import WorkspaceError
+from atom_agent.errors import InvalidInputError, WorkspaceError
 from atom_agent.graph import build_graph
 from atom_agent.nodes.flow import new_run_id
 from atom_agent.services import Models, close_all
 from atom_agent.workspace import Workspace
 
 logger = logging.getLogger(__name__)
+
+MAX_TASK_CHARS = 20_000
+"""Longest task text accepted (it is pinned into every executor prompt)."""
 
 EventHandler = Callable[[str, Any], None]
 """Receives ``("updates", {node: update})`` and ``("custom", event)`` while a run streams."""
@@ -127,10 +130,20 @@ def run_task(
         on_event: called with every stream part, for progress displays.
     """
     if not isinstance(task, str) or not task.strip():
-        raise ValueError("task must be a non-empty string")
+        raise InvalidInputError("the task must be a non-empty string")
+    if len(task) > MAX_TASK_CHARS:
+        raise InvalidInputError(
+            f"the task is {len(task)} characters; at most {MAX_TASK_CHARS} are accepted "
+            f"(put long specifications in a file the task refers to)"
+        )
     ctx = context or Context.from_env()
     workspace = Workspace(Path(ctx.workspace).expanduser())
     rid = run_id or new_run_id()
+    if (workspace.runs_dir / rid).exists():
+        raise InvalidInputError(
+            f"run {rid!r} already exists in {workspace.root}: continue it with resume, "
+            f"or choose another run id"
+        )
     config: RunnableConfig = {"configurable": {"thread_id": rid}, "recursion_limit": 10_000}
     with sqlite_checkpointer(workspace) as saver:
         graph = build_graph(models=models, checkpointer=saver)
@@ -155,7 +168,7 @@ def resume_run(
 
     Raises:
         WorkspaceError: no such run, or it has no checkpoint to resume from.
-        ValueError: the run waits for an answer and none was given.
+        InvalidInputError: the run waits for an answer and none was given.
     """
     ctx = context or Context.from_env()
     workspace = Workspace(Path(ctx.workspace).expanduser())
@@ -167,8 +180,8 @@ def resume_run(
         if not snapshot.values:
             raise WorkspaceError(f"run {run_id!r} has no checkpoint to resume from")
         waiting = any(t.interrupts for t in snapshot.tasks)
-        if waiting and answer is None:
-            raise ValueError(f"run {run_id!r} is waiting for an answer: pass --answer")
+        if waiting and (answer is None or (isinstance(answer, str) and not answer.strip())):
+            raise InvalidInputError(f"run {run_id!r} is waiting for an answer: pass --answer")
         if not snapshot.next:
             return _outcome(graph, config, workspace, run_id)
         payload: Any = Command(resume=answer) if waiting else None

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from atom_agent.context import Context
-from atom_agent.errors import WorkspaceError
+from atom_agent.errors import InvalidInputError, WorkspaceError
 from atom_agent.services import Models
 from atom_agent.state import Plan, State, plan_problems, topological_order
 from atom_agent.telemetry import emit
@@ -29,7 +29,7 @@ def make_start(models: Models | None) -> Any:
     def start(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         task = state.get("task")
         if not isinstance(task, str) or not task.strip():
-            raise ValueError("the input needs a non-empty 'task' string")
+            raise InvalidInputError("the input needs a non-empty 'task' string")
         svc = services(runtime, models)
         run_id = state.get("run_id") or new_run_id()
         try:
