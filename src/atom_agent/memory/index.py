@@ -161,15 +161,15 @@ class ProjectIndex:
             order = rows[np.argsort(-self.created[rows], kind="stable")[:limit]]
             return [Hit(int(r), float(self.created[r])) for r in order]
         n = len(self.ids)
-        if rows.size * 4 < n:
-            # Few rows pass (a rare type): gather them; cheaper than scoring everything.
+        if rows.size * 10 < n:
+            # Few rows pass (a rare type): gather them; cheaper than scoring everything. (The
+            # copy costs more than it saves above ≈ 10 %: measured 39 vs 24 ms at 22 % of 100k.)
             cos = self.vecs[rows] @ query_vector
         else:
             cos = (self.vecs[:n] @ query_vector)[rows]
         words = keywords(query_text) if query_text else set()
-        # Everything but the keyword bonus is cheap to compute for every row; rank by that, blend
-        # keywords into the best `size`, and grow `size` until no row outside could still climb
-        # into the top `limit` with the largest keyword bonus: the exact top of the blend.
+        # Everything but the keyword bonus is cheap to compute for every row; rank by that and
+        # blend keywords into the best few: the exact top of the blend (see below).
         age = np.maximum(0.0, now - self.created[rows])
         base = (
             cos
@@ -178,20 +178,21 @@ class ProjectIndex:
         )
         slack = KEYWORD_WEIGHT if words else 0.0
         size = min(rows.size, pool or max(limit * 4, 40))
-        while True:
+        for _ in range(2):
             if size < rows.size:
                 top = np.argpartition(-base, size - 1)[:size]
             else:
                 top = np.arange(rows.size)
             hits = self._blend(rows[top], cos[top], base[top], words)[:limit]
-            if size >= rows.size:
-                return hits
-            floor = float(base[top].min())  # no row outside the pool scores above this + slack
-            if len(hits) == limit and hits[-1].score >= floor + slack:
-                return hits
-            if floor < MIN_RELEVANCE:  # and, as cosine <= base, none of them is relevant
-                return hits
-            size *= 4
+            # A row outside the pool scores below its base + slack: every row that could still
+            # beat the current last hit (or, short of hits, could be relevant at all) has a base
+            # above `reach`. Blend exactly those in one more pass, if any were left out.
+            reach = hits[-1].score - slack if len(hits) == limit else MIN_RELEVANCE
+            need = int(np.count_nonzero(base >= reach))
+            if need <= size:
+                break
+            size = need
+        return hits
 
     def _blend(
         self,
