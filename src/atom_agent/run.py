@@ -116,6 +116,7 @@ def run_task(
     models: Models | None = None,
     run_id: str | None = None,
     on_event: EventHandler | None = None,
+    close_services: bool = True,
 ) -> RunOutcome:
     """Run `task` until it is done, fails, runs out of budget, or asks a question.
 
@@ -128,6 +129,8 @@ def run_task(
         models: chat model(s) to use instead of the Context's model specs (tests, scripts).
         run_id: the run id (default: a new, sortable one).
         on_event: called with every stream part, for progress displays.
+        close_services: close the memory store and models afterwards; False keeps them for
+            other runs of this process (batch runs them concurrently).
     """
     if not isinstance(task, str) or not task.strip():
         raise InvalidInputError("the task must be a non-empty string")
@@ -150,7 +153,8 @@ def run_task(
         try:
             _stream(graph, {"task": task, "run_id": rid}, config, ctx, on_event)
         finally:
-            close_all()
+            if close_services:
+                close_all()
         return _outcome(graph, config, workspace, rid)
 
 
@@ -161,6 +165,7 @@ def resume_run(
     answer: Any = None,
     models: Models | None = None,
     on_event: EventHandler | None = None,
+    close_services: bool = True,
 ) -> RunOutcome:
     """Continue a run: answer its pending question, or pick up after a crash where it stopped.
 
@@ -188,5 +193,6 @@ def resume_run(
         try:
             _stream(graph, payload, config, ctx, on_event)
         finally:
-            close_all()
+            if close_services:
+                close_all()
         return _outcome(graph, config, workspace, run_id)

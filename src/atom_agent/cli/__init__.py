@@ -16,6 +16,7 @@ from atom_agent.errors import AtomAgentError
 _COMMAND_MODULES = (
     "atom_agent.cli.run",
     "atom_agent.cli.runs",
+    "atom_agent.cli.batch",
     "atom_agent.cli.memory",
     "atom_agent.cli.models",
 )

@@ -31,3 +31,51 @@ def asks_a_question() -> dict[str, ScriptedChatModel]:
         }
     )
     return models([Plan(steps=[step("one")])], executor)
+
+
+class _Concurrency:
+    """Counts how many executor calls are in flight at once."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+
+
+CONCURRENCY = _Concurrency()
+
+
+def batch_models() -> dict[str, ScriptedChatModel]:
+    """Models for any number of tasks: one-step plans, passing attempts; 'BOOM' tasks crash.
+
+    The executor sleeps ATOM_TEST_LATENCY seconds per call and records peak concurrency.
+    """
+    import time
+
+    from langchain_core.messages import AIMessage, BaseMessage
+
+    latency = float(os.environ.get("ATOM_TEST_LATENCY", "0"))
+    script = ExecutorScript({}, default=passing_attempt)
+
+    def plan(messages: list[BaseMessage]) -> Plan:
+        return Plan(steps=[step("one")])
+
+    def execute(messages: list[BaseMessage]) -> AIMessage:
+        if "BOOM" in str(messages[0].content) or any("BOOM" in str(m.content) for m in messages):
+            raise RuntimeError("the model provider exploded")
+        with CONCURRENCY.lock:
+            CONCURRENCY.now += 1
+            CONCURRENCY.peak = max(CONCURRENCY.peak, CONCURRENCY.now)
+        try:
+            time.sleep(latency)
+            return script(messages)
+        finally:
+            with CONCURRENCY.lock:
+                CONCURRENCY.now -= 1
+
+    roles = models([], script)
+    roles["planner"] = ScriptedChatModel(respond=plan)
+    roles["executor"] = ScriptedChatModel(respond=execute)
+    return roles

@@ -1,0 +1,328 @@
+"""Batch runs: many tasks from a JSONL file, concurrent, isolated, resumable, one result each.
+
+Each task becomes a run with a deterministic id (``<batch>.<task id>``), so re-running the same
+batch finds what is done (a line in ``results.jsonl``), what was interrupted (a run directory
+without a result: resumed from its checkpoint) and what never started. A task that crashes,
+times out or runs out of budget is recorded as such and the batch goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atom_agent.context import Context
+from atom_agent.errors import AtomAgentError, InvalidInputError, WorkspaceError
+from atom_agent.run import MAX_TASK_CHARS, RunOutcome, resume_run, run_task
+from atom_agent.services import Models, close_all
+from atom_agent.workspace import Workspace
+
+logger = logging.getLogger(__name__)
+
+TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+FINAL = frozenset({"done", "failed", "budget_exhausted", "interrupted", "error"})
+_SETTINGS = {f.name for f in dataclasses.fields(Context)} - {"workspace"}
+_MAX_ERRORS_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class BatchTask:
+    """One line of the tasks file."""
+
+    id: str
+    task: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    line: int = 0
+
+
+def parse_tasks(path: Path) -> list[BatchTask]:
+    """Read and validate a tasks file; every problem is reported (with its line) at once.
+
+    Raises:
+        InvalidInputError: the file is missing, empty, or has invalid lines.
+    """
+    if not path.is_file():
+        raise InvalidInputError(f"tasks file {str(path)!r} does not exist")
+    tasks: list[BatchTask] = []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, raw in enumerate(handle, start=1):
+            text = raw.strip()
+            if not text or text.startswith("#"):
+                continue
+            try:
+                item = json.loads(text)
+            except json.JSONDecodeError as exc:
+                problems.append(f"line {number}: not valid JSON ({exc.msg})")
+                continue
+            task, problem = _task_of(item, number, seen)
+            if problem:
+                problems.append(f"line {number}: {problem}")
+            elif task is not None:
+                seen[task.id] = number
+                tasks.append(task)
+    if problems:
+        shown = "\n".join(problems[:_MAX_ERRORS_SHOWN])
+        more = len(problems) - _MAX_ERRORS_SHOWN
+        raise InvalidInputError(
+            f"{path}: {len(problems)} invalid line(s); nothing was run:\n{shown}"
+            + (f"\n… and {more} more" if more > 0 else "")
+        )
+    if not tasks:
+        raise InvalidInputError(f"{path}: no tasks (one JSON object per line: id, task)")
+    return tasks
+
+
+def _task_of(item: Any, number: int, seen: Mapping[str, int]) -> tuple[BatchTask | None, str]:
+    if not isinstance(item, dict):
+        return None, "expected a JSON object with 'id' and 'task'"
+    task_id, task = item.get("id"), item.get("task")
+    if not isinstance(task_id, str) or not TASK_ID.match(task_id):
+        return None, f"'id' must be 1-64 letters, digits, - or _ (got {task_id!r})"
+    if task_id in seen:
+        return None, f"duplicate id {task_id!r} (first on line {seen[task_id]})"
+    if not isinstance(task, str) or not task.strip():
+        return None, "'task' must be a non-empty string"
+    if len(task) > MAX_TASK_CHARS:
+        return None, f"'task' is longer than {MAX_TASK_CHARS} characters"
+    unknown_keys = set(item) - {"id", "task", "settings"}
+    if unknown_keys:
+        return None, f"unknown key(s) {sorted(unknown_keys)} (allowed: id, task, settings)"
+    settings = item.get("settings", {})
+    if not isinstance(settings, dict):
+        return None, "'settings' must be an object of Context fields"
+    bad = set(settings) - _SETTINGS
+    if bad:
+        return None, f"unknown setting(s) {sorted(bad)}"
+    try:
+        Context(**settings)  # types and ranges, now rather than mid-batch
+    except (AtomAgentError, TypeError) as exc:
+        return None, f"bad settings: {exc}"
+    return BatchTask(task_id, task.strip(), dict(settings), number), ""
+
+
+def batch_name(path: Path) -> str:
+    """A run-id-safe name for a tasks file (its stem)."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", path.stem).strip("-") or "batch"
+    return name[:40]
+
+
+class ResultsFile:
+    """``results.jsonl``: a line per finished task, appended under a lock, read tolerantly."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        """Finished results by task id (a torn last line from a killed writer is ignored)."""
+        results: dict[str, dict[str, Any]] = {}
+        if not self.path.exists():
+            return results
+        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(item, dict) and item.get("status") in FINAL and "id" in item:
+                results[str(item["id"])] = item
+        return results
+
+    def append(self, result: Mapping[str, Any]) -> None:
+        """Append one result line durably (flock across processes, fsync)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(result, ensure_ascii=False) + "\n"
+        with self._lock, open(self.path, "a+", encoding="utf-8") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                # A writer killed mid-line leaves a torn line: start ours on a fresh one.
+                handle.seek(0, os.SEEK_END)
+                if handle.tell() > 0:
+                    handle.seek(handle.tell() - 1)
+                    if handle.read(1) != "\n":
+                        handle.write("\n")
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass
+class BatchProgress:
+    """Counters a progress display reads (thread-safe updates through `update`)."""
+
+    total: int
+    skipped: int = 0
+    done: int = 0
+    passed: int = 0
+    failed: int = 0
+    running: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def eta_s(self) -> float | None:
+        """Seconds left, from the mean time per task finished in this invocation."""
+        finished = self.done - self.skipped
+        if finished <= 0:
+            return None
+        left = self.total - self.done
+        return (time.monotonic() - self.started) / finished * left
+
+
+@dataclass
+class BatchOptions:
+    """How a batch runs."""
+
+    context: Context
+    concurrency: int = 1
+    isolated_memory: bool = False
+    models: Models | None = None
+    on_progress: Callable[[BatchProgress], None] | None = None
+
+
+def run_batch(tasks_path: Path, results_path: Path, options: BatchOptions) -> dict[str, Any]:
+    """Run (or resume) every task of `tasks_path`; returns the summary (also in summary.json).
+
+    Raises:
+        InvalidInputError: the tasks file is invalid (nothing runs) or concurrency < 1.
+    """
+    tasks = parse_tasks(tasks_path)
+    if options.concurrency < 1:
+        raise InvalidInputError(f"concurrency must be at least 1, got {options.concurrency}")
+    name = batch_name(tasks_path)
+    results = ResultsFile(results_path)
+    finished = results.read()
+    progress = BatchProgress(total=len(tasks))
+    for t in tasks:
+        if t.id in finished:
+            _count(progress, finished[t.id], skipped=True)
+    pending = [t for t in tasks if t.id not in finished]
+    workspace = Workspace(Path(options.context.workspace).expanduser())
+
+    def work(task: BatchTask) -> None:
+        with progress.lock:
+            progress.running += 1
+        _notify(options, progress)
+        result = _run_one(task, name, workspace, options)
+        results.append(result)
+        with progress.lock:
+            progress.running -= 1
+        _count(progress, result)
+        _notify(options, progress)
+
+    try:
+        with ThreadPoolExecutor(max_workers=options.concurrency) as pool:
+            for future in as_completed([pool.submit(work, t) for t in pending]):
+                future.result()  # _run_one records task errors; this re-raises only bugs
+    finally:
+        close_all()
+    summary = summarize(tasks, results.read(), results_path)
+    summary_path = results_path.with_name("summary.json")
+    summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return summary
+
+
+def _notify(options: BatchOptions, progress: BatchProgress) -> None:
+    if options.on_progress is not None:
+        options.on_progress(progress)
+
+
+def _count(progress: BatchProgress, result: Mapping[str, Any], *, skipped: bool = False) -> None:
+    usage = result.get("usage") or {}
+    with progress.lock:
+        progress.done += 1
+        progress.skipped += int(skipped)
+        progress.passed += int(result.get("status") == "done")
+        progress.failed += int(result.get("status") != "done")
+        progress.tokens += int(usage.get("total_tokens", 0))
+        progress.cost_usd += float(usage.get("cost_usd", 0.0))
+
+
+def _run_one(
+    task: BatchTask, name: str, workspace: Workspace, opts: BatchOptions
+) -> dict[str, Any]:
+    run_id = f"{name}.{task.id}"
+    ctx = opts.context.replace(**task.settings)
+    if opts.isolated_memory:
+        ctx = ctx.replace(project_id=f"{ctx.project_id}.{task.id}")
+    started = time.monotonic()
+    try:
+        outcome = _start_or_resume(task, run_id, ctx, workspace, opts.models)
+        result = _result(task, outcome)
+    except Exception as exc:  # noqa: BLE001 - one task's crash must not stop the batch
+        logger.exception("batch task %s crashed", task.id)
+        result = {
+            "id": task.id,
+            "run_id": run_id,
+            "status": "error",
+            "stop_reason": f"{type(exc).__name__}: {exc}",
+        }
+    result["duration_s"] = round(time.monotonic() - started, 2)
+    return result
+
+
+def _start_or_resume(
+    task: BatchTask, run_id: str, ctx: Context, workspace: Workspace, models: Models | None
+) -> RunOutcome:
+    run_dir = workspace.runs_dir / run_id
+    if run_dir.exists():
+        try:
+            # Killed mid-run by an earlier invocation: continue from its checkpoint.
+            return resume_run(run_id, ctx, models=models, close_services=False)
+        except WorkspaceError:
+            # Killed before its first checkpoint: nothing to keep, start it again.
+            stale = run_dir.with_name(f"{run_id}.abandoned-{int(time.time())}")
+            shutil.move(str(run_dir), stale)
+    return run_task(task.task, ctx, models=models, run_id=run_id, close_services=False)
+
+
+def _result(task: BatchTask, outcome: RunOutcome) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "run_id": outcome.run_id,
+        "status": outcome.status,
+        "stop_reason": outcome.stop_reason,
+        "steps": outcome.step_status,
+        "usage": outcome.usage,
+        "report": outcome.report,
+        **({"question": outcome.question} if outcome.question else {}),
+    }
+
+
+def summarize(
+    tasks: list[BatchTask], results: Mapping[str, Mapping[str, Any]], path: Path
+) -> dict[str, Any]:
+    """Counts, pass rate, tokens, cost and time over the batch's results."""
+    rows = [results[t.id] for t in tasks if t.id in results]
+    by_status: dict[str, int] = {}
+    for r in rows:
+        by_status[str(r["status"])] = by_status.get(str(r["status"]), 0) + 1
+    tokens = sum(int((r.get("usage") or {}).get("total_tokens", 0)) for r in rows)
+    cost = sum(float((r.get("usage") or {}).get("cost_usd", 0.0)) for r in rows)
+    durations = [float(r.get("duration_s", 0.0)) for r in rows]
+    return {
+        "results": str(path),
+        "tasks": len(tasks),
+        "finished": len(rows),
+        "by_status": by_status,
+        "pass_rate": round(by_status.get("done", 0) / len(tasks), 4) if tasks else 0.0,
+        "tokens": tokens,
+        "cost_usd": round(cost, 6),
+        "seconds_per_task": round(sum(durations) / len(durations), 2) if durations else 0.0,
+    }
