@@ -30,11 +30,11 @@ def test_reinforce_and_contradict(manager: MemoryManager, session: SessionContex
 def test_expired_records_are_never_returned_and_are_swept(
     manager: MemoryManager, session: SessionContext
 ) -> None:
-    short = manager.remember(session, "A temporary token is abc123", ttl_s=0.3)
+    short = manager.remember(session, "A temporary token is abc123", ttl_s=1.5)
     keep = manager.remember(session, "A permanent fact")
     assert short.expires_at is not None
     assert short.id in {r.id for r in manager.recall(session)}
-    time.sleep(0.4)
+    time.sleep(1.6)
     assert [r.id for r in manager.recall(session)] == [keep.id]
     with pytest.raises(MemoryNotFoundError):
         manager.get(session, short.id)
