@@ -50,7 +50,8 @@ CONCURRENCY = _Concurrency()
 def batch_models() -> dict[str, ScriptedChatModel]:
     """Models for any number of tasks: one-step plans, passing attempts; 'BOOM' tasks crash.
 
-    The executor sleeps ATOM_TEST_LATENCY seconds per call and records peak concurrency.
+    Every model sleeps ATOM_TEST_LATENCY seconds per call; the executor records peak
+    concurrency.
     """
     import time
 
@@ -75,7 +76,7 @@ def batch_models() -> dict[str, ScriptedChatModel]:
             with CONCURRENCY.lock:
                 CONCURRENCY.now -= 1
 
-    roles = models([], script)
-    roles["planner"] = ScriptedChatModel(respond=plan)
-    roles["executor"] = ScriptedChatModel(respond=execute)
+    roles = models([], script, latency_s=latency)
+    roles["planner"] = ScriptedChatModel(respond=plan, latency_s=latency)
+    roles["executor"] = ScriptedChatModel(respond=execute)  # sleeps in `execute`
     return roles
