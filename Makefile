@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= local,server,dev
+EXTRAS ?= local,server,eval,dev
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml scripts/build-llama-wheel.sh 2>/dev/null | sha256sum | cut -c1-12)
 
 # Offline, quiet, and no busy-waiting OpenMP threads (5x slower under contention otherwise).

@@ -17,6 +17,7 @@ _COMMAND_MODULES = (
     "atom_agent.cli.run",
     "atom_agent.cli.runs",
     "atom_agent.cli.batch",
+    "atom_agent.cli.eval",
     "atom_agent.cli.memory",
     "atom_agent.cli.models",
 )

@@ -1,0 +1,1 @@
+"""Evaluations of atom_agent against public benchmarks."""

@@ -1,0 +1,98 @@
+"""HumanEval: problems from the package, the scorer in the sandbox, agent vs baseline."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from tests.unit.graph.scripts import ExecutorScript, models, passing_attempt, step
+
+from atom_agent import Context
+from atom_agent.errors import InvalidInputError
+from atom_agent.evals.humaneval import extract_code, load_problems, score
+from atom_agent.evals.runner import run_humaneval
+from atom_agent.sandbox import Limits, SubprocessRunner
+from atom_agent.services import close_all
+from atom_agent.state import Plan
+from atom_agent.testing import ScriptedChatModel
+
+RUNNER = SubprocessRunner()
+
+
+def test_problems_come_from_the_package() -> None:
+    problems = load_problems()
+    assert len(problems) == 164
+    assert problems[0].task_id == "HumanEval/0" and problems[0].entry_point
+    assert [p.task_id for p in load_problems(["3", "HumanEval/7"])] == [
+        "HumanEval/3",
+        "HumanEval/7",
+    ]
+    assert len(load_problems(limit=5)) == 5
+    with pytest.raises(InvalidInputError, match="unknown HumanEval ids"):
+        load_problems(["999"])
+    with pytest.raises(InvalidInputError, match="at least 1"):
+        load_problems(limit=0)
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_the_canonical_solution_passes(index: int) -> None:
+    problem = load_problems([str(index)])[0]
+    result = score(problem, problem.prompt + problem.canonical_solution, RUNNER)
+    assert result.passed, result.detail
+
+
+def test_a_wrong_solution_fails() -> None:
+    problem = load_problems(["0"])[0]
+    wrong = problem.prompt + "    return False\n"
+    result = score(problem, wrong, RUNNER)
+    assert not result.passed and "AssertionError" in result.detail
+
+
+def test_an_infinite_loop_is_killed_at_the_timeout() -> None:
+    problem = load_problems(["0"])[0]
+    looping = problem.prompt + "    while True:\n        pass\n"
+    result = score(problem, looping, RUNNER, Limits(timeout_s=2.0, cpu_s=5))
+    assert not result.passed and "limit" in result.detail
+
+
+def test_extract_code() -> None:
+    problem = load_problems(["2"])[0]
+    fenced = f"Sure:\n```python\ndef {problem.entry_point}(number):\n    return number % 1.0\n```"
+    assert extract_code(fenced, problem).startswith(f"def {problem.entry_point}")
+    body_only = "    return number % 1.0\n"
+    assert extract_code(body_only, problem) == problem.prompt + body_only
+
+
+def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
+    problems = load_problems(["0", "2"])
+    by_entry = {p.entry_point: p for p in problems}
+
+    def executor_reply(messages: list[BaseMessage]) -> AIMessage:
+        text = str(next(m for m in messages if isinstance(m, HumanMessage)).content)
+        if "Complete this Python function" in text:  # the baseline's single shot
+            p = next(p for name, p in by_entry.items() if f"def {name}" in text)
+            body = "    return False\n" if p.task_id == "HumanEval/0" else p.canonical_solution
+            return AIMessage(content=f"```python\n{p.prompt}{body}```")
+        name = re.search(r"Implement the Python function `(\w+)`", text).group(1)  # type: ignore[union-attr]
+        p = by_entry[name]
+        test = f"from impl import {name}\n\ndef test_runs():\n    assert {name} is not None\n"
+        return ExecutorScript(
+            {}, default=lambda: passing_attempt(p.prompt + p.canonical_solution, test)
+        )(messages)
+
+    roles = models([Plan(steps=[step("solve")])] * 2, ExecutorScript({}))
+    roles["executor"] = ScriptedChatModel(respond=executor_reply)
+    ctx = Context(workspace=str(tmp_path / "ws"))
+    try:
+        summary = run_humaneval(problems, ctx, tmp_path / "eval", models=roles)
+    finally:
+        close_all()
+    assert summary["agent_pass@1"] == 1.0
+    assert summary["baseline_pass@1"] == 0.5
+    assert summary["fixed_by_agent"] == ["HumanEval/0"] and summary["broken_by_agent"] == []
+    assert summary["attempts_per_task"] == 1.0
+    details = json.loads((tmp_path / "eval" / "eval.json").read_text())
+    assert [r["agent_detail"] for r in details["problems"]] == ["check() passed"] * 2
