@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import importlib.util
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import re
 import shutil
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -35,6 +37,10 @@ TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 FINAL = frozenset({"done", "failed", "budget_exhausted", "interrupted", "error"})
 _SETTINGS = {f.name for f in dataclasses.fields(Context)} - {"workspace"}
 _MAX_ERRORS_SHOWN = 20
+GRAPH_ID = "atom_agent"
+"""The graph's name in langgraph.json."""
+_THREADS = uuid.UUID("6f1c2a4e-55b3-4f7e-9c1d-2b8e7a9d0c11")
+_SERVER_FINAL = frozenset({"done", "failed", "budget_exhausted", "rejected"})
 
 
 @dataclass(frozen=True)
@@ -194,6 +200,8 @@ class BatchOptions:
     isolated_memory: bool = False
     models: Models | None = None
     on_progress: Callable[[BatchProgress], None] | None = None
+    server: str | None = None
+    """A LangGraph Server URL: its workers run the tasks (``langgraph dev``, Platform)."""
 
 
 def run_batch(tasks_path: Path, results_path: Path, options: BatchOptions) -> dict[str, Any]:
@@ -205,6 +213,8 @@ def run_batch(tasks_path: Path, results_path: Path, options: BatchOptions) -> di
     tasks = parse_tasks(tasks_path)
     if options.concurrency < 1:
         raise InvalidInputError(f"concurrency must be at least 1, got {options.concurrency}")
+    if options.server and importlib.util.find_spec("langgraph_sdk") is None:
+        raise InvalidInputError("--server needs langgraph-sdk: pip install 'atom-agent[server]'")
     name = batch_name(tasks_path)
     results = ResultsFile(results_path)
     finished = results.read()
@@ -263,8 +273,10 @@ def _run_one(
         ctx = ctx.replace(project_id=f"{ctx.project_id}.{task.id}")
     started = time.monotonic()
     try:
-        outcome = _start_or_resume(task, run_id, ctx, workspace, opts.models)
-        result = _result(task, outcome)
+        if opts.server:
+            result = _on_server(task, run_id, opts.server)
+        else:
+            result = _result(task, _start_or_resume(task, run_id, ctx, workspace, opts.models))
     except Exception as exc:  # noqa: BLE001 - one task's crash must not stop the batch
         logger.exception("batch task %s crashed", task.id)
         result = {
@@ -290,6 +302,41 @@ def _start_or_resume(
             stale = run_dir.with_name(f"{run_id}.abandoned-{int(time.time())}")
             shutil.move(str(run_dir), stale)
     return run_task(task.task, ctx, models=models, run_id=run_id, close_services=False)
+
+
+def _on_server(task: BatchTask, run_id: str, url: str) -> dict[str, Any]:
+    """Run `task` on a LangGraph Server; a thread per task (id from the run id) makes it resumable.
+
+    The server's own configuration (``ATOM_*`` in its environment) applies; the task's settings
+    go along as the run's context.
+    """
+    from langgraph_sdk import get_sync_client
+    from langgraph_sdk.errors import NotFoundError
+
+    thread_id = str(uuid.uuid5(_THREADS, run_id))
+    with get_sync_client(url=url) as client:
+        try:
+            values = client.threads.get_state(thread_id)["values"]
+        except NotFoundError:
+            client.threads.create(thread_id=thread_id, if_exists="do_nothing")
+            values = {}
+        if not isinstance(values, dict) or values.get("status") not in _SERVER_FINAL:
+            # Never started, or stopped mid-run (a server restart): run, or continue, it.
+            payload = None if values else {"task": task.task, "run_id": run_id}
+            client.runs.wait(thread_id, GRAPH_ID, input=payload, context=task.settings or None)
+            values = client.threads.get_state(thread_id)["values"]
+    if not isinstance(values, dict):
+        raise AtomAgentError(f"server returned no state for {run_id}")
+    return {
+        "id": task.id,
+        "run_id": str(values.get("run_id", run_id)),
+        "status": str(values.get("status", "error")),
+        "stop_reason": str(values.get("stop_reason", "")),
+        "steps": values.get("step_status") or {},
+        "usage": values.get("usage") or {},
+        "server": url,
+        "thread_id": thread_id,
+    }
 
 
 def _result(task: BatchTask, outcome: RunOutcome) -> dict[str, Any]:

@@ -44,6 +44,7 @@ def _cmd(args: argparse.Namespace) -> int:
         isolated_memory=args.isolated_memory,
         models=models_from_factory(args.models_factory),
         on_progress=lambda p: live.update(_line(p)),
+        server=args.server,
     )
     with live:
         summary = run_batch(tasks, out, options)
@@ -88,5 +89,9 @@ def register(subparsers: Any) -> None:
         "--isolated-memory", action="store_true", help="give each task its own memory project"
     )
     parser.add_argument("--models-factory", help="module:callable returning the chat model(s)")
+    parser.add_argument(
+        "--server",
+        help="a LangGraph Server URL whose workers run the tasks (langgraph dev, Platform)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(func=_cmd)
