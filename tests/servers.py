@@ -85,3 +85,25 @@ def langgraph_dev(tmp_path: Path, **env_extra: str) -> Iterator[str]:
             yield url
         finally:
             stop(proc)
+
+
+@contextmanager
+def chroma_server(tmp_path: Path) -> Iterator[str]:
+    """`chroma run` on a free loopback port with its data in `tmp_path`; yields its URL."""
+    port = free_port()
+    log = tmp_path / "chroma.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("chroma")), "run", "--path",
+                str(tmp_path / "chroma-db"), "--host", "127.0.0.1", "--port", str(port),
+            ],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_http_ok(f"{url}/api/v2/heartbeat", proc, log, timeout_s=60)
+            yield url
+        finally:
+            stop(proc)

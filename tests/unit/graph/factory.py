@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from atom_agent.state import Plan
+from atom_agent.state import CriterionVerdict, Judgement, Plan
 from atom_agent.testing import ScriptedChatModel
 
 from .scripts import ExecutorScript, models, passing_attempt, step
@@ -77,6 +77,18 @@ def batch_models() -> dict[str, ScriptedChatModel]:
                 CONCURRENCY.now -= 1
 
     roles = models([], script, latency_s=latency)
+    if os.environ.get("ATOM_TEST_LESSONS"):
+        roles["reflector"] = ScriptedChatModel(respond=_judge_with_a_lesson, latency_s=latency)
     roles["planner"] = ScriptedChatModel(respond=plan, latency_s=latency)
     roles["executor"] = ScriptedChatModel(respond=execute)  # sleeps in `execute`
     return roles
+
+
+def _judge_with_a_lesson(messages: list) -> Judgement:  # type: ignore[type-arg]
+    """Every criterion met, and a lesson unique to this process and call."""
+    import uuid
+
+    return Judgement(
+        criteria=[CriterionVerdict(criterion="add(2, 3) == 5", met=True, evidence="tests pass")],
+        lesson=f"lesson {os.getpid()}-{uuid.uuid4().hex[:8]}: test addition first",
+    )
