@@ -19,7 +19,7 @@ from atom_agent import prompts
 from atom_agent.context import Context
 from atom_agent.memory import MemoryManager
 from atom_agent.session import SessionContext
-from atom_agent.state import Plan, PlanStep
+from atom_agent.state import Plan, PlanStep, outline
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
 
 CHARS_PER_TOKEN = 4
@@ -70,8 +70,6 @@ def reconstruct_context(
     answers: list[dict[str, str]] | None = None,
 ) -> ExecutorPrompt:
     """Build the executor prompt for `attempt` of `step` within ``ctx.context_token_budget``."""
-    from atom_agent.nodes.common import outline  # late: nodes import this module
-
     pinned = prompts.EXECUTOR_PINNED.format(
         task=task.strip(),
         outline=outline(plan, statuses),

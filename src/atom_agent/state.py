@@ -126,6 +126,16 @@ def topological_order(plan: Plan) -> list[str]:
     return order
 
 
+def outline(plan: Plan, statuses: dict[str, Any] | None = None) -> str:
+    """One line per step, for prompts."""
+    lines = []
+    for s in plan.steps:
+        deps = f" (after {', '.join(s.depends_on)})" if s.depends_on else ""
+        status = f" [{statuses[s.id]}]" if statuses and s.id in statuses else ""
+        lines.append(f"- {s.id}: {s.title}{deps}{status}")
+    return "\n".join(lines)
+
+
 class CriterionVerdict(BaseModel):
     """The reflector's judgement of one acceptance criterion."""
 

@@ -92,16 +92,6 @@ def dependants(plan: Plan, step_id: str) -> set[str]:
     return found
 
 
-def outline(plan: Plan, statuses: dict[str, Any] | None = None) -> str:
-    """One line per step, for prompts."""
-    lines = []
-    for s in plan.steps:
-        deps = f" (after {', '.join(s.depends_on)})" if s.depends_on else ""
-        status = f" [{statuses[s.id]}]" if statuses and s.id in statuses else ""
-        lines.append(f"- {s.id}: {s.title}{deps}{status}")
-    return "\n".join(lines)
-
-
 def python_ident(step_id: str) -> str:
     """The package name a step's committed code is imported under: ``deps.<ident>``."""
     ident = step_id.replace("-", "_")

@@ -17,11 +17,11 @@ from langgraph.runtime import Runtime
 from atom_agent import prompts
 from atom_agent.context import Context
 from atom_agent.services import Models
-from atom_agent.state import MAX_PLAN_STEPS, Plan, PlanStep, State, plan_problems
+from atom_agent.state import MAX_PLAN_STEPS, Plan, PlanStep, State, outline, plan_problems
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 
-from .common import outline, plan_of, run_ref, services
+from .common import plan_of, run_ref, services
 
 logger = logging.getLogger(__name__)
 
