@@ -20,8 +20,9 @@ def emit(event: str, /, **fields: Any) -> dict[str, Any]:
     logger.info("%s %s", event, fields)
     try:
         writer = get_stream_writer()
-    except RuntimeError:
-        # Called outside a runnable context (plain Python use): logging is the only sink.
+    except (RuntimeError, KeyError):
+        # Outside a graph run: RuntimeError outside any runnable context, KeyError inside a
+        # runnable that is not a graph (a tool invoked directly). Logging is the only sink.
         return payload
     writer(payload)
     return payload

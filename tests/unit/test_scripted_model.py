@@ -70,3 +70,15 @@ def test_usage_is_estimated_and_async_works() -> None:
     assert reply.usage_metadata is not None
     assert reply.usage_metadata["output_tokens"] == 10
     assert reply.usage_metadata["input_tokens"] == 100
+
+
+def test_emit_outside_a_graph_only_logs(caplog: pytest.LogCaptureFixture) -> None:
+    from langchain_core.runnables import RunnableLambda
+
+    from atom_agent.telemetry import emit
+
+    caplog.set_level("INFO", logger="atom_agent.events")
+    assert emit("x.plain", n=1) == {"event": "x.plain", "n": 1}
+    # Inside a runnable that is not a graph (a tool invoked directly) LangGraph raises KeyError.
+    assert RunnableLambda(lambda _: emit("x.runnable", n=2)).invoke(None)["n"] == 2
+    assert [r.getMessage().split()[0] for r in caplog.records] == ["x.plain", "x.runnable"]
