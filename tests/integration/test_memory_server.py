@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.servers import chroma_server, free_port
 
 from atom_agent.errors import ConfigError, MemoryNotFoundError, MemoryStoreError
 from atom_agent.memory import MemoryManager
@@ -22,56 +16,10 @@ from atom_agent.session import SessionContext
 pytestmark = pytest.mark.integration
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    chroma = Path(sys.executable).with_name("chroma")
-    data = tmp_path_factory.mktemp("chroma-server")
-    port = _free_port()
-    log = (data / "server.log").open("w")
-    server = subprocess.Popen(
-        [
-            str(chroma),
-            "run",
-            "--path",
-            str(data / "db"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"chroma run did not start: {(data / 'server.log').read_text()}")
-            time.sleep(0.2)
+    with chroma_server(tmp_path_factory.mktemp("chroma-server")) as url:
         yield url
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        log.close()
 
 
 def test_server_round_trip_between_two_workers(tmp_path: Path, chroma_url: str) -> None:
@@ -121,4 +69,4 @@ def test_bad_urls_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is not an http"):
         MemoryManager.open(tmp_path, chroma_url="ftp://example")
     with pytest.raises(MemoryStoreError, match="cannot reach the Chroma server"):
-        MemoryManager.open(tmp_path, chroma_url=f"http://127.0.0.1:{_free_port()}")
+        MemoryManager.open(tmp_path, chroma_url=f"http://127.0.0.1:{free_port()}")
