@@ -55,6 +55,8 @@ class Context:
     """Executor attempts per step before the reflector replans or fails the step (1–20)."""
     max_tool_calls: int = field(default=25, metadata=_doc("Tool calls per attempt."))
     """Tool calls the executor may make in one attempt (1–500)."""
+    max_plan_steps: int = field(default=12, metadata=_doc("Most steps a plan may have."))
+    """Plans with more steps are sent back to the planner (1–50); 1 makes every task one step."""
     max_replans: int = field(default=1, metadata=_doc("Replans per run."))
     """How many times a run may replan after a step exhausts its attempts (0–10)."""
     max_tokens: int | None = field(
@@ -109,6 +111,7 @@ class Context:
         _check_range(self, "max_attempts", 1, 20)
         _check_range(self, "max_tool_calls", 1, 500)
         _check_range(self, "max_replans", 0, 10)
+        _check_range(self, "max_plan_steps", 1, 50)
         _check_range(self, "max_tokens", 1, None)
         _check_range(self, "max_cost_usd", 0.0, None)
         _check_range(self, "max_wall_seconds", 0.001, None)

@@ -6,7 +6,8 @@ steps. Each step produces Python code in `impl.py` plus pytest tests in `test.py
 checked by running those tests.
 
 Rules:
-- Prefer few steps (1-{max_steps}); a small task (one function, one class) is ONE step.
+- Use at most {max_steps} step(s), fewer when you can; a small task (one function, one class) is
+ONE step.
 - Every step writes both the code and its tests: never plan a step that only writes tests.
 - Every step has a unique short id (lowercase slug), a title, a precise description, and \
 acceptance criteria that a test can check.

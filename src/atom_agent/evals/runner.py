@@ -71,7 +71,12 @@ def run_humaneval(
     out_dir.mkdir(parents=True, exist_ok=True)
     tasks = out_dir / "humaneval.jsonl"
     tasks.write_text(
-        "".join(json.dumps({"id": p.slug, "task": task_text(p)}) + "\n" for p in problems),
+        "".join(
+            # One function per problem: one step (the planner is held to it).
+            json.dumps({"id": p.slug, "task": task_text(p), "settings": {"max_plan_steps": 1}})
+            + "\n"
+            for p in problems
+        ),
         encoding="utf-8",
     )
     started = time.monotonic()

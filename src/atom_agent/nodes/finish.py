@@ -56,9 +56,7 @@ def make_finish(models: Models | None) -> Any:
     return finish
 
 
-def _outcome(
-    statuses: Mapping[str, str], budget: str | None, reason: str
-) -> tuple[RunStatus, str]:
+def _outcome(statuses: Mapping[str, str], budget: str | None, reason: str) -> tuple[RunStatus, str]:
     """The run's final status and reason from its steps and budgets."""
     if budget is not None and any(s == "pending" for s in statuses.values()):
         return "budget_exhausted", budget

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from atom_agent import prompts
 from atom_agent.context import Context
 from atom_agent.services import Models
-from atom_agent.state import MAX_PLAN_STEPS, Plan, PlanStep, State, outline, plan_problems
+from atom_agent.state import Plan, PlanStep, State, outline, plan_problems
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 
@@ -48,7 +48,7 @@ def make_planner(models: Models | None) -> Any:
             )
         feedback = state.get("plan_feedback", "") if not replan_text else ""
         messages: list[BaseMessage] = [
-            SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=MAX_PLAN_STEPS)),
+            SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=svc.ctx.max_plan_steps)),
             HumanMessage(
                 prompts.PLANNER_TASK.format(
                     task=state["task"],
@@ -77,7 +77,7 @@ def make_planner(models: Models | None) -> Any:
             else:
                 candidate = Plan.model_validate(parsed)
                 merged = _keep_committed(committed, candidate)
-                problems = plan_problems(merged)
+                problems = plan_problems(merged, max_steps=svc.ctx.max_plan_steps)
                 if not problems:
                     plan = merged
                     break

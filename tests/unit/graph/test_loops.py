@@ -135,3 +135,15 @@ def test_plan_approval_interrupt(tmp_path) -> None:  # type: ignore[no-untyped-d
     assert paused.question is not None and paused.question["kind"] == "plan_approval"
     assert paused.question["plan"]["steps"][0]["id"] == "adder"
     assert resume_run("p1", ctx, answer="approve", models=roles).status == "done"
+
+
+def test_max_plan_steps_holds_the_planner_to_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=1)
+    two = Plan(steps=[step("a"), step("b")])
+    one = Plan(steps=[step("adder")])
+    roles = models([two, one], ExecutorScript({("adder", 1): passing_attempt()}))
+    assert run_task("add", ctx, models=roles).status == "done"
+    assert "Use at most 1 step(s)" in str(roles["planner"].calls[0].messages[0].content)
+    assert "the plan has 2 steps; at most 1 are allowed" in str(
+        roles["planner"].calls[1].messages[-1].content
+    )
