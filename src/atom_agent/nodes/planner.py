@@ -76,6 +76,8 @@ def make_planner(models: Models | None) -> Any:
                 problems = [f"the answer did not match the Plan schema: {error}"]
             else:
                 candidate = Plan.model_validate(parsed)
+                if svc.ctx.max_plan_steps == 1 and not committed:
+                    candidate = merge_into_one_step(candidate)
                 merged = _keep_committed(committed, candidate)
                 problems = plan_problems(merged, max_steps=svc.ctx.max_plan_steps)
                 if not problems:
@@ -129,6 +131,32 @@ def make_planner(models: Models | None) -> Any:
         }
 
     return planner
+
+
+def merge_into_one_step(plan: Plan) -> Plan:
+    """A plan of several steps as one step (``max_plan_steps=1``), nothing dropped.
+
+    Small models split even one function into "code" and "tests" steps and rarely obey a
+    one-step limit when re-asked; joining the steps keeps every criterion and costs no call.
+    """
+    if len(plan.steps) <= 1:
+        return plan
+    first = plan.steps[0]
+    criteria = list(dict.fromkeys(c for s in plan.steps for c in s.acceptance_criteria))
+    files = list(dict.fromkeys(f for s in plan.steps for f in s.expected_files))
+    return Plan(
+        steps=[
+            PlanStep(
+                id=first.id,
+                title=first.title,
+                description="\n".join(f"- {s.title}: {s.description}" for s in plan.steps),
+                acceptance_criteria=criteria,
+                depends_on=[],
+                expected_files=files,
+            )
+        ],
+        rationale=plan.rationale,
+    )
 
 
 def _keep_committed(committed: list[PlanStep], plan: Plan) -> Plan:

@@ -138,12 +138,26 @@ def test_plan_approval_interrupt(tmp_path) -> None:  # type: ignore[no-untyped-d
 
 
 def test_max_plan_steps_holds_the_planner_to_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=1)
-    two = Plan(steps=[step("a"), step("b")])
-    one = Plan(steps=[step("adder")])
-    roles = models([two, one], ExecutorScript({("adder", 1): passing_attempt()}))
+    ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=2)
+    three = Plan(steps=[step("a"), step("b"), step("c")])
+    two = Plan(steps=[step("adder"), step("more", depends_on=["adder"])])
+    executor = ExecutorScript({}, default=passing_attempt)
+    roles = models([three, two], executor)
     assert run_task("add", ctx, models=roles).status == "done"
-    assert "Use at most 1 step(s)" in str(roles["planner"].calls[0].messages[0].content)
-    assert "the plan has 2 steps; at most 1 are allowed" in str(
+    assert "Use at most 2 step(s)" in str(roles["planner"].calls[0].messages[0].content)
+    assert "the plan has 3 steps; at most 2 are allowed" in str(
         roles["planner"].calls[1].messages[-1].content
     )
+
+
+def test_a_one_step_limit_merges_the_steps(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=1)
+    code = step("code", criteria=["add(2, 3) == 5"])
+    tests = step("tests", depends_on=["code"], criteria=["tests cover negatives"])
+    executor = ExecutorScript({("code", 1): passing_attempt()})
+    roles = models([Plan(steps=[code, tests])], executor)
+    outcome = run_task("add", ctx, models=roles)
+    assert outcome.status == "done" and outcome.step_status == {"code": "committed"}
+    assert len(roles["planner"].calls) == 1  # merged, not re-asked
+    prompt = executor.prompts[("code", 1)]
+    assert "- add(2, 3) == 5\n- tests cover negatives" in prompt
