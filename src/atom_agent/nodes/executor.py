@@ -156,9 +156,16 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _require_tools(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         # Small models often "answer" the task in prose on the first turn; an attempt that
         # wrote nothing can only fail, so the answer option is taken away until it has.
-        if request.tools and not all((self.scope.staging / f).is_file() for f in REQUIRED_FILES):
-            return request.override(tool_choice="any")
-        return request
+        if not request.tools or all((self.scope.staging / f).is_file() for f in REQUIRED_FILES):
+            return request
+        if isinstance(request.model, LocalChatModel):
+            # A small model also wanders (reading files that do not exist yet): until the
+            # files exist it may only write them, or read what its dependencies committed.
+            allowed = {"write_file", *(("read_file",) if self.scope.dependencies else ())}
+            tools = [t for t in request.tools if getattr(t, "name", None) in allowed]
+            if tools:
+                return request.override(tools=tools, tool_choice="any")
+        return request.override(tool_choice="any")
 
 
 def make_executor(models: Models | None) -> Any:

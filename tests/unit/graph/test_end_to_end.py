@@ -56,3 +56,31 @@ def test_the_model_must_call_tools_until_the_files_exist(ctx: Context) -> None:
     choices = [call.kwargs.get("tool_choice") for call in roles["executor"].calls]
     # write impl.py, write test.py (forced), run_tests (free: both files exist by then)
     assert choices == ["any", "any", None]
+
+
+def test_a_local_model_may_only_write_until_the_files_exist(ctx: Context) -> None:
+    from typing import Any
+
+    from langchain_core.messages import BaseMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from atom_agent.models import LocalChatModel
+
+    seen: list[tuple[list[str], Any]] = []
+    replies = passing_attempt()
+
+    class RecordingLocal(LocalChatModel):
+        """The local model's tool protocol, with scripted replies instead of llama.cpp."""
+
+        def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                      **kwargs: Any) -> ChatResult:  # fmt: skip
+            names = [t["function"]["name"] for t in kwargs.get("tools", [])]
+            seen.append((names, kwargs.get("tool_choice")))
+            return ChatResult(generations=[ChatGeneration(message=replies[len(seen) - 1])])
+
+    roles = models([Plan(steps=[step("adder")])], ExecutorScript({}))
+    roles["executor"] = RecordingLocal()  # type: ignore[assignment]
+    assert run_task("add", ctx, models=roles).status == "done"  # type: ignore[arg-type]
+    assert seen[0] == (["write_file"], "any")
+    assert seen[1] == (["write_file"], "any")
+    assert "run_tests" in seen[2][0] and seen[2][1] is None
