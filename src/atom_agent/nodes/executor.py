@@ -156,8 +156,14 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _require_tools(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         # Small models often "answer" the task in prose on the first turn; an attempt that
         # wrote nothing can only fail, so the answer option is taken away until it has.
-        if not request.tools or all((self.scope.staging / f).is_file() for f in REQUIRED_FILES):
+        written = all((self.scope.staging / f).is_file() for f in REQUIRED_FILES)
+        if not request.tools:
             return request
+        if written:
+            # A small model "gives up" in prose after a failing test run; code decides when
+            # its attempt ends (tests pass or the tool budget is spent), so it must keep working.
+            local = isinstance(request.model, LocalChatModel)
+            return request.override(tool_choice="any") if local else request
         if isinstance(request.model, LocalChatModel):
             # A small model also wanders (reading files that do not exist yet): until the
             # files exist it may only write them, or read what its dependencies committed.

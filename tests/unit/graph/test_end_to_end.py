@@ -58,7 +58,9 @@ def test_the_model_must_call_tools_until_the_files_exist(ctx: Context) -> None:
     assert choices == ["any", "any", None]
 
 
-def test_a_local_model_may_only_write_until_the_files_exist(ctx: Context) -> None:
+def test_a_local_model_may_only_write_until_the_files_exist_and_must_keep_working(
+    ctx: Context,
+) -> None:
     from typing import Any
 
     from langchain_core.messages import BaseMessage
@@ -83,4 +85,4 @@ def test_a_local_model_may_only_write_until_the_files_exist(ctx: Context) -> Non
     assert run_task("add", ctx, models=roles).status == "done"  # type: ignore[arg-type]
     assert seen[0] == (["write_file"], "any")
     assert seen[1] == (["write_file"], "any")
-    assert "run_tests" in seen[2][0] and seen[2][1] is None
+    assert "run_tests" in seen[2][0] and seen[2][1] == "any"  # it never answers in prose
