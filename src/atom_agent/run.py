@@ -23,6 +23,9 @@ from atom_agent.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
+FINISHED = frozenset({"done", "failed", "budget_exhausted", "rejected"})
+"""Run statuses after which there is nothing to resume."""
+
 MAX_TASK_CHARS = 20_000
 """Longest task text accepted (it is pinned into every executor prompt)."""
 
@@ -149,6 +152,9 @@ def run_task(
         )
     config: RunnableConfig = {"configurable": {"thread_id": rid}, "recursion_limit": 10_000}
     with sqlite_checkpointer(workspace) as saver:
+        # The run directory does not exist, so any checkpoint under this id is a leftover
+        # (e.g. a run abandoned before its first step): never mix it into the new run.
+        saver.delete_thread(rid)
         graph = build_graph(models=models, checkpointer=saver)
         try:
             _stream(graph, {"task": task, "run_id": rid}, config, ctx, on_event)
@@ -188,7 +194,12 @@ def resume_run(
         if waiting and (answer is None or (isinstance(answer, str) and not answer.strip())):
             raise InvalidInputError(f"run {run_id!r} is waiting for an answer: pass --answer")
         if not snapshot.next:
-            return _outcome(graph, config, workspace, run_id)
+            if snapshot.values.get("status") in FINISHED:
+                return _outcome(graph, config, workspace, run_id)
+            # Killed between writing a checkpoint and scheduling what follows it: nothing
+            # can continue this thread. Drop it; the caller may start the run again.
+            saver.delete_thread(run_id)
+            raise WorkspaceError(f"run {run_id!r} has no checkpoint to resume from")
         payload: Any = Command(resume=answer) if waiting else None
         try:
             _stream(graph, payload, config, ctx, on_event)
