@@ -58,6 +58,22 @@ def backoff_delay(attempt: int, base_s: float, max_s: float) -> float:
     return random.uniform(0, min(max_s, base_s * 2 ** (attempt - 1)))
 
 
+def _retry_delay(
+    exc: BaseException,
+    attempt: int,
+    retries: int,
+    base_s: float,
+    max_s: float,
+    retry_on: Callable[[BaseException], bool],
+) -> float | None:
+    """The wait before retry `attempt` of `exc`, or None when it must propagate."""
+    if attempt > retries or not retry_on(exc):
+        return None
+    delay = backoff_delay(attempt, base_s, max_s)
+    logger.warning("transient model error (%s); retry %d/%d in %.1fs", exc, attempt, retries, delay)
+    return delay
+
+
 def call_with_retry(
     fn: Callable[[], T],
     *,
@@ -78,12 +94,9 @@ def call_with_retry(
             return fn()
         except Exception as exc:
             attempt += 1
-            if attempt > retries or not retry_on(exc):
+            delay = _retry_delay(exc, attempt, retries, base_delay_s, max_delay_s, retry_on)
+            if delay is None:
                 raise
-            delay = backoff_delay(attempt, base_delay_s, max_delay_s)
-            logger.warning(
-                "transient model error (%s); retry %d/%d in %.1fs", exc, attempt, retries, delay
-            )
             sleep(delay)
 
 
@@ -102,10 +115,7 @@ async def acall_with_retry(
             return await fn()
         except Exception as exc:
             attempt += 1
-            if attempt > retries or not retry_on(exc):
+            delay = _retry_delay(exc, attempt, retries, base_delay_s, max_delay_s, retry_on)
+            if delay is None:
                 raise
-            delay = backoff_delay(attempt, base_delay_s, max_delay_s)
-            logger.warning(
-                "transient model error (%s); retry %d/%d in %.1fs", exc, attempt, retries, delay
-            )
             await asyncio.sleep(delay)
