@@ -10,7 +10,13 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from atom_agent.errors import ModelError
-from atom_agent.models.local import _allowed_tools, _parse_reply, _render, _reply_schema
+from atom_agent.models.local import (
+    _allowed_tools,
+    _parse_reply,
+    _render,
+    _reply_schema,
+    allowed_tools_choice,
+)
 
 
 @tool
@@ -94,3 +100,18 @@ def test_parse_reply() -> None:
     assert not cut.tool_calls
     assert "finish_reason=length" in cut.invalid_tool_calls[0]["error"]
     assert _parse_reply("plain text", None, "stop").content == "plain text"
+
+
+def test_allowed_tools_narrow_the_reply_but_not_the_prompt() -> None:
+    messages = [SystemMessage("Be brief."), HumanMessage("write it")]
+    required = _allowed_tools(TOOLS, allowed_tools_choice(["tag"]))
+    assert required == [TOOLS[1]]
+    auto = _allowed_tools(TOOLS, allowed_tools_choice(["tag"], required=False))
+    assert auto == [TOOLS[1], {"answer": True}]
+    # Every bound tool stays listed: the prompt (and llama.cpp's cached prefix) is unchanged.
+    everything = _allowed_tools(TOOLS, None)
+    assert _render(messages, TOOLS, required) == _render(messages, TOOLS, everything)
+    with pytest.raises(ModelError, match="must name bound tools"):
+        _allowed_tools(TOOLS, allowed_tools_choice(["rm_rf"]))
+    with pytest.raises(ModelError, match="must name bound tools"):
+        _allowed_tools(TOOLS, {"type": "allowed_tools", "allowed_tools": {"tools": []}})

@@ -81,9 +81,10 @@ def load_problems(ids: list[str] | None = None, limit: int | None = None) -> lis
 def task_text(problem: Problem) -> str:
     """The problem as an atom_agent task."""
     return (
-        f"Implement the Python function `{problem.entry_point}` in impl.py exactly as specified "
-        f"by this signature and docstring (keep the name and signature), with pytest tests in "
-        f"test.py:\n\n```python\n{problem.prompt}```"
+        f"Implement the Python function `{problem.entry_point}` in impl.py: keep the imports, "
+        f"name and signature below and write its complete body (the code that computes the "
+        f"result the docstring specifies), with pytest tests in test.py:\n\n"
+        f"```python\n{problem.prompt}```"
     )
 
 

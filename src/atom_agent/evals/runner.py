@@ -79,17 +79,15 @@ def run_humaneval(
         ),
         encoding="utf-8",
     )
-    started = time.monotonic()
+    # The baseline first, one scored line per problem: cheap, and kept when a long agent run
+    # is stopped; a re-run skips what is already scored (like the agent batch resumes).
+    model = _baseline_model(ctx, models) if baseline else None
+    baselines = _run_baseline(problems, model, out_dir / "baseline.jsonl", runner, limits,
+                              on_progress) if model is not None else {}  # fmt: skip
     run_batch(tasks, out_dir / "results.jsonl", BatchOptions(ctx, concurrency, models=models))
-    agent_seconds = time.monotonic() - started
-    results = {
-        json.loads(line)["id"]: json.loads(line)
-        for line in (out_dir / "results.jsonl").read_text().splitlines()
-        if line.strip()
-    }
+    results = _read_jsonl(out_dir / "results.jsonl")
     workspace = Workspace(Path(ctx.workspace).expanduser())
     rows: list[dict[str, Any]] = []
-    model = _baseline_model(ctx, models) if baseline else None
     for problem in problems:
         result = results.get(problem.slug, {})
         source = committed_source(workspace, str(result.get("run_id", "")), problem)
@@ -104,34 +102,67 @@ def run_humaneval(
             "agent_seconds": result.get("duration_s"),
         }
         if model is not None:
-            t0 = time.monotonic()
-            code, usage = single_shot(problem, model)
-            base = score(problem, code, runner, limits)
-            row.update(
-                baseline_passed=base.passed,
-                baseline_detail=base.detail,
-                baseline_tokens=usage["input_tokens"] + usage["output_tokens"],
-                baseline_seconds=round(time.monotonic() - t0, 2),
-            )
+            row.update({k: v for k, v in baselines[problem.slug].items() if k != "id"})
         rows.append(row)
         if on_progress is not None:
             on_progress(f"{problem.task_id}: agent {row['agent_passed']}"
                         + (f", baseline {row['baseline_passed']}" if model else ""))  # fmt: skip
-    summary = _summary(rows, baseline=model is not None, agent_seconds=agent_seconds)
+    summary = _summary(rows, baseline=model is not None)
     (out_dir / "eval.json").write_text(
         json.dumps({"summary": summary, "problems": rows}, indent=2) + "\n", encoding="utf-8"
     )
     return summary
 
 
-def _summary(rows: list[dict[str, Any]], *, baseline: bool, agent_seconds: float) -> dict[str, Any]:
+def _read_jsonl(path: Path) -> dict[str, dict[str, Any]]:
+    """The records of a results file by id (a later line for an id wins)."""
+    if not path.exists():
+        return {}
+    records = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+               if line.strip())  # fmt: skip
+    return {str(r["id"]): r for r in records if isinstance(r, dict) and "id" in r}
+
+
+def _run_baseline(
+    problems: list[Problem],
+    model: BaseChatModel,
+    path: Path,
+    runner: SandboxRunner,
+    limits: Limits,
+    on_progress: Callable[[str], None] | None,
+) -> dict[str, dict[str, Any]]:
+    """Single-shot answers scored by the problems' tests; appended to `path` as they finish."""
+    done = _read_jsonl(path)
+    for problem in problems:
+        if problem.slug in done:
+            continue
+        t0 = time.monotonic()
+        code, usage = single_shot(problem, model)
+        base = score(problem, code, runner, limits)
+        record = {
+            "id": problem.slug,
+            "baseline_passed": base.passed,
+            "baseline_detail": base.detail,
+            "baseline_tokens": usage["input_tokens"] + usage["output_tokens"],
+            "baseline_seconds": round(time.monotonic() - t0, 2),
+        }
+        with path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(record) + "\n")
+        done[problem.slug] = record
+        if on_progress is not None:
+            on_progress(f"{problem.task_id}: baseline {base.passed}")
+    return done
+
+
+def _summary(rows: list[dict[str, Any]], *, baseline: bool) -> dict[str, Any]:
     n = len(rows) or 1
+    timed = [float(r["agent_seconds"]) for r in rows if r.get("agent_seconds") is not None]
     out: dict[str, Any] = {
         "problems": len(rows),
         "agent_pass@1": round(sum(r["agent_passed"] for r in rows) / n, 4),
         "attempts_per_task": round(sum(r["attempts"] for r in rows) / n, 2),
         "agent_tokens": sum(r["agent_tokens"] for r in rows),
-        "agent_seconds_per_task": round(agent_seconds / n, 2),
+        "agent_seconds_per_task": round(sum(timed) / len(timed), 2) if timed else None,
     }
     if baseline:
         out.update(

@@ -46,7 +46,7 @@ MAX_ARRAY_ITEMS = 12
 _TOOL_PROMPT = """\
 You can call tools. Reply with exactly one JSON object and nothing else:
 - to call a tool: {{"name": "<tool name>", "arguments": {{...}}}}
-- to give your final answer{answer_note}: {{"answer": "<your answer>"}}
+- to give your final answer, when that is allowed: {{"answer": "<your answer>"}}
 
 Tools:
 {tools}"""
@@ -176,6 +176,9 @@ class LocalChatModel(BaseChatModel):
         kwargs.pop("ls_structured_output_format", None)
         kwargs.pop("parallel_tool_calls", None)
         max_tokens = int(kwargs.pop("max_tokens", self.max_tokens))
+        temperature = float(kwargs.pop("temperature", self.temperature))
+        if not 0.0 <= temperature <= 2.0:
+            raise ModelError(f"temperature must be within [0, 2], got {temperature}")
         if kwargs:
             raise ModelError(f"LocalChatModel got unsupported call options: {sorted(kwargs)}")
 
@@ -183,7 +186,7 @@ class LocalChatModel(BaseChatModel):
         request: dict[str, Any] = {
             "messages": chat,
             "max_tokens": max_tokens,
-            "temperature": self.temperature,
+            "temperature": temperature,
             "stop": stop,
         }
         if allowed is not None:
@@ -198,6 +201,10 @@ class LocalChatModel(BaseChatModel):
         usage = out.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens", 0))
         completion_tokens = int(usage.get("completion_tokens", 0))
+        logger.info(
+            "local model: %d prompt + %d completion tokens in %.1fs (finish=%s)",
+            prompt_tokens, completion_tokens, elapsed, finish,
+        )
         message = _parse_reply(text, allowed, finish)
         message.usage_metadata = UsageMetadata(
             input_tokens=prompt_tokens,
@@ -232,7 +239,10 @@ def _allowed_tools(
 ) -> list[dict[str, Any]] | None:
     """The tools the reply may call, or None for free text.
 
-    An ``{"answer": True}`` entry in the result means a final answer is allowed too.
+    An ``{"answer": True}`` entry in the result means a final answer is allowed too. Besides
+    the usual choices, OpenAI's ``{"type": "allowed_tools", "allowed_tools": {"mode": ...,
+    "tools": [...]}}`` narrows the reply to some bound tools while the prompt still lists them
+    all, so the prompt prefix (and llama.cpp's KV cache of it) stays the same between calls.
     """
     if not tools or choice == "none":
         return None
@@ -241,10 +251,33 @@ def _allowed_tools(
         return [*tools, {"answer": True}]
     if choice in ("any", "required", True):
         return list(tools)
+    if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+        spec = choice.get("allowed_tools", choice)
+        wanted_names = [
+            (entry.get("function") or entry).get("name") for entry in spec.get("tools") or []
+        ]
+        unknown = [n for n in wanted_names if n not in names]
+        if not wanted_names or unknown:
+            raise ModelError(
+                f"allowed_tools {wanted_names!r} must name bound tools (bound: {sorted(names)})"
+            )
+        subset = [names[n] for n in dict.fromkeys(wanted_names)]
+        return subset if spec.get("mode", "auto") == "required" else [*subset, {"answer": True}]
     wanted = choice.get("function", {}).get("name") if isinstance(choice, dict) else choice
     if not isinstance(wanted, str) or wanted not in names:
         raise ModelError(f"tool_choice {choice!r} names no bound tool (bound: {sorted(names)})")
     return [names[wanted]]
+
+
+def allowed_tools_choice(names: Sequence[str], *, required: bool = True) -> dict[str, Any]:
+    """A ``tool_choice`` that lets the model call only `names` (OpenAI's allowed_tools shape)."""
+    return {
+        "type": "allowed_tools",
+        "allowed_tools": {
+            "mode": "required" if required else "auto",
+            "tools": [{"type": "function", "function": {"name": n}} for n in names],
+        },
+    }
 
 
 def _cap_arrays(schema: Any, max_items: int) -> Any:
@@ -302,14 +335,14 @@ def _render(
     """LangChain messages → llama.cpp chat messages, tool protocol spelled out in JSON."""
     system = [_text(m.content) for m in messages if isinstance(m, SystemMessage)]
     if allowed is not None:
+        # Every bound tool is listed whatever this call allows (the grammar enforces that):
+        # an unchanged system prompt lets llama.cpp reuse its KV cache of the conversation.
         listed = "\n".join(
             f"- {_tool_name(t)}: {t['function'].get('description', '').strip()}\n"
             f"  arguments (JSON schema): {json.dumps(t['function'].get('parameters', {}))}"
             for t in tools
-            if any("function" in a and _tool_name(a) == _tool_name(t) for a in allowed)
         )
-        note = "" if any("answer" in a for a in allowed) else " (not allowed now: call a tool)"
-        system.append(_TOOL_PROMPT.format(tools=listed, answer_note=note))
+        system.append(_TOOL_PROMPT.format(tools=listed))
     chat: list[dict[str, str]] = []
     if system:
         chat.append({"role": "system", "content": "\n\n".join(s for s in system if s)})

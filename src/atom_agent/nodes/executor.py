@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents import create_agent
@@ -26,6 +26,7 @@ from atom_agent import prompts
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError
 from atom_agent.models import LocalChatModel
+from atom_agent.models.local import allowed_tools_choice
 from atom_agent.reconstruct import reconstruct_context
 from atom_agent.services import Models
 from atom_agent.state import State
@@ -162,16 +163,39 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if written:
             # A small model "gives up" in prose after a failing test run; code decides when
             # its attempt ends (tests pass or the tool budget is spent), so it must keep working.
-            local = isinstance(request.model, LocalChatModel)
-            return request.override(tool_choice="any") if local else request
+            if not isinstance(request.model, LocalChatModel):
+                return request
+            if _rewrote_unchanged(request.messages):
+                # Greedy decoding is stuck rewriting the same failing file: sample instead.
+                settings = {**request.model_settings, "temperature": UNSTUCK_TEMPERATURE}
+                return request.override(tool_choice="any", model_settings=settings)
+            return request.override(tool_choice="any")
         if isinstance(request.model, LocalChatModel):
             # A small model also wanders (reading files that do not exist yet): until the
             # files exist it may only write them, or read what its dependencies committed.
             allowed = {"write_file", *(("read_file",) if self.scope.dependencies else ())}
-            tools = [t for t in request.tools if getattr(t, "name", None) in allowed]
-            if tools:
-                return request.override(tools=tools, tool_choice="any")
+            present = (getattr(t, "name", None) for t in request.tools)
+            names = [n for n in present if isinstance(n, str) and n in allowed]
+            if names:
+                # Narrowed by tool_choice, not by unbinding tools: the prompt stays the same.
+                return request.override(tool_choice=allowed_tools_choice(names))
         return request.override(tool_choice="any")
+
+
+UNSTUCK_TEMPERATURE = 0.7
+"""Sampling temperature of a local model once it rewrote a file with identical content."""
+
+
+def _rewrote_unchanged(messages: Sequence[BaseMessage]) -> bool:
+    """Whether a write_file in this attempt reported an unchanged file (the model repeats)."""
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.name == "write_file":
+            try:
+                if json.loads(str(message.content)).get("unchanged"):
+                    return True
+            except (ValueError, AttributeError):
+                continue
+    return False
 
 
 def make_executor(models: Models | None) -> Any:

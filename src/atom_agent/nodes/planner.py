@@ -46,6 +46,9 @@ def make_planner(models: Models | None) -> Any:
             replan_text = prompts.PLANNER_REPLAN.format(
                 committed=listed, failure=state.get("plan_feedback") or "(no details)"
             )
+        if svc.ctx.max_plan_steps == 1 and not state.get("plan"):
+            # One step can only be the task itself: no model call needed to plan it.
+            return _accept(svc, state, run, single_step_plan(state["task"]), "initial plan", {})
         feedback = state.get("plan_feedback", "") if not replan_text else ""
         messages: list[BaseMessage] = [
             SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=svc.ctx.max_plan_steps)),
@@ -102,35 +105,71 @@ def make_planner(models: Models | None) -> Any:
                 problems
             )
             return {"status": "failed", "stop_reason": reason, "usage": usage}
-        revision = svc.workspace.write_plan(
-            run, plan.model_dump(), reason="replan" if replan_text else "initial plan"
+        return _accept(
+            svc, state, run, plan, "replan" if replan_text else "initial plan", usage
         )
-        old_status = state.get("step_status") or {}
-        statuses = {
-            s.id: ("committed" if old_status.get(s.id) == "committed" else "pending")
-            for s in plan.steps
-        }
-        for step in plan.steps:
-            svc.workspace.create_step(
-                run,
-                step.id,
-                depends_on=step.depends_on,
-                exist_ok=True,
-                **{k: v for k, v in step.model_dump().items() if k not in ("id", "depends_on")},
-            )
-        emit("plan.ready", run_id=state["run_id"], revision=revision, steps=len(plan.steps))
-        svc.workspace.update_run(run, status="running", plan_revision=revision)
-        return {
-            "plan": plan.model_dump(),
-            "plan_revision": revision,
-            "plan_feedback": "",
-            "step_status": statuses,
-            "status": "running",
-            "usage": usage,
-            "replans": state.get("replans", 0) + (1 if replan_text else 0),
-        }
 
     return planner
+
+
+def _accept(
+    svc: Any, state: State, run: Any, plan: Plan, reason: str, usage: dict[str, Any]
+) -> dict[str, Any]:
+    """Write a valid plan's revision and step folders; the state update that adopts it."""
+    revision = svc.workspace.write_plan(run, plan.model_dump(), reason=reason)
+    old_status = state.get("step_status") or {}
+    statuses = {
+        s.id: ("committed" if old_status.get(s.id) == "committed" else "pending")
+        for s in plan.steps
+    }
+    for step in plan.steps:
+        svc.workspace.create_step(
+            run,
+            step.id,
+            depends_on=step.depends_on,
+            exist_ok=True,
+            **{k: v for k, v in step.model_dump().items() if k not in ("id", "depends_on")},
+        )
+    emit("plan.ready", run_id=state["run_id"], revision=revision, steps=len(plan.steps))
+    svc.workspace.update_run(run, status="running", plan_revision=revision)
+    return {
+        "plan": plan.model_dump(),
+        "plan_revision": revision,
+        "plan_feedback": "",
+        "step_status": statuses,
+        "status": "running",
+        "usage": usage,
+        "replans": state.get("replans", 0) + (1 if reason == "replan" else 0),
+    }
+
+
+SINGLE_STEP_CRITERIA = (
+    "impl.py implements exactly what the task asks (names and signatures as given)",
+    "test.py has pytest tests of that behaviour, including edge cases, and they pass",
+)
+
+
+def single_step_plan(task: str) -> Plan:
+    """The plan of a task held to one step (``max_plan_steps=1``): the step is the task.
+
+    A model asked to plan one function only restates it (and small models still split it in
+    two); the first replan, which has a failure to learn from, goes to the model.
+    """
+    first_line = next((line.strip() for line in task.splitlines() if line.strip()), "the task")
+    title = first_line if len(first_line) <= 80 else first_line[:77].rstrip() + "..."
+    return Plan(
+        steps=[
+            PlanStep(
+                id="step1",
+                title=title,
+                description="Do the whole task above: the code in impl.py, its tests in test.py.",
+                acceptance_criteria=list(SINGLE_STEP_CRITERIA),
+                depends_on=[],
+                expected_files=["impl.py", "test.py"],
+            )
+        ],
+        rationale="max_plan_steps=1: the whole task is one step",
+    )
 
 
 def merge_into_one_step(plan: Plan) -> Plan:

@@ -219,11 +219,20 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
         if target.is_dir():
             raise ToolException(f"{path!r} is a directory; choose a file name inside it")
         created = not target.exists()
-        _write(target, data, path)
-        return to_json({"written": scope.display(target), "bytes": len(data),
-                      "lines": content.count("\n") + (0 if content.endswith("\n") or not content
-                                                      else 1),
-                      "created": created})
+        unchanged = not created and target.read_bytes() == data
+        if not unchanged:
+            _write(target, data, path)
+        result: dict[str, Any] = {
+            "written": scope.display(target), "bytes": len(data),
+            "lines": content.count("\n") + (0 if content.endswith("\n") or not content else 1),
+            "created": created,
+        }
+        if unchanged:
+            # Greedy decoding repeats itself; say so, or a failing file is rewritten forever.
+            result["unchanged"] = True
+            result["note"] = ("the file already had exactly this content: nothing changed. "
+                              "If its tests fail, change the code.")
+        return to_json(result)
 
     def edit_file(path: str, old_text: str, new_text: str) -> str:
         """Replace one exact occurrence of old_text with new_text in a file of your staging area.

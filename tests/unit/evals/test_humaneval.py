@@ -70,9 +70,12 @@ def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
     problems = load_problems(["0", "2"])
     by_entry = {p.entry_point: p for p in problems}
 
+    single_shots: list[str] = []
+
     def executor_reply(messages: list[BaseMessage]) -> AIMessage:
         text = str(next(m for m in messages if isinstance(m, HumanMessage)).content)
         if "Complete this Python function" in text:  # the baseline's single shot
+            single_shots.append(text)
             p = next(p for name, p in by_entry.items() if f"def {name}" in text)
             body = "    return False\n" if p.task_id == "HumanEval/0" else p.canonical_solution
             return AIMessage(content=f"```python\n{p.prompt}{body}```")
@@ -96,3 +99,11 @@ def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
     assert summary["attempts_per_task"] == 1.0
     details = json.loads((tmp_path / "eval" / "eval.json").read_text())
     assert [r["agent_detail"] for r in details["problems"]] == ["check() passed"] * 2
+    assert len((tmp_path / "eval" / "baseline.jsonl").read_text().splitlines()) == 2
+    # Run again (as after an interruption): nothing is asked or run twice, the figures hold.
+    try:
+        again = run_humaneval(problems, ctx, tmp_path / "eval", models=roles)
+    finally:
+        close_all()
+    assert len(single_shots) == 2
+    assert again["agent_pass@1"] == 1.0 and again["baseline_pass@1"] == 0.5

@@ -83,6 +83,55 @@ def test_a_local_model_may_only_write_until_the_files_exist_and_must_keep_workin
     roles = models([Plan(steps=[step("adder")])], ExecutorScript({}))
     roles["executor"] = RecordingLocal()  # type: ignore[assignment]
     assert run_task("add", ctx, models=roles).status == "done"  # type: ignore[arg-type]
-    assert seen[0] == (["write_file"], "any")
-    assert seen[1] == (["write_file"], "any")
+    from atom_agent.models.local import _allowed_tools, allowed_tools_choice
+
+    only_write = allowed_tools_choice(["write_file"])
+    # Every tool stays bound (the prompt does not change); the choice narrows the reply.
+    assert "run_tests" in seen[0][0] and seen[0][1] == only_write
+    assert seen[1] == (seen[0][0], only_write)
+    assert [t["function"]["name"] for t in _allowed_tools(  # type: ignore[index]
+        [{"function": {"name": n}} for n in seen[0][0]], seen[0][1])] == ["write_file"]
     assert "run_tests" in seen[2][0] and seen[2][1] == "any"  # it never answers in prose
+
+
+def test_a_local_model_stuck_rewriting_the_same_file_is_sampled(ctx: Context) -> None:
+    from typing import Any
+
+    from langchain_core.messages import BaseMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from atom_agent.models import LocalChatModel
+    from atom_agent.nodes.executor import UNSTUCK_TEMPERATURE
+
+    from .scripts import BAD_TEST, run_tests, write
+
+    temperatures: list[Any] = []
+    replies = [
+        write("impl.py", ADD_IMPL),
+        write("test.py", BAD_TEST),
+        run_tests(),
+        write("test.py", BAD_TEST),  # greedy decoding repeats itself: the file is unchanged
+        *passing_attempt(),
+    ]
+
+    class RecordingLocal(LocalChatModel):
+        def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                      **kwargs: Any) -> ChatResult:  # fmt: skip
+            temperatures.append(kwargs.get("temperature"))
+            return ChatResult(generations=[ChatGeneration(message=replies[len(temperatures) - 1])])
+
+    roles = models([Plan(steps=[step("adder")])], ExecutorScript({}))
+    roles["executor"] = RecordingLocal()  # type: ignore[assignment]
+    assert run_task("add", ctx, models=roles).status == "done"  # type: ignore[arg-type]
+    assert temperatures[:4] == [None, None, None, None]  # greedy until it repeats
+    assert temperatures[4:] == [UNSTUCK_TEMPERATURE] * 3
+
+
+def test_the_local_model_takes_a_temperature_per_call() -> None:
+    import pytest
+
+    from atom_agent.errors import ModelError
+    from atom_agent.models import LocalChatModel
+
+    with pytest.raises(ModelError, match="temperature must be within"):
+        LocalChatModel(model_path="/nonexistent.gguf").invoke("hi", temperature=3.0)

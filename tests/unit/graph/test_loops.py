@@ -150,14 +150,26 @@ def test_max_plan_steps_holds_the_planner_to_it(tmp_path) -> None:  # type: igno
     )
 
 
-def test_a_one_step_limit_merges_the_steps(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_one_step_limit_plans_without_the_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
     ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=1)
+    executor = ExecutorScript({("step1", 1): passing_attempt()})
+    roles = models([], executor)
+    outcome = run_task("add two numbers", ctx, models=roles)
+    assert outcome.status == "done" and outcome.step_status == {"step1": "committed"}
+    assert roles["planner"].calls == []
+    prompt = executor.prompts[("step1", 1)]
+    assert "# Your step: step1 — add two numbers" in prompt
+    assert "- impl.py implements exactly what the task asks" in prompt
+
+
+def test_a_one_step_replan_merges_the_models_steps(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=1, max_attempts=1)
     code = step("code", criteria=["add(2, 3) == 5"])
     tests = step("tests", depends_on=["code"], criteria=["tests cover negatives"])
-    executor = ExecutorScript({("code", 1): passing_attempt()})
+    executor = ExecutorScript({("step1", 1): failing_attempt(), ("code", 1): passing_attempt()})
     roles = models([Plan(steps=[code, tests])], executor)
     outcome = run_task("add", ctx, models=roles)
-    assert outcome.status == "done" and outcome.step_status == {"code": "committed"}
-    assert len(roles["planner"].calls) == 1  # merged, not re-asked
+    assert outcome.status == "done" and outcome.step_status.get("code") == "committed"
+    assert len(roles["planner"].calls) == 1  # the replan, merged rather than re-asked
     prompt = executor.prompts[("code", 1)]
     assert "- add(2, 3) == 5\n- tests cover negatives" in prompt

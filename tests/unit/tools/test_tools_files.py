@@ -36,6 +36,9 @@ def test_write_read_round_trip(tools: dict[str, BaseTool], call: Call, area: dic
     assert status == "success" and out["content"] == "x = 1\ny = 2\n" and out["total_lines"] == 2
     _, out = call(tools["write_file"], path="pkg/impl.py", content="z = 3")
     assert out["created"] is False and out["lines"] == 1
+    assert "unchanged" not in out
+    _, out = call(tools["write_file"], path="pkg/impl.py", content="z = 3")
+    assert out["unchanged"] is True and "change the code" in out["note"]
 
 
 def test_dependency_artifacts_are_readable(tools: dict[str, BaseTool], call: Call) -> None:
