@@ -1,4 +1,4 @@
-"""Static checks the reflector runs on generated code (e.g. hard-coded outputs)."""
+"""Static checks of generated code: hard-coded outputs (reflector), syntax and stubs (tools)."""
 
 from __future__ import annotations
 
@@ -9,5 +9,13 @@ from atom_agent.checks.hardcoding import (
     check_file,
     check_source,
 )
+from atom_agent.checks.source import python_problems
 
-__all__ = ["Finding", "HardcodingReport", "Thresholds", "check_file", "check_source"]
+__all__ = [
+    "Finding",
+    "HardcodingReport",
+    "Thresholds",
+    "check_file",
+    "check_source",
+    "python_problems",
+]

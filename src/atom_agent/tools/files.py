@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
+from atom_agent.checks.source import python_problems
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
 from atom_agent.workspace._atomic import TEMP_PREFIX, atomic_write_bytes
 
@@ -232,6 +233,7 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
             result["unchanged"] = True
             result["note"] = ("the file already had exactly this content: nothing changed. "
                               "If its tests fail, change the code.")
+        _add_problems(result, path, content)
         return to_json(result)
 
     def edit_file(path: str, old_text: str, new_text: str) -> str:
@@ -254,8 +256,9 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
         updated = text.replace(old_text, new_text, 1).encode("utf-8")
         _check_size(len(updated), scope.max_write_bytes, path)
         _write(target, updated, path)
-        return to_json({"edited": scope.display(target), "replacements": 1,
-                      "bytes": len(updated)})
+        result = {"edited": scope.display(target), "replacements": 1, "bytes": len(updated)}
+        _add_problems(result, path, updated.decode("utf-8"))
+        return to_json(result)
 
     def list_files(path: str = ".") -> str:
         """List files (recursively, with sizes) in your staging area and dependency artifacts.
@@ -294,6 +297,14 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
         structured_tool(edit_file, EditFileArgs),
         structured_tool(list_files, ListFilesArgs),
     ]
+
+
+def _add_problems(result: dict[str, Any], path: str, content: str) -> None:
+    """Flag a Python file that does not parse or has empty functions, in the write's result."""
+    if path.endswith(".py"):
+        problems = python_problems(content)
+        if problems:
+            result["problems"] = problems
 
 
 def structured_tool(func: Any, schema: type[BaseModel]) -> BaseTool:

@@ -246,3 +246,20 @@ def test_scope_for_a_workspace_attempt(tmp_path: Path, call: Call,
     call(tools["write_file"], path="impl.py", content="from base import BASE\n")
     assert (attempt.staging / "impl.py").exists()
     assert scope.python_path() == [attempt.staging, base.artifacts]
+
+
+def test_writes_and_edits_of_python_files_report_plain_problems(
+    tools: dict[str, BaseTool], call: Call
+) -> None:
+    _, out = call(tools["write_file"], path="impl.py", content='def f(x):\n    """Double."""\n')
+    assert out["problems"] == [
+        "f() has no body yet (only a docstring, pass or ...): it returns None; "
+        "write the code that computes its result"
+    ]
+    _, out = call(tools["edit_file"], path="impl.py", old_text='"""Double."""',
+                  new_text='"""Double."""\n  return 2 * x')  # fmt: skip
+    assert out["problems"][0].startswith("syntax error at line 3: unindent does not match")
+    _, out = call(tools["edit_file"], path="impl.py", old_text="  return", new_text="    return")
+    assert "problems" not in out
+    _, out = call(tools["write_file"], path="notes.txt", content="def f(:")
+    assert "problems" not in out  # only Python files are checked
