@@ -7,11 +7,13 @@ function, with no plan, tools or retries, and is scored the same way.
 
 from __future__ import annotations
 
+import ast
 import gzip
 import importlib.resources
 import json
 import re
 import tempfile
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,13 +81,48 @@ def load_problems(ids: list[str] | None = None, limit: int | None = None) -> lis
 
 
 def task_text(problem: Problem) -> str:
-    """The problem as an atom_agent task."""
+    """The problem as an atom_agent task: the code to keep, then the docstring as the spec.
+
+    The prompt is not shown as a stub to fill in: a small model asked to write a file copies
+    a signature-plus-docstring verbatim (measured: the 1.5B local model's first impl.py of
+    HumanEval/0 was the bare stub), while the same function shown as a header and a spec is
+    written with its body. Prompts this cannot split (no docstring, code after the function)
+    are shown whole.
+    """
+    split = _header_and_spec(problem)
+    if split is None:
+        return (
+            f"Implement the Python function `{problem.entry_point}` in impl.py: keep the "
+            f"imports, name and signature below and write its complete body, with pytest "
+            f"tests in test.py:\n\n```python\n{problem.prompt}```"
+        )
+    header, spec = split
     return (
-        f"Implement the Python function `{problem.entry_point}` in impl.py: keep the imports, "
-        f"name and signature below and write its complete body (the code that computes the "
-        f"result the docstring specifies), with pytest tests in test.py:\n\n"
-        f"```python\n{problem.prompt}```"
+        f"Implement the Python function `{problem.entry_point}` in impl.py, with pytest tests "
+        f"in test.py.\n\nIts code starts like this (keep these imports, any code given here, "
+        f"the name and the signature):\n\n```python\n{header}\n```\n\n"
+        f"What it must do (its docstring, with examples):\n\n{textwrap.indent(spec, '    ')}\n"
     )
+
+
+def _header_and_spec(problem: Problem) -> tuple[str, str] | None:
+    """The prompt up to the entry point's signature, and its docstring; None if not that shape."""
+    try:
+        tree = ast.parse(problem.prompt)
+    except SyntaxError:
+        return None
+    entry = next(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == problem.entry_point),
+        None,
+    )
+    if entry is None or tree.body[-1] is not entry:
+        return None
+    spec = ast.get_docstring(entry)
+    first = entry.body[0]
+    if not spec or len(entry.body) != 1:
+        return None
+    header = "\n".join(problem.prompt.splitlines()[: first.lineno - 1]).strip("\n").rstrip()
+    return header, spec
 
 
 @dataclass(frozen=True)

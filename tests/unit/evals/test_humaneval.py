@@ -107,3 +107,27 @@ def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
         close_all()
     assert len(single_shots) == 2
     assert again["agent_pass@1"] == 1.0 and again["baseline_pass@1"] == 0.5
+
+
+def test_tasks_show_the_code_to_keep_and_the_docstring_as_the_spec() -> None:
+    import ast
+
+    from atom_agent.evals.humaneval import _header_and_spec, task_text
+
+    problems = load_problems(None)
+    assert len(problems) == 164
+    whole = []
+    for problem in problems:
+        split = _header_and_spec(problem)
+        if split is None:
+            whole.append(problem.task_id)
+            assert problem.prompt in task_text(problem)
+            continue
+        header, spec = split
+        assert header.endswith(":") and spec and '"""' not in header.splitlines()[-1]
+        # The header is exactly what the reference body completes.
+        ast.parse(header + "\n" + problem.canonical_solution)
+    assert whole == ["HumanEval/115"]  # its prompt has no docstring-only shape to split
+    text = task_text(problems[0])
+    assert "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n```" in text
+    assert "    >>> has_close_elements([1.0, 2.0, 3.0], 0.5)\n    False" in text
