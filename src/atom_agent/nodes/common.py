@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +12,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from atom_agent.context import Context
+from atom_agent.context import ENV_PREFIX, Context
 from atom_agent.services import Models, Services, services_for
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, State
@@ -28,18 +30,38 @@ def context_of(runtime: Runtime[Context]) -> Context:
 
     LangGraph Server builds the Context from the request (all defaults when the client sends
     none), so a field left at its default takes the server's ``ATOM_*`` setting instead.
+    Resolved once per (given context, ``ATOM_*`` environment): every node and router asks.
     """
     given: Any = runtime.context
+    env = tuple((var, os.environ.get(var)) for var in _ENV_VARS)
     if isinstance(given, dict):
-        return Context.from_env(**given)
-    if not isinstance(given, Context):
-        return Context.from_env()
+        try:
+            return _resolved(tuple(sorted(given.items())), env)
+        except TypeError:  # an unhashable value: resolve without the cache
+            return Context.from_env(**given)
+    return _resolved(given if isinstance(given, Context) else None, env)
+
+
+_ENV_VARS = tuple(ENV_PREFIX + f.name.upper() for f in dataclasses.fields(Context))
+"""The variables ``Context.from_env`` reads (looked up by name: iterating os.environ is slow)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(
+    given: Context | tuple[tuple[str, Any], ...] | None, env: tuple[tuple[str, str | None], ...]
+) -> Context:
+    """`context_of` for a hashable given context and an ``ATOM_*`` environment snapshot."""
+    source = {var: value for var, value in env if value is not None}
+    if given is None:
+        return Context.from_env(source)
+    if isinstance(given, tuple):
+        return Context.from_env(source, **dict(given))
     explicit = {
         f.name: getattr(given, f.name)
         for f in dataclasses.fields(Context)
         if getattr(given, f.name) != f.default
     }
-    return Context.from_env(**explicit)
+    return Context.from_env(source, **explicit)
 
 
 def run_ref(svc: Services, state: State) -> RunRef:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain.agents import create_agent
@@ -15,26 +17,35 @@ from langchain.agents.middleware import (
     ModelResponse,
     hook_config,
 )
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphRecursionError
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from atom_agent import prompts
 from atom_agent.context import Context
-from atom_agent.errors import ConfigError
+from atom_agent.errors import ConfigError, ToolConfigError
 from atom_agent.models import LocalChatModel
 from atom_agent.models.local import allowed_tools_choice
 from atom_agent.reconstruct import reconstruct_context
-from atom_agent.services import Models
+from atom_agent.services import Models, Services
+from atom_agent.session import SessionContext
 from atom_agent.state import State
 from atom_agent.telemetry import emit
 from atom_agent.tools.code import create_code_tools
 from atom_agent.tools.files import ToolScope, create_file_tools
 from atom_agent.tools.memory import create_memory_tools
-from atom_agent.tools.router import TRUSTED_TOOLS, ToolRouter
+from atom_agent.tools.router import (
+    TRUSTED_TOOLS,
+    RouteContext,
+    RoutingMiddleware,
+    ToolRouter,
+    route_context,
+)
 from atom_agent.tools.search import create_search_tools
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
@@ -80,8 +91,9 @@ def _ask_user(question: str) -> str:
     return json.dumps({"status": "asked", "question": question, "note": "wait for the answer"})
 
 
+@functools.cache
 def ask_user_tool() -> BaseTool:
-    """The tool the executor calls when only the user can resolve an ambiguity."""
+    """The tool the executor calls when only the user can resolve an ambiguity (stateless)."""
     return StructuredTool.from_function(
         func=_ask_user,
         name=ASK_USER,
@@ -108,23 +120,48 @@ def tests_passed(content: str) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class AttemptContext(RouteContext):
+    """What one attempt passes to the shared executor agent as ``context=``.
+
+    Attributes:
+        scope: the attempt's files (where impl.py and test.py must appear).
+        max_tool_calls: the attempt's tool-call budget.
+    """
+
+    scope: ToolScope
+    max_tool_calls: int
+
+
+def attempt_of(runtime: Any) -> AttemptContext:
+    """The :class:`AttemptContext` of an executor agent run.
+
+    Raises:
+        ToolConfigError: the agent was invoked without one (a wiring error).
+    """
+    context = route_context(runtime)
+    if not isinstance(context, AttemptContext):
+        raise ToolConfigError(
+            f"the executor agent needs context=AttemptContext(...), not {type(context).__name__}"
+        )
+    return context
+
+
 class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Code decides when an attempt stops: tool budget spent, tests pass, or a question asked.
 
     Small models rarely stop by themselves; without this the loop runs to the recursion limit.
+    It holds nothing of one attempt: the budget and the files come from the run's
+    :class:`AttemptContext`, so one compiled agent serves every attempt.
     """
-
-    def __init__(self, max_tool_calls: int, scope: ToolScope) -> None:
-        super().__init__()
-        self.max_tool_calls = max_tool_calls
-        self.scope = scope
 
     @hook_config(can_jump_to=["end"])
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """End the loop before the next model call when the attempt is over."""
+        attempt = attempt_of(runtime)
         messages = state["messages"]
         results = [m for m in messages if isinstance(m, ToolMessage)]
-        if len(results) >= self.max_tool_calls:
+        if len(results) >= attempt.max_tool_calls:
             return {"jump_to": "end"}
         last = messages[-1] if messages else None
         if isinstance(last, ToolMessage):
@@ -133,7 +170,7 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if (
                 last.name == "run_tests"
                 and tests_passed(str(last.content))
-                and all((self.scope.staging / f).is_file() for f in REQUIRED_FILES)
+                and all((attempt.scope.staging / f).is_file() for f in REQUIRED_FILES)
             ):
                 return {"jump_to": "end"}
         return None
@@ -157,7 +194,8 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _require_tools(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         # Small models often "answer" the task in prose on the first turn; an attempt that
         # wrote nothing can only fail, so the answer option is taken away until it has.
-        written = all((self.scope.staging / f).is_file() for f in REQUIRED_FILES)
+        scope = attempt_of(request.runtime).scope
+        written = all((scope.staging / f).is_file() for f in REQUIRED_FILES)
         if not request.tools:
             return request
         if written:
@@ -173,7 +211,7 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if isinstance(request.model, LocalChatModel):
             # A small model also wanders (reading files that do not exist yet): until the
             # files exist it may only write them, or read what its dependencies committed.
-            allowed = {"write_file", *(("read_file",) if self.scope.dependencies else ())}
+            allowed = {"write_file", *(("read_file",) if scope.dependencies else ())}
             present = (getattr(t, "name", None) for t in request.tools)
             names = [n for n in present if isinstance(n, str) and n in allowed]
             if names:
@@ -209,35 +247,14 @@ def make_executor(models: Models | None) -> Any:
         step = next((s for s in plan.steps if s.id == step_id), None)
         if step is None:
             raise RuntimeError(f"executor: current step {step_id!r} is not in the plan")
-        run = run_ref(svc, state)
-        step_ref = svc.workspace.step(run, step.id)
+        step_ref = svc.workspace.step(run_ref(svc, state), step.id)
         attempt = _unfinished_attempt(svc.workspace, step_ref) or svc.workspace.new_attempt(
             step_ref
         )
         session = step_session(state, ctx, step.id, attempt.n)
         scope = attempt_scope(svc.workspace, step_ref, attempt)
-        memory = svc.memory
-        sandboxed: list[BaseTool] = [
-            *create_file_tools(scope),
-            *create_code_tools(scope, svc.runner, svc.limits),
-            *create_search_tools(scope, memory, session),
-            ask_user_tool(),
-        ]
         model = svc.model("executor")
-        chosen = select_tools(
-            {t.name for t in sandboxed} | TRUSTED_TOOLS, ctx.executor_tools, model
-        )
-        trusted_names = chosen & TRUSTED_TOOLS
-        router = ToolRouter(
-            [t for t in sandboxed if t.name in chosen],
-            trusted=(
-                lambda s: [t for t in create_memory_tools(memory, s) if t.name in trusted_names]
-            )
-            if trusted_names
-            else None,
-            trusted_names=trusted_names or TRUSTED_TOOLS,
-            scope=scope,
-        )
+        router = attempt_router(svc, scope, session, model)
         prompt = reconstruct_context(
             ctx=ctx,
             task=state["task"],
@@ -248,7 +265,7 @@ def make_executor(models: Models | None) -> Any:
             step_ref=step_ref,
             attempt=attempt,
             files_text=scope.describe(),
-            memory=memory,
+            memory=svc.memory,
             session=session,
             answers=list(state.get("answers") or []),
         )
@@ -260,24 +277,11 @@ def make_executor(models: Models | None) -> Any:
             prompt_tokens=prompt.tokens,
             memories=len(prompt.memory_ids),
         )
-        agent = create_agent(
-            model,
-            tools=[],  # the router middleware brings the tools and answers their calls
-            system_prompt=prompts.EXECUTOR_SYSTEM,
-            middleware=[router.middleware(session), StopMiddleware(ctx.max_tool_calls, scope)],
-            # An attempt is one unit: after a crash it restarts on its staging (files kept)
-            # rather than resuming a half-finished conversation from a nested checkpoint.
-            checkpointer=False,
+        agent = attempt_agent(svc, model, router.tools(session))
+        context = AttemptContext(
+            router=router, session=session, scope=scope, max_tool_calls=ctx.max_tool_calls
         )
-        messages: list[BaseMessage] = [HumanMessage(prompt.text)]
-        stopped = ""
-        try:
-            config: RunnableConfig = {"recursion_limit": 4 * ctx.max_tool_calls + 20}
-            agent_input: Any = {"messages": messages}
-            result = agent.invoke(agent_input, config=config)
-            messages = list(result["messages"])
-        except GraphRecursionError:
-            stopped = "recursion limit"
+        messages, stopped = _run(agent, prompt.text, context)
         svc.workspace.write_history(attempt, messages)
         question = _question(messages)
         if question:
@@ -303,6 +307,77 @@ def make_executor(models: Models | None) -> Any:
         }
 
     return executor
+
+
+def attempt_router(
+    svc: Services, scope: ToolScope, session: SessionContext, model: BaseChatModel
+) -> ToolRouter:
+    """The router of one attempt: its sandboxed tools bound to `scope`, memory tools trusted."""
+    memory = svc.memory
+    sandboxed: list[BaseTool] = [
+        *create_file_tools(scope),
+        *create_code_tools(scope, svc.runner, svc.limits),
+        *create_search_tools(scope, memory, session),
+        ask_user_tool(),
+    ]
+    chosen = select_tools(
+        {t.name for t in sandboxed} | TRUSTED_TOOLS, svc.ctx.executor_tools, model
+    )
+    trusted_names = chosen & TRUSTED_TOOLS
+    return ToolRouter(
+        [t for t in sandboxed if t.name in chosen],
+        trusted=(lambda s: [t for t in create_memory_tools(memory, s) if t.name in trusted_names])
+        if trusted_names
+        else None,
+        trusted_names=trusted_names or TRUSTED_TOOLS,
+        scope=scope,
+    )
+
+
+def attempt_agent(
+    svc: Services, model: BaseChatModel, tools: Sequence[BaseTool]
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The executor's ReAct agent for `model` and these tools, compiled once per Services.
+
+    Compiling an agent costs milliseconds; an attempt only differs in what it passes as
+    ``context=`` (:class:`AttemptContext`: its router, session, scope and budget), so
+    attempts (also concurrent ones, in batch) share one agent per tool set.
+    """
+    key = ("executor-agent", id(model), tuple(_schema_key(t) for t in tools))
+    return svc.memo(
+        key,
+        lambda: create_agent(
+            model,
+            tools=[],  # the routing middleware brings the tools and answers their calls
+            system_prompt=prompts.EXECUTOR_SYSTEM,
+            middleware=[RoutingMiddleware(tools), StopMiddleware()],
+            context_schema=AttemptContext,
+            # An attempt is one unit: after a crash it restarts on its staging (files kept)
+            # rather than resuming a half-finished conversation from a nested checkpoint.
+            checkpointer=False,
+        ),
+    )
+
+
+def _schema_key(tool: BaseTool) -> tuple[str, str, Any]:
+    """What the model sees of a tool: name, description, argument schema (hashable)."""
+    schema = tool.args_schema
+    hashable = schema if isinstance(schema, type) else json.dumps(schema, sort_keys=True)
+    return (tool.name, tool.description, hashable)
+
+
+def _run(
+    agent: CompiledStateGraph[Any, Any, Any, Any], prompt: str, context: AttemptContext
+) -> tuple[list[BaseMessage], str]:
+    """Run one attempt's tool loop: its messages, and why it was cut short ('' if not)."""
+    messages: list[BaseMessage] = [HumanMessage(prompt)]
+    config: RunnableConfig = {"recursion_limit": 4 * context.max_tool_calls + 20}
+    agent_input: Any = {"messages": messages}
+    try:
+        result = agent.invoke(agent_input, config=config, context=context)
+    except GraphRecursionError:
+        return messages, "recursion limit"
+    return list(result["messages"]), ""
 
 
 def _unfinished_attempt(workspace: Workspace, step_ref: StepRef) -> AttemptRef | None:

@@ -227,7 +227,7 @@ def _judge(
         ),
     ]
     try:
-        out = model.with_structured_output(Judgement, include_raw=True).invoke(messages)
+        out = svc.structured("reflector", Judgement).invoke(messages)
     except AtomAgentError as exc:
         logger.warning("reflector judgement failed: %s", exc)
         return None, {}

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool, ToolException
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import ValidationError
@@ -245,6 +245,81 @@ class RouterMiddleware(AgentMiddleware[Any, Any, Any]):
     ) -> ToolMessage | Command[Any]:
         """Async :meth:`wrap_tool_call`."""
         return (await self.router.aexecute(request.tool_call, self.session)).to_message()
+
+
+@dataclass(frozen=True)
+class RouteContext:
+    """The ``context=`` of an agent run whose calls a shared :class:`RoutingMiddleware` routes.
+
+    Attributes:
+        router: this run's router (its sandboxed tools are bound to one attempt's scope).
+        session: the session this run's calls act for.
+    """
+
+    router: ToolRouter
+    session: SessionContext
+
+
+def route_context(runtime: Any) -> RouteContext:
+    """The :class:`RouteContext` of an agent run (its ``runtime.context``).
+
+    Raises:
+        ToolConfigError: the agent was invoked without one (a wiring error, not the model's).
+    """
+    context = getattr(runtime, "context", None)
+    if not isinstance(context, RouteContext):
+        raise ToolConfigError(
+            "this agent routes tool calls through the run's context: invoke it with "
+            f"context=RouteContext(router, session), not {type(context).__name__}"
+        )
+    return context
+
+
+class RoutingMiddleware(AgentMiddleware[Any, Any, Any]):
+    """Routes each tool call through the router in the run's :class:`RouteContext`.
+
+    Unlike :class:`RouterMiddleware`, it holds nothing of one run, so one compiled agent
+    serves every attempt, also concurrently: each ``agent.invoke(..., context=…)`` brings its
+    own router and session. The agent gets stand-ins of `tools` (same names, descriptions
+    and argument schemas, for the model); a stand-in refuses to run, so a call can only
+    reach the tools of its own run's router.
+    """
+
+    def __init__(self, tools: Sequence[BaseTool]) -> None:
+        super().__init__()
+        self.tools = [schema_only(t) for t in tools]
+
+    @property
+    def name(self) -> str:
+        """The middleware's name in the agent graph."""
+        return "AtomToolRouter"
+
+    def wrap_tool_call(self, request: ToolCallRequest,
+                       handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+                       ) -> ToolMessage | Command[Any]:
+        """Answer the call through the run's router instead of the agent's own tool node."""
+        route = route_context(request.runtime)
+        return route.router.execute(request.tool_call, route.session).to_message()
+
+    async def awrap_tool_call(
+        self, request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async :meth:`wrap_tool_call`."""
+        route = route_context(request.runtime)
+        return (await route.router.aexecute(request.tool_call, route.session)).to_message()
+
+
+def schema_only(tool: BaseTool) -> BaseTool:
+    """A stand-in with `tool`'s name, description and arguments that refuses to run."""
+    name = tool.name  # not the tool itself: a stand-in must not keep a run's tools alive
+
+    def refuse(**_: Any) -> str:
+        raise ToolConfigError(f"{name!r} is a schema stand-in: its calls go through the "
+                              f"run's ToolRouter")
+
+    return StructuredTool(name=tool.name, description=tool.description,
+                          args_schema=tool.args_schema, func=refuse)
 
 
 def _invoke(tool: BaseTool, name: str, args: dict[str, Any],

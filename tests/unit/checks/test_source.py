@@ -54,6 +54,8 @@ def g(x):
 
 
 def test_a_syntax_error_names_the_line_and_the_text() -> None:
-    broken = "import pytest\n\n@pytest.mark.parametrize('a', [1])\n    def test_a(a):\n        pass\n"
+    broken = (
+        "import pytest\n\n@pytest.mark.parametrize('a', [1])\n    def test_a(a):\n        pass\n"
+    )
     (problem,) = python_problems(broken)
     assert problem.startswith("syntax error at line 4: unexpected indent: def test_a(a):")

@@ -1,4 +1,4 @@
-"""The offline embedding model: real semantics, dynamic padding, a registered Chroma function."""
+"""The offline embedding model: real semantics, per-text vectors, a registered Chroma function."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import chromadb
 import numpy as np
+import pytest
 from chromadb.config import Settings
 from chromadb.utils.embedding_functions import known_embedding_functions
 
@@ -29,7 +30,9 @@ def test_unit_vectors_and_semantics() -> None:
     assert similar > 0.6 and unrelated < 0.2
 
 
-def test_padding_to_the_batch_does_not_change_vectors() -> None:
+def test_a_vector_depends_on_its_text_only() -> None:
+    # Int8 activation scales span a whole input tensor: a batch would blend its members'
+    # ranges. Each text runs alone, so batch mates, order and padding change nothing.
     embedder = Embedder.shared()
     texts = [
         "short",
@@ -38,8 +41,36 @@ def test_padding_to_the_batch_does_not_change_vectors() -> None:
     ]
     together = embedder.embed(texts)
     alone = np.stack([embedder.embed([t])[0] for t in texts])
-    assert np.allclose(together, alone, atol=1e-4)
+    assert np.allclose(together, alone, atol=1e-6)
+    assert np.allclose(embedder.embed(texts[::-1]), together[::-1], atol=1e-6)
+    assert np.allclose(embedder.embed_query("mid size text"), together[2], atol=1e-6)
     assert embedder.embed([]).shape == (0, DIMENSIONS)
+
+
+def test_parallel_embedding_keeps_the_input_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = Embedder.shared()
+    texts = [f"memory number {i} about {'the cache ' * (i % 5)}eviction" for i in range(11)]
+    monkeypatch.setattr(embedder, "_workers", 1)
+    serial = embedder.embed(texts)
+    monkeypatch.setattr(embedder, "_workers", 3)  # uneven shares over 11 texts
+    parallel = embedder.embed(texts)
+    assert np.allclose(parallel, serial, atol=1e-6)
+
+
+def test_a_repeated_text_is_embedded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = Embedder.shared()
+    seen: list[str] = []
+    real = embedder._embed_one
+
+    def counting(text: str) -> np.ndarray:
+        seen.append(text)
+        return real(text)
+
+    monkeypatch.setattr(embedder, "_embed_one", counting)
+    vectors = embedder.embed(["b text", "a text", "b text", "c text", "a text"])
+    assert sorted(seen) == ["a text", "b text", "c text"]
+    assert np.array_equal(vectors[0], vectors[2]) and np.array_equal(vectors[1], vectors[4])
+    assert not np.allclose(vectors[0], vectors[1])
 
 
 def test_long_inputs_are_truncated_not_rejected() -> None:

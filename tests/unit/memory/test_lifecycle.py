@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+import chromadb
 import pytest
+from chromadb.config import Settings
 
 from atom_agent.errors import MemoryNotFoundError, MemoryValidationError
 from atom_agent.memory import MemoryManager, MemoryType, WorkingMemory
+from atom_agent.memory.embeddings import MiniLMInt8EmbeddingFunction
+from atom_agent.memory.store import collection_name
 from atom_agent.session import SessionContext
 
 
@@ -118,3 +123,25 @@ def test_reopen_sees_everything(tmp_path, session: SessionContext) -> None:  # t
         again = second.get(session, record.id)
         assert again.content == "persisted across opens" and again.access_count == 1
         assert [r.id for r in second.recall(session, "persisted")] == [record.id]
+
+
+def test_a_store_made_before_the_cheap_hnsw_settings_still_opens(
+    tmp_path: Path, session: SessionContext
+) -> None:
+    # Collections made before issue 3 carry Chroma's default HNSW settings; new ones build a
+    # cheaper graph (nothing queries it). Both must open and behave the same.
+    old = chromadb.PersistentClient(
+        str(tmp_path / "memory"), settings=Settings(anonymized_telemetry=False)
+    )
+    old.create_collection(
+        collection_name("memory", session.project_id),
+        embedding_function=MiniLMInt8EmbeddingFunction(),
+        metadata={"project_id": session.project_id, "kind": "memory", "hnsw:space": "cosine"},
+    )
+    with MemoryManager.open(tmp_path) as memory:
+        record = memory.remember(session, "The parser rejects tabs")
+        assert [r.id for r in memory.recall(session, "does the parser accept tabs?")] == [record.id]
+        reopened = memory.backend.collection("memory", session.project_id)
+        assert reopened.configuration_json["hnsw"]["ef_construction"] == 100  # kept as made
+        fresh = memory.backend.collection("memory", "another-project")
+        assert fresh.configuration_json["hnsw"]["ef_construction"] < 100

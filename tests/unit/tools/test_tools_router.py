@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,13 @@ from atom_agent.testing import ScriptedChatModel, tool_call
 from atom_agent.tools.code import create_code_tools
 from atom_agent.tools.files import ToolScope, create_file_tools
 from atom_agent.tools.memory import create_memory_tools
-from atom_agent.tools.router import TRUSTED_TOOLS, ToolResult, ToolRouter
+from atom_agent.tools.router import (
+    TRUSTED_TOOLS,
+    RouteContext,
+    RoutingMiddleware,
+    ToolResult,
+    ToolRouter,
+)
 from atom_agent.tools.search import create_search_tools
 
 Events = Callable[[], list[tuple[str, dict[str, Any]]]]
@@ -257,3 +264,68 @@ async def test_async_agent_path(router: ToolRouter, session: SessionContext) -> 
     state = await agent.ainvoke({"messages": [("user", "look")]})
     message = [m for m in state["messages"] if isinstance(m, ToolMessage)][0]
     assert message.status == "success" and "files" in json.loads(str(message.content))
+
+
+def _attempt_area(root: Path, name: str) -> tuple[ToolRouter, SessionContext]:
+    staging = root / name / "staging"
+    staging.mkdir(parents=True)
+    scope = ToolScope(staging=staging, owner=("r1", name, 1))
+    session = SessionContext(session_id="r1", project_id="proj", run_id="r1", step_id=name,
+                             attempt=1)
+    return ToolRouter(create_file_tools(scope), scope=scope), session
+
+
+def test_one_shared_agent_keeps_concurrent_runs_in_their_own_staging(tmp_path: Path) -> None:
+    routers = {name: _attempt_area(tmp_path, name) for name in ("left", "right")}
+
+    def respond(messages: list[Any]) -> Any:
+        marker = str(messages[0].content)  # each run's prompt names its own marker
+        if sum(isinstance(m, ToolMessage) for m in messages) >= 2:
+            return "done"
+        turn = sum(isinstance(m, ToolMessage) for m in messages)
+        return tool_call("write_file", {"path": f"f{turn}.py", "content": f"# {marker}\n"})
+
+    # Latency interleaves the two runs' calls on the one agent.
+    model = ScriptedChatModel(respond=respond, latency_s=0.05)
+    router, session = routers["left"]
+    agent = create_agent(model, middleware=[RoutingMiddleware(router.tools(session))],
+                         context_schema=RouteContext)
+
+    def run_one(name: str) -> list[Any]:
+        router, session = routers[name]
+        out = agent.invoke({"messages": [("user", name)]},
+                           context=RouteContext(router=router, session=session))
+        return list(out["messages"])
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(routers, pool.map(run_one, routers), strict=True))
+    for name in routers:
+        staging = tmp_path / name / "staging"
+        assert sorted(p.name for p in staging.iterdir()) == ["f0.py", "f1.py"]
+        assert {p.read_text() for p in staging.iterdir()} == {f"# {name}\n"}
+        statuses = [m.status for m in results[name] if isinstance(m, ToolMessage)]
+        assert statuses == ["success", "success"]
+
+
+def test_a_shared_agent_without_its_route_context_is_a_wiring_error(
+    router: ToolRouter, session: SessionContext
+) -> None:
+    model = ScriptedChatModel(responses=[tool_call("list_files", {}), "ok"])
+    agent = create_agent(model, middleware=[RoutingMiddleware(router.tools(session))])
+    with pytest.raises(ToolConfigError, match="RouteContext"):
+        agent.invoke({"messages": [("user", "look")]})
+
+
+def test_schema_stand_ins_show_the_tool_and_refuse_to_run(
+    router: ToolRouter, session: SessionContext
+) -> None:
+    real = {t.name: t for t in router.tools(session)}
+    stand_ins = RoutingMiddleware(list(real.values())).tools
+    assert [t.name for t in stand_ins] == list(real)
+    for stand_in in stand_ins:
+        original = real[stand_in.name]
+        assert (stand_in.description, stand_in.args_schema) == (
+            original.description, original.args_schema)
+    write = next(t for t in stand_ins if t.name == "write_file")
+    with pytest.raises(ToolConfigError, match="schema stand-in"):
+        write.invoke({"path": "impl.py", "content": "x"})
