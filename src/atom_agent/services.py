@@ -132,11 +132,14 @@ class Services:
             return cast(T, self._memo.setdefault(key, value))
 
     def structured(self, role: str, schema: type[BaseModel]) -> Runnable[Any, Any]:
-        """``model(role).with_structured_output(schema, include_raw=True)``, built once."""
+        """``model(role).with_structured_output(schema)``, built once.
+
+        Call it through :func:`atom_agent.models.structured.invoke_structured`, which also
+        returns the raw reply (for its token usage).
+        """
         model = self.model(role)
         return self.memo(
-            ("structured", role, schema),
-            lambda: model.with_structured_output(schema, include_raw=True),
+            ("structured", role, schema), lambda: model.with_structured_output(schema)
         )
 
     def close(self) -> None:

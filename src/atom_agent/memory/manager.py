@@ -8,7 +8,6 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from functools import partial
 from types import TracebackType
 from typing import Any, Self
 
@@ -25,7 +24,6 @@ from atom_agent.memory.records import (
     check_id,
     check_limit,
     check_unit,
-    encode_vector,
     new_record,
     optional_text,
     record_from_metadata,
@@ -34,13 +32,12 @@ from atom_agent.memory.records import (
     validate_type,
 )
 from atom_agent.memory.store import ChromaBackend
-from atom_agent.memory.sync import AccessFlusher, ProjectSync, upsert_records
+from atom_agent.memory.sync import AccessFlusher, ProjectSync
 from atom_agent.memory.working import WorkingMemory
 from atom_agent.session import SessionContext
 
 logger = logging.getLogger(__name__)
 
-_CHUNK = 500
 
 
 class MemoryManager:
@@ -188,12 +185,7 @@ class MemoryManager:
         return records
 
     def _store(self, project_id: str, records: list[MemoryRecord]) -> None:
-        sync = self._sync(project_id)
-        for start in range(0, len(records), _CHUNK):
-            chunk = records[start : start + _CHUNK]
-            vectors = self.embedder.embed([r.content for r in chunk])
-            packed = [encode_vector(v) for v in vectors]
-            sync.write(partial(upsert_records, sync.collection, chunk, packed, vectors))
+        self._sync(project_id).store(records, self.embedder.embed)
 
     def forget(
         self,

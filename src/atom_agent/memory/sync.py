@@ -6,11 +6,21 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from atom_agent.errors import MemoryNotFoundError
 from atom_agent.memory.index import ProjectIndex
-from atom_agent.memory.records import MemoryRecord, record_from_metadata, record_to_metadata
+from atom_agent.memory.records import (
+    MemoryRecord,
+    encode_vector,
+    record_from_metadata,
+    record_to_metadata,
+)
 from atom_agent.memory.store import ChromaBackend, collection_name
 
 logger = logging.getLogger(__name__)
@@ -30,6 +40,21 @@ ACCESS_FLUSH_COUNT = 256
 """Pending access counts that make a flush due."""
 ACCESS_FLUSH_INTERVAL_S = 2.0
 """Longest time a counted access waits before it is written."""
+UPSERT_CHUNK = 500
+"""Most records sent to Chroma in one upsert."""
+
+
+Embed = Callable[[list[str]], npt.NDArray[np.float32]]
+"""Texts to an (n, dim) array of unit vectors."""
+
+
+@dataclass
+class _Pending:
+    """Records one caller waits to see stored (see :meth:`ProjectSync.store`)."""
+
+    records: list[MemoryRecord]
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
 
 
 class ProjectSync:
@@ -47,6 +72,9 @@ class ProjectSync:
         self._checked = 0.0
         self._pending: dict[str, tuple[int, float]] = {}
         self.on_due = on_due
+        self._queue: list[_Pending] = []
+        self._queue_lock = threading.Lock()
+        self._leading = False
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -110,6 +138,49 @@ class ProjectSync:
         return expires is None or float(expires) > now
 
     # --- writing ---------------------------------------------------------------------------------
+
+    def store(self, records: list[MemoryRecord], embed: Embed) -> None:
+        """Embed and upsert records; returns once they are stored (raises what storing raised).
+
+        Group commit: an upsert is one Chroma write and commit (≈ 10 ms, whatever its size),
+        so callers that arrive while a write is in flight queue their records, and the caller
+        that finds none in flight embeds (in one batch) and stores everything queued, until
+        the queue is empty. Concurrent ``remember`` calls (batch workers, async tools) thus
+        share embedding batches and commits, and each caller still returns only after its own
+        records are in the store.
+        """
+        mine = _Pending(records)
+        with self._queue_lock:
+            self._queue.append(mine)
+            lead = not self._leading
+            self._leading = True
+        if lead:
+            self._drain(embed)
+        else:
+            mine.done.wait()
+        if mine.error is not None:
+            raise mine.error
+
+    def _drain(self, embed: Embed) -> None:
+        while True:
+            with self._queue_lock:
+                batch, self._queue = self._queue, []
+                if not batch:
+                    self._leading = False
+                    return
+            error: BaseException | None = None
+            try:
+                records = [r for p in batch for r in p.records]
+                for start in range(0, len(records), UPSERT_CHUNK):
+                    chunk = records[start : start + UPSERT_CHUNK]
+                    vectors = embed([r.content for r in chunk])
+                    packed = [encode_vector(v) for v in vectors]
+                    self.write(partial(upsert_records, self.collection, chunk, packed, vectors))
+            except BaseException as exc:  # handed to every caller whose records it held
+                error = exc
+            for pending in batch:
+                pending.error = error
+                pending.done.set()
 
     def write(self, action: Write) -> list[Row]:
         """Run `action(now)` under the write lock, mirror the rows it returns, bump the token."""

@@ -6,7 +6,6 @@ import logging
 from typing import Any
 
 from langchain_core.messages import (
-    AIMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -16,6 +15,7 @@ from langgraph.runtime import Runtime
 
 from atom_agent import prompts
 from atom_agent.context import Context
+from atom_agent.models.structured import invoke_structured
 from atom_agent.services import Models
 from atom_agent.state import Plan, PlanStep, State, outline, plan_problems
 from atom_agent.telemetry import emit
@@ -62,21 +62,18 @@ def make_planner(models: Models | None) -> Any:
                 )
             ),
         ]
-        structured = model.with_structured_output(Plan, include_raw=True)
+        structured = svc.structured("planner", Plan)
         spent: list[BaseMessage] = []
         problems: list[str] = []
         plan: Plan | None = None
         for attempt in range(1, MAX_PLAN_TRIES + 1):
-            result = structured.invoke(messages)
-            if not isinstance(result, dict):  # include_raw=True always gives a dict
-                raise TypeError(f"structured output returned {type(result).__name__}")
-            raw = result.get("raw")
-            if isinstance(raw, AIMessage):
+            reply = invoke_structured(structured, messages)
+            raw = reply.raw
+            if raw is not None:
                 spent.append(raw)
-            parsed = result.get("parsed")
+            parsed = reply.parsed
             if parsed is None:
-                error = result.get("parsing_error")
-                problems = [f"the answer did not match the Plan schema: {error}"]
+                problems = [f"the answer did not match the Plan schema: {reply.error}"]
             else:
                 candidate = Plan.model_validate(parsed)
                 if svc.ctx.max_plan_steps == 1 and not committed:
@@ -87,7 +84,7 @@ def make_planner(models: Models | None) -> Any:
                     plan = merged
                     break
             emit("plan.invalid", run_id=state["run_id"], attempt=attempt, problems=problems)
-            if isinstance(raw, AIMessage):
+            if raw is not None:
                 messages.append(raw)
                 # A tool-call reply needs its tool result before the next human turn.
                 for call in raw.tool_calls:

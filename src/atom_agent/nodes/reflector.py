@@ -6,13 +6,14 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from atom_agent import prompts
 from atom_agent.checks.hardcoding import check_file
 from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
+from atom_agent.models.structured import invoke_structured
 from atom_agent.sandbox import RunResult
 from atom_agent.services import Models, Services
 from atom_agent.session import SessionContext
@@ -227,16 +228,15 @@ def _judge(
         ),
     ]
     try:
-        out = svc.structured("reflector", Judgement).invoke(messages)
+        reply = invoke_structured(svc.structured("reflector", Judgement), messages)
     except AtomAgentError as exc:
         logger.warning("reflector judgement failed: %s", exc)
         return None, {}
-    if not isinstance(out, dict):
-        return None, {}
-    raw = out.get("raw")
-    usage = usage_of([raw] if isinstance(raw, AIMessage) else [], model_name_of(model))
-    parsed = out.get("parsed")
-    return (Judgement.model_validate(parsed) if parsed is not None else None), usage
+    usage = usage_of([reply.raw] if reply.raw is not None else [], model_name_of(model))
+    if reply.parsed is None:
+        logger.warning("reflector judgement did not parse: %s", reply.error)
+        return None, usage
+    return Judgement.model_validate(reply.parsed), usage
 
 
 def _all_met(step: PlanStep, judgement: Judgement) -> bool:

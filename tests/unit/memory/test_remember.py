@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
@@ -124,3 +126,83 @@ def test_remember_emits_telemetry(manager: MemoryManager, session: SessionContex
     assert fields["session_id"] == "s1" and fields["project_id"] == "alpha"
     assert fields["memory_id"] == record.id and fields["memory_type"] == "risk"
     assert isinstance(fields["duration_ms"], float)
+
+
+class _GatedCollection:
+    """A collection whose first upsert waits for `gate` (and may fail), counting upserts."""
+
+    def __init__(self, real: object, *, fail: bool = False) -> None:
+        self.real, self.fail = real, fail
+        self.gate = threading.Event()
+        self.sizes: list[int] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+    def upsert(self, **kwargs: object) -> object:
+        self.sizes.append(len(kwargs["ids"]))  # type: ignore[arg-type]
+        if len(self.sizes) == 1:
+            self.gate.wait(30)
+            if self.fail:
+                raise RuntimeError("disk full")
+        return self.real.upsert(**kwargs)  # type: ignore[attr-defined]
+
+
+def _remember_concurrently(
+    manager: MemoryManager, session: SessionContext, gated: _GatedCollection, n: int
+) -> tuple[list[str], list[BaseException]]:
+    sync = manager._sync(session.project_id)
+    ids: list[str] = []
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            ids.append(manager.remember(session, f"concurrent lesson number {i}").id)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    while not (gated.sizes and len(sync._queue) == n - 1) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the first write is in flight, the others wait in the queue
+    gated.gate.set()
+    for t in threads:
+        t.join(30)
+    return ids, errors
+
+
+def test_concurrent_remembers_share_one_upsert(
+    manager: MemoryManager, session: SessionContext
+) -> None:
+    manager.remember(session, "warm up the project")
+    sync = manager._sync(session.project_id)
+    gated = _GatedCollection(sync.collection)
+    sync.collection = gated
+
+    ids, errors = _remember_concurrently(manager, session, gated, 8)
+
+    assert errors == []
+    assert gated.sizes == [1, 7]  # group commit: the 7 that waited went out together
+    assert {manager.get(session, i).content for i in ids} == {
+        f"concurrent lesson number {i}" for i in range(8)
+    }
+
+
+def test_a_failed_group_write_fails_every_caller_in_it_and_the_next_write_works(
+    manager: MemoryManager, session: SessionContext
+) -> None:
+    manager.remember(session, "warm up the project")
+    sync = manager._sync(session.project_id)
+    gated = _GatedCollection(sync.collection, fail=True)
+    sync.collection = gated
+
+    ids, errors = _remember_concurrently(manager, session, gated, 4)
+
+    assert len(errors) == 1 and len(ids) == 3  # the first write failed; the queued 3 did not
+    assert isinstance(errors[0], RuntimeError)
+    sync.collection = gated.real
+    later = manager.remember(session, "written after the failure")
+    assert manager.get(session, later.id).content == "written after the failure"
+    assert len(manager.recall(session, None, limit=50)) == 5
