@@ -10,14 +10,17 @@ nothing is ever torn.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 TEMP_PREFIX = ".tmp-"
 """Prefix of in-flight temp files; readers and listings ignore names starting with it."""
+
+_COUNTER = itertools.count()
 
 
 def durable() -> bool:
@@ -46,20 +49,31 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write `data` to `path` so a reader sees the old file or the new one, never a mix.
 
     The temp file lives in the same directory (``os.replace`` is atomic only within one
-    filesystem). A crash before the rename leaves the old file intact and a ``.tmp-*`` file
+    filesystem), named after this process, thread and a counter, so concurrent writers never
+    share one. A crash before the rename leaves the old file intact and a ``.tmp-*`` file
     behind, which :func:`clean_temp_files` removes.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + path.name + ".", dir=path.parent)
+    tmp = path.parent / (
+        f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{threading.get_ident()}.{next(_COUNTER)}"
+    )
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            fsync_file(handle.fileno())
+        fd = os.open(tmp, flags, 0o644)
+    except FileNotFoundError:  # the directory does not exist yet
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, flags, 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            fsync_file(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         # Only a failure in this process gets here; a SIGKILL leaves the temp file (harmless).
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
 

@@ -8,7 +8,15 @@ from atom_agent import Context, build_graph, run_task
 from atom_agent.state import Plan
 from atom_agent.workspace import Workspace
 
-from .scripts import ExecutorScript, models, passing_attempt, read, step, write
+from .scripts import (
+    ExecutorScript,
+    failing_attempt,
+    models,
+    passing_attempt,
+    read,
+    step,
+    write,
+)
 
 
 def _two_steps() -> tuple[Plan, ExecutorScript]:
@@ -64,6 +72,23 @@ def test_tool_call_budget_ends_an_attempt(tmp_path) -> None:  # type: ignore[no-
     history = ws.read_history(attempt)
     assert sum(1 for m in history if m.get("type") == "tool") == 2
     assert "missing files: impl.py, test.py" in ws.read_verdict(attempt)["feedback"]
+
+
+def test_attempts_per_step_budget_is_exact(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Every attempt fails; with 3 attempts and no replan the step fails after exactly 3.
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=3, max_replans=0)
+    executor = ExecutorScript({}, default=failing_attempt)
+    plan = Plan(steps=[step("one"), step("two", depends_on=["one"])])
+    outcome = run_task("t", ctx, models=models([plan], executor))
+
+    assert outcome.status == "failed"
+    assert outcome.step_status == {"one": "failed", "two": "blocked"}
+    assert sorted(executor.prompts) == [("one", 1), ("one", 2), ("one", 3)]
+    ws = Workspace(ctx.workspace)
+    attempts = ws.list_attempts(ws.step(ws.run(outcome.run_id), "one"))
+    assert [a.n for a in attempts] == [1, 2, 3]
+    decisions = [ws.read_verdict(a)["decision"] for a in attempts]
+    assert decisions == ["retry", "retry", "fail"]
 
 
 def test_graph_shape() -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from atom_agent.errors import MissingSessionError
 from atom_agent.memory import MemoryManager
 from atom_agent.session import SessionContext
 from atom_agent.testing import ScriptedChatModel, tool_call
@@ -144,3 +146,51 @@ def test_sessions_work_concurrently(manager: MemoryManager) -> None:
     exported = manager.export(SessionContext(session_id="x", project_id="shared"))
     assert {r["id"] for r in exported} == set(ids)
     assert {r["session_id"] for r in exported} == {f"s{i}" for i in range(16)}
+
+
+def test_filters_and_replacement_chain_through_the_tools(
+    manager: MemoryManager, session: SessionContext
+) -> None:
+    results = _run(
+        manager,
+        session,
+        tool_call("remember", {"content": "The API is served by FastAPI", "type": "fact"}),
+        tool_call(
+            "remember", {"content": "The API might move to Litestar", "type": "hypothesis",
+                         "confidence": 0.3},
+        ),  # fmt: skip
+        tool_call("remember", {"content": "Use FastAPI routers per module", "type": "decision"}),
+    )
+    fact, hypothesis, decision = (json.loads(str(m.content))["memory_id"] for m in results)
+
+    results = _run(
+        manager,
+        session,
+        tool_call("recall", {"query": "API framework", "type": "decision"}),
+        tool_call("recall", {"query": "API framework", "type": "all", "min_confidence": 0.5}),
+        tool_call("recall", {"query": "API framework", "min_confidence": 0.0, "limit": 1}),
+        tool_call(
+            "forget", {"memory_id": hypothesis, "reason": "decided", "replacement_id": decision}
+        ),
+        tool_call("recall", {"type": "hypothesis", "min_confidence": 0.0}),
+        tool_call(
+            "recall", {"type": "hypothesis", "min_confidence": 0.0, "include_superseded": True}
+        ),
+    )
+    by_type, floor, limited, forgot, gone, kept = (json.loads(str(m.content)) for m in results)
+    assert [m["id"] for m in by_type["memories"]] == [decision]
+    assert {m["id"] for m in floor["memories"]} == {fact, decision}  # 0.3 is below the floor
+    assert limited["count"] == 1
+    assert forgot["forgotten"] is True and forgot["reason"] == "decided"
+    assert gone == {"count": 0, "memories": []}
+    assert [m["id"] for m in kept["memories"]] == [hypothesis]
+    chain = manager.history(session, hypothesis)
+    assert [r.id for r in chain] == [hypothesis, decision]
+
+
+@pytest.mark.parametrize("name", ["remember", "recall", "forget"])
+def test_every_tool_without_a_session_is_a_clear_error(manager: MemoryManager, name: str) -> None:
+    tool = {t.name: t for t in create_memory_tools(manager, None)}[name]
+    args = {"remember": {"content": "orphan"}, "recall": {}, "forget": {"memory_id": "m1"}}[name]
+    with pytest.raises(MissingSessionError, match="needs a session context"):
+        tool.invoke(args)
