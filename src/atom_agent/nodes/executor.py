@@ -19,6 +19,7 @@ from langchain.agents.middleware import (
 )
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.ai import add_usage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphRecursionError
@@ -180,8 +181,17 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        """Until impl.py and test.py exist, the model must call a tool (no early answers)."""
-        return handler(self._require_tools(request))
+        """Until impl.py and test.py exist, the model must call a tool (no early answers).
+
+        A reply whose tool call is broken (cut off at the token limit, malformed JSON) would
+        end the loop as if the model had answered: it is asked once more, told why.
+        """
+        request = self._require_tools(request)
+        response = handler(request)
+        again = _reask_broken_call(request, response)
+        if again is None:
+            return response
+        return _spent_too(handler(again), response)
 
     async def awrap_model_call(
         self,
@@ -189,7 +199,12 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
-        return await handler(self._require_tools(request))
+        request = self._require_tools(request)
+        response = await handler(request)
+        again = _reask_broken_call(request, response)
+        if again is None:
+            return response
+        return _spent_too(await handler(again), response)
 
     def _require_tools(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         # Small models often "answer" the task in prose on the first turn; an attempt that
@@ -222,6 +237,57 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
 UNSTUCK_TEMPERATURE = 0.7
 """Sampling temperature of a local model once it rewrote a file with identical content."""
+
+BROKEN_CALL_NOTE = (
+    "Your last reply was not a complete tool call ({why}), so nothing was done. Call the "
+    "tool again with a shorter reply: keep each file under 60 lines (fewer, distinct test "
+    "cases; no repeated lines)."
+)
+
+
+def _broken_call(response: ModelResponse[Any]) -> str | None:
+    """Why the reply's tool call could not be used (None when it is fine, or an answer)."""
+    last = response.result[-1] if response.result else None
+    if not isinstance(last, AIMessage) or last.tool_calls or not last.invalid_tool_calls:
+        return None
+    finish = (last.response_metadata or {}).get("finish_reason")
+    if finish == "length":
+        return "it was cut off at the token limit"
+    return str(last.invalid_tool_calls[0].get("error") or "malformed arguments")[:200]
+
+
+def _reask_broken_call(
+    request: ModelRequest[Any], response: ModelResponse[Any]
+) -> ModelRequest[Any] | None:
+    """The request to send once more after a broken tool call, or None if the reply is usable.
+
+    The broken reply is not kept in the conversation (its text would only cost prompt); a note
+    after the last message says what happened, and a local model samples instead of repeating
+    the same greedy reply.
+    """
+    why = _broken_call(response)
+    if why is None:
+        return None
+    emit("executor.broken_call", reason=why)
+    note = HumanMessage(BROKEN_CALL_NOTE.format(why=why))
+    if isinstance(request.model, LocalChatModel):
+        settings = {**request.model_settings, "temperature": UNSTUCK_TEMPERATURE}
+        return request.override(messages=[*request.messages, note], model_settings=settings)
+    return request.override(messages=[*request.messages, note])
+
+
+def _spent_too(response: ModelResponse[Any], wasted: ModelResponse[Any]) -> ModelResponse[Any]:
+    """`response`, its reply also carrying the tokens of the `wasted` call (for budgets)."""
+    last, spent = response.result[-1] if response.result else None, wasted.result[-1]
+    if not isinstance(last, AIMessage) or not isinstance(spent, AIMessage):
+        return response
+    if spent.usage_metadata is None:
+        return response
+    usage = add_usage(last.usage_metadata, spent.usage_metadata)
+    return ModelResponse(
+        result=[*response.result[:-1], last.model_copy(update={"usage_metadata": usage})],
+        structured_response=response.structured_response,
+    )
 
 
 def _rewrote_unchanged(messages: Sequence[BaseMessage]) -> bool:

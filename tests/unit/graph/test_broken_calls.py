@@ -1,0 +1,78 @@
+"""A broken tool call (cut off at the token limit) is asked again, not taken for an answer."""
+
+from __future__ import annotations
+
+import json
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from atom_agent import Context, run_task
+from atom_agent.state import Plan
+from atom_agent.testing import ScriptedChatModel
+from atom_agent.workspace import Workspace
+
+from .scripts import ExecutorScript, models, passing_attempt, step
+
+CUT_OFF = '{"name": "write_file", "arguments": {"path": "test.py", "content": "from impl import'
+
+
+def _broken() -> AIMessage:
+    return AIMessage(
+        content=CUT_OFF,
+        invalid_tool_calls=[
+            {
+                "name": None,
+                "args": CUT_OFF,
+                "id": "call_broken",
+                "error": "reply is not complete JSON (finish_reason=length)",
+                "type": "invalid_tool_call",
+            }
+        ],
+        response_metadata={"finish_reason": "length"},
+        usage_metadata={"input_tokens": 1000, "output_tokens": 1024, "total_tokens": 2024},
+    )
+
+
+def test_a_cut_off_tool_call_is_asked_again_with_a_note(ctx: Context) -> None:
+    script = ExecutorScript({("adder", 1): passing_attempt()})
+    calls: list[list[BaseMessage]] = []
+    broken_left = [1]  # the call that should write test.py is cut off, once
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        calls.append(list(messages))
+        turn = sum(isinstance(m, AIMessage) for m in messages)
+        if turn == 1 and broken_left:
+            broken_left.pop()
+            return _broken()
+        return script(messages)
+
+    roles = models([Plan(steps=[step("adder")])], script)
+    roles["executor"] = ScriptedChatModel(respond=respond)
+    outcome = run_task("add numbers", ctx, models=roles)
+
+    assert outcome.status == "done", outcome
+    reask = calls[2]  # impl.py written, the broken reply, then this
+    assert isinstance(reask[-1], HumanMessage)
+    assert "cut off at the token limit" in str(reask[-1].content)
+    assert not any(CUT_OFF in str(m.content) for m in reask)  # the broken text is not replayed
+    ws = Workspace(ctx.workspace)
+    attempt = ws.attempt(ws.step(ws.run(outcome.run_id), "adder"), 1)
+    history = json.dumps(ws.read_history(attempt))
+    assert "from impl import" in history and CUT_OFF not in history
+    assert outcome.usage["total_tokens"] >= 2024  # the wasted call still counts
+
+
+def test_a_reply_broken_twice_ends_the_attempt_without_looping(ctx: Context) -> None:
+    ctx = Context(workspace=ctx.workspace, max_attempts=1, max_replans=0)
+    calls: list[int] = []
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        calls.append(len(messages))
+        return _broken()
+
+    roles = models([Plan(steps=[step("adder")])], ExecutorScript({}))
+    roles["executor"] = ScriptedChatModel(respond=respond)
+    outcome = run_task("add numbers", ctx, models=roles)
+
+    assert outcome.status == "failed"
+    assert len(calls) == 2  # asked once more, then the attempt ended
