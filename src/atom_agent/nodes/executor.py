@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from langchain.agents import create_agent
@@ -223,6 +224,7 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 settings = {**request.model_settings, "temperature": UNSTUCK_TEMPERATURE}
                 return request.override(tool_choice="any", model_settings=settings)
             return request.override(tool_choice="any")
+        request = _missing_files_note(request, scope.staging)
         if isinstance(request.model, LocalChatModel):
             # A small model also wanders (reading files that do not exist yet): until the
             # files exist it may only write them, or read what its dependencies committed.
@@ -231,7 +233,12 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             names = [n for n in present if isinstance(n, str) and n in allowed]
             if names:
                 # Narrowed by tool_choice, not by unbinding tools: the prompt stays the same.
-                return request.override(tool_choice=allowed_tools_choice(names))
+                choice = allowed_tools_choice(names)
+                if _rewrote_unchanged(request.messages):
+                    # Greedy decoding rewrites the file it has instead of the missing one.
+                    settings = {**request.model_settings, "temperature": UNSTUCK_TEMPERATURE}
+                    return request.override(tool_choice=choice, model_settings=settings)
+                return request.override(tool_choice=choice)
         return request.override(tool_choice="any")
 
 
@@ -243,6 +250,26 @@ BROKEN_CALL_NOTE = (
     "tool again with a shorter reply: keep each file under 60 lines (fewer, distinct test "
     "cases; no repeated lines)."
 )
+
+
+MISSING_FILES_NOTE = (
+    "Still missing in your staging area: {missing}. Write {it} now with write_file "
+    "(impl.py: the implementation; test.py: pytest tests that import from impl)."
+)
+
+
+def _missing_files_note(request: ModelRequest[Any], staging: Path) -> ModelRequest[Any]:
+    """After a tool result, while a required file is missing, say which one (for this call)."""
+    last = request.messages[-1] if request.messages else None
+    if not isinstance(last, ToolMessage):
+        return request
+    missing = [f for f in REQUIRED_FILES if not (staging / f).is_file()]
+    if not missing:
+        return request
+    note = MISSING_FILES_NOTE.format(
+        missing=" and ".join(missing), it="it" if len(missing) == 1 else "them"
+    )
+    return request.override(messages=[*request.messages, HumanMessage(note)])
 
 
 def _broken_call(response: ModelResponse[Any]) -> str | None:

@@ -127,6 +127,43 @@ def test_a_local_model_stuck_rewriting_the_same_file_is_sampled(ctx: Context) ->
     assert temperatures[4:] == [UNSTUCK_TEMPERATURE] * 3
 
 
+def test_a_local_model_rewriting_impl_while_test_is_missing_is_told_and_sampled(
+    ctx: Context,
+) -> None:
+    from typing import Any
+
+    from langchain_core.messages import BaseMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from atom_agent.models import LocalChatModel
+    from atom_agent.nodes.executor import UNSTUCK_TEMPERATURE
+
+    from .scripts import write
+
+    calls: list[tuple[Any, str]] = []
+    replies = [
+        write("impl.py", ADD_IMPL),
+        write("impl.py", ADD_IMPL),  # greedy decoding repeats the file it has
+        *passing_attempt()[1:],  # told what is missing: test.py, then run_tests
+    ]
+
+    class RecordingLocal(LocalChatModel):
+        def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                      **kwargs: Any) -> ChatResult:  # fmt: skip
+            last = messages[-1]
+            calls.append((kwargs.get("temperature"),
+                          str(last.content) if isinstance(last, HumanMessage) else ""))  # fmt: skip
+            return ChatResult(generations=[ChatGeneration(message=replies[len(calls) - 1])])
+
+    roles = models([Plan(steps=[step("adder")])], ExecutorScript({}))
+    roles["executor"] = RecordingLocal()  # type: ignore[assignment]
+    assert run_task("add", ctx, models=roles).status == "done"  # type: ignore[arg-type]
+    assert [t for t, _ in calls] == [None, None, UNSTUCK_TEMPERATURE, UNSTUCK_TEMPERATURE]
+    assert "Still missing in your staging area: test.py" in calls[1][1]
+    assert "Still missing in your staging area: test.py" in calls[2][1]
+    assert "Still missing" not in calls[3][1]  # both files exist: no note
+
+
 def test_the_local_model_takes_a_temperature_per_call() -> None:
     import pytest
 
