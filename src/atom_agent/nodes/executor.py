@@ -5,22 +5,12 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import (
-    AgentMiddleware,
-    AgentState,
-    ModelRequest,
-    ModelResponse,
-    hook_config,
-)
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.messages.ai import add_usage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.errors import GraphRecursionError
@@ -30,9 +20,8 @@ from pydantic import BaseModel, Field
 
 from atom_agent import prompts
 from atom_agent.context import Context
-from atom_agent.errors import ConfigError, ToolConfigError
+from atom_agent.errors import ConfigError
 from atom_agent.models import LocalChatModel
-from atom_agent.models.local import allowed_tools_choice
 from atom_agent.reconstruct import reconstruct_context
 from atom_agent.services import Models, Services
 from atom_agent.session import SessionContext
@@ -43,21 +32,22 @@ from atom_agent.tools.files import ToolScope, create_file_tools
 from atom_agent.tools.memory import create_memory_tools
 from atom_agent.tools.router import (
     TRUSTED_TOOLS,
-    RouteContext,
     RoutingMiddleware,
     ToolRouter,
-    route_context,
 )
 from atom_agent.tools.search import create_search_tools
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
 
+from .attempt_control import (
+    ASK_USER,
+    AttemptContext,
+    StopMiddleware,
+)
 from .common import attempt_scope, plan_of, run_ref, services, step_session
 
 logger = logging.getLogger(__name__)
 
-ASK_USER = "ask_user"
-REQUIRED_FILES = ("impl.py", "test.py")
 LEAN_TOOLS = frozenset({"write_file", "read_file", "edit_file", "list_files", "run_tests"})
 """The executor's tools for small local models: write, read, fix and test."""
 
@@ -103,230 +93,6 @@ def ask_user_tool() -> BaseTool:
         "cannot decide yourself. The run pauses until the user answers; use it rarely.",
         args_schema=AskUserArgs,
     )
-
-
-def tests_passed(content: str) -> bool:
-    """Whether a run_tests tool result reports a clean pass (≥ 1 test, no failure, no error)."""
-    try:
-        data = json.loads(content)
-    except (TypeError, ValueError):
-        return False
-    tests = data.get("tests") if isinstance(data, dict) else None
-    if not isinstance(tests, dict):
-        return False
-    return bool(
-        data.get("ok", data.get("exit_code") == 0)
-        and tests.get("passed", 0) > 0
-        and tests.get("failed", 0) == 0
-        and tests.get("errors", 0) == 0
-    )
-
-
-@dataclass(frozen=True)
-class AttemptContext(RouteContext):
-    """What one attempt passes to the shared executor agent as ``context=``.
-
-    Attributes:
-        scope: the attempt's files (where impl.py and test.py must appear).
-        max_tool_calls: the attempt's tool-call budget.
-    """
-
-    scope: ToolScope
-    max_tool_calls: int
-
-
-def attempt_of(runtime: Any) -> AttemptContext:
-    """The :class:`AttemptContext` of an executor agent run.
-
-    Raises:
-        ToolConfigError: the agent was invoked without one (a wiring error).
-    """
-    context = route_context(runtime)
-    if not isinstance(context, AttemptContext):
-        raise ToolConfigError(
-            f"the executor agent needs context=AttemptContext(...), not {type(context).__name__}"
-        )
-    return context
-
-
-class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
-    """Code decides when an attempt stops: tool budget spent, tests pass, or a question asked.
-
-    Small models rarely stop by themselves; without this the loop runs to the recursion limit.
-    It holds nothing of one attempt: the budget and the files come from the run's
-    :class:`AttemptContext`, so one compiled agent serves every attempt.
-    """
-
-    @hook_config(can_jump_to=["end"])
-    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """End the loop before the next model call when the attempt is over."""
-        attempt = attempt_of(runtime)
-        messages = state["messages"]
-        results = [m for m in messages if isinstance(m, ToolMessage)]
-        if len(results) >= attempt.max_tool_calls:
-            return {"jump_to": "end"}
-        last = messages[-1] if messages else None
-        if isinstance(last, ToolMessage):
-            if last.name == ASK_USER and last.status != "error":
-                return {"jump_to": "end"}
-            if (
-                last.name == "run_tests"
-                and tests_passed(str(last.content))
-                and all((attempt.scope.staging / f).is_file() for f in REQUIRED_FILES)
-            ):
-                return {"jump_to": "end"}
-        return None
-
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        """Until impl.py and test.py exist, the model must call a tool (no early answers).
-
-        A reply whose tool call is broken (cut off at the token limit, malformed JSON) would
-        end the loop as if the model had answered: it is asked once more, told why.
-        """
-        request = self._require_tools(request)
-        response = handler(request)
-        again = _reask_broken_call(request, response)
-        if again is None:
-            return response
-        return _spent_too(handler(again), response)
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Async :meth:`wrap_model_call`."""
-        request = self._require_tools(request)
-        response = await handler(request)
-        again = _reask_broken_call(request, response)
-        if again is None:
-            return response
-        return _spent_too(await handler(again), response)
-
-    def _require_tools(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        # Small models often "answer" the task in prose on the first turn; an attempt that
-        # wrote nothing can only fail, so the answer option is taken away until it has.
-        scope = attempt_of(request.runtime).scope
-        written = all((scope.staging / f).is_file() for f in REQUIRED_FILES)
-        if not request.tools:
-            return request
-        if written:
-            # A small model "gives up" in prose after a failing test run; code decides when
-            # its attempt ends (tests pass or the tool budget is spent), so it must keep working.
-            if not isinstance(request.model, LocalChatModel):
-                return request
-            if _rewrote_unchanged(request.messages):
-                # Greedy decoding is stuck rewriting the same failing file: sample instead.
-                settings = {**request.model_settings, "temperature": UNSTUCK_TEMPERATURE}
-                return request.override(tool_choice="any", model_settings=settings)
-            return request.override(tool_choice="any")
-        request = _missing_files_note(request, scope.staging)
-        if isinstance(request.model, LocalChatModel):
-            # A small model also wanders (reading files that do not exist yet): until the
-            # files exist it may only write them, or read what its dependencies committed.
-            allowed = {"write_file", *(("read_file",) if scope.dependencies else ())}
-            present = (getattr(t, "name", None) for t in request.tools)
-            names = [n for n in present if isinstance(n, str) and n in allowed]
-            if names:
-                # Narrowed by tool_choice, not by unbinding tools: the prompt stays the same.
-                choice = allowed_tools_choice(names)
-                if _rewrote_unchanged(request.messages):
-                    # Greedy decoding rewrites the file it has instead of the missing one.
-                    settings = {**request.model_settings, "temperature": UNSTUCK_TEMPERATURE}
-                    return request.override(tool_choice=choice, model_settings=settings)
-                return request.override(tool_choice=choice)
-        return request.override(tool_choice="any")
-
-
-UNSTUCK_TEMPERATURE = 0.7
-"""Sampling temperature of a local model once it rewrote a file with identical content."""
-
-BROKEN_CALL_NOTE = (
-    "Your last reply was not a complete tool call ({why}), so nothing was done. Call the "
-    "tool again with a shorter reply: keep each file under 60 lines (fewer, distinct test "
-    "cases; no repeated lines)."
-)
-
-
-MISSING_FILES_NOTE = (
-    "Still missing in your staging area: {missing}. Write {it} now with write_file "
-    "(impl.py: the implementation; test.py: pytest tests that import from impl)."
-)
-
-
-def _missing_files_note(request: ModelRequest[Any], staging: Path) -> ModelRequest[Any]:
-    """After a tool result, while a required file is missing, say which one (for this call)."""
-    last = request.messages[-1] if request.messages else None
-    if not isinstance(last, ToolMessage):
-        return request
-    missing = [f for f in REQUIRED_FILES if not (staging / f).is_file()]
-    if not missing:
-        return request
-    note = MISSING_FILES_NOTE.format(
-        missing=" and ".join(missing), it="it" if len(missing) == 1 else "them"
-    )
-    return request.override(messages=[*request.messages, HumanMessage(note)])
-
-
-def _broken_call(response: ModelResponse[Any]) -> str | None:
-    """Why the reply's tool call could not be used (None when it is fine, or an answer)."""
-    last = response.result[-1] if response.result else None
-    if not isinstance(last, AIMessage) or last.tool_calls or not last.invalid_tool_calls:
-        return None
-    finish = (last.response_metadata or {}).get("finish_reason")
-    if finish == "length":
-        return "it was cut off at the token limit"
-    return str(last.invalid_tool_calls[0].get("error") or "malformed arguments")[:200]
-
-
-def _reask_broken_call(
-    request: ModelRequest[Any], response: ModelResponse[Any]
-) -> ModelRequest[Any] | None:
-    """The request to send once more after a broken tool call, or None if the reply is usable.
-
-    The broken reply is not kept in the conversation (its text would only cost prompt); a note
-    after the last message says what happened, and a local model samples instead of repeating
-    the same greedy reply.
-    """
-    why = _broken_call(response)
-    if why is None:
-        return None
-    emit("executor.broken_call", reason=why)
-    note = HumanMessage(BROKEN_CALL_NOTE.format(why=why))
-    if isinstance(request.model, LocalChatModel):
-        settings = {**request.model_settings, "temperature": UNSTUCK_TEMPERATURE}
-        return request.override(messages=[*request.messages, note], model_settings=settings)
-    return request.override(messages=[*request.messages, note])
-
-
-def _spent_too(response: ModelResponse[Any], wasted: ModelResponse[Any]) -> ModelResponse[Any]:
-    """`response`, its reply also carrying the tokens of the `wasted` call (for budgets)."""
-    last, spent = response.result[-1] if response.result else None, wasted.result[-1]
-    if not isinstance(last, AIMessage) or not isinstance(spent, AIMessage):
-        return response
-    if spent.usage_metadata is None:
-        return response
-    usage = add_usage(last.usage_metadata, spent.usage_metadata)
-    return ModelResponse(
-        result=[*response.result[:-1], last.model_copy(update={"usage_metadata": usage})],
-        structured_response=response.structured_response,
-    )
-
-
-def _rewrote_unchanged(messages: Sequence[BaseMessage]) -> bool:
-    """Whether a write_file in this attempt reported an unchanged file (the model repeats)."""
-    for message in messages:
-        if isinstance(message, ToolMessage) and message.name == "write_file":
-            try:
-                if json.loads(str(message.content)).get("unchanged"):
-                    return True
-            except (ValueError, AttributeError):
-                continue
-    return False
 
 
 def make_executor(models: Models | None) -> Any:

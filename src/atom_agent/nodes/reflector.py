@@ -21,8 +21,8 @@ from atom_agent.state import Judgement, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 
+from .attempt_control import REQUIRED_FILES
 from .common import attempt_scope, dependants, plan_of, run_ref, services, step_session
-from .executor import REQUIRED_FILES
 
 logger = logging.getLogger(__name__)
 

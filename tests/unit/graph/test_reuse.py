@@ -11,8 +11,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from atom_agent import Context, build_graph, run_task
 from atom_agent.errors import ToolConfigError
+from atom_agent.nodes.attempt_control import AttemptContext
 from atom_agent.nodes.common import attempt_scope, context_of
-from atom_agent.nodes.executor import AttemptContext, attempt_agent, attempt_router
+from atom_agent.nodes.executor import attempt_agent, attempt_router
 from atom_agent.services import Services, close_all, services_for, shared_memory
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan
