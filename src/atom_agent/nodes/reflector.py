@@ -10,6 +10,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from atom_agent import prompts
+from atom_agent.checks.examples import examples_feedback, run_examples, task_examples
 from atom_agent.checks.hardcoding import check_file
 from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
@@ -52,6 +53,16 @@ def make_reflector(models: Models | None) -> Any:
                 cwd=staging, limits=svc.limits, targets=["test.py"], python_path=scope.python_path()
             )
         tests_ok = _tests_ok(result)
+        examples = None
+        wanted = task_examples(state["task"], step.description)
+        if wanted and "impl.py" not in missing:
+            examples = run_examples(
+                wanted,
+                staging=staging,
+                runner=svc.runner,
+                limits=svc.limits,
+                python_path=scope.python_path(),
+            )
         hard = check_file(staging / "impl.py") if "impl.py" not in missing else None
         hard_ok = hard is None or hard.ok
 
@@ -73,12 +84,18 @@ def make_reflector(models: Models | None) -> Any:
         else:
             decision = "fail"
         feedback = _feedback(missing, result, hard, judgement, tests_ok, hard_ok)
+        if examples is not None:
+            # The task's own examples say which side a failure is on: the code or the test.
+            feedback = "\n".join(
+                [*examples_feedback(examples, result is not None and not tests_ok), feedback]
+            ).strip()
         verdict = {
             "outcome": "passed" if passed else "failed",
             "decision": decision,
             "attempt": attempt.n,
             "missing_files": missing,
             "tests": _tests_evidence(result),
+            "task_examples": examples.to_dict() if examples is not None else None,
             "hardcoding": hard.summary().splitlines() if hard is not None and not hard.ok else [],
             "hardcoding_report": hard.to_dict() if hard is not None else None,
             "criteria": [c.model_dump() for c in judgement.criteria] if judgement else [],

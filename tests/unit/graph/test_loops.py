@@ -33,6 +33,23 @@ def test_fail_then_pass_on_retry_with_feedback_in_the_prompt(ctx: Context) -> No
     assert ws.read_step(adder)["committed_attempt"] == 2
 
 
+def test_the_tasks_examples_tell_the_retry_to_fix_a_wrong_test(ctx: Context) -> None:
+    # impl.py is right and test.py expects add(2, 3) == 6: the task's example says 5.
+    task = "Write add(a, b).\n\n    >>> add(2, 3)\n    5\n"
+    executor = ExecutorScript({("adder", 1): failing_attempt(), ("adder", 2): passing_attempt()})
+    outcome = run_task(task, ctx, models=models([Plan(steps=[step("adder")])], executor))
+
+    assert outcome.status == "done"
+    ws = Workspace(ctx.workspace)
+    first = ws.list_attempts(ws.step(ws.run(outcome.run_id), "adder"))[0]
+    verdict = ws.read_verdict(first)
+    assert verdict["outcome"] == "failed"  # the tests still decide
+    assert verdict["task_examples"] == {
+        "passed": 1, "failed": [], "not_applicable": 0, "error": ""
+    }  # fmt: skip
+    assert "fix the test, not the code" in executor.prompts[("adder", 2)]
+
+
 def test_claimed_success_with_failing_tests_is_a_failure(tmp_path) -> None:  # type: ignore[no-untyped-def]
     ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
     plan = Plan(steps=[step("adder"), step("user", depends_on=["adder"])])
