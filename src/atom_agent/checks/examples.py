@@ -153,8 +153,8 @@ def examples_feedback(report: ExamplesReport, tests_failed: bool) -> list[str]:
             f"all {report.passed} of the task's examples"
         )
         return [
-            f"impl.py gives the expected output for {which}, but test.py fails: the failing "
-            "test's expected value is probably wrong. Check test.py against the task's "
-            "examples and fix the test, not the code."
+            f"impl.py gives the expected output for {which}, but test.py does not pass: the "
+            "test is probably wrong (a wrong expected value, or it does not run). Check "
+            "test.py against the task's examples and fix the test, not the code."
         ]
     return []
