@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from atom_agent import prompts
@@ -83,7 +83,8 @@ def make_reflector(models: Models | None) -> Any:
             decision = "replan"
         else:
             decision = "fail"
-        feedback = _feedback(missing, result, hard, judgement, tests_ok, hard_ok)
+        skipped = _skipped(step, judgement) if judgement is not None else []
+        feedback = _feedback(missing, result, hard, judgement, tests_ok, hard_ok, skipped)
         if examples is not None:
             # The task's own examples say which side a failure is on: the code or the test.
             feedback = "\n".join(
@@ -244,16 +245,42 @@ def _judge(
             )
         ),
     ]
-    try:
-        reply = invoke_structured(svc.structured("reflector", Judgement), messages)
-    except AtomAgentError as exc:
-        logger.warning("reflector judgement failed: %s", exc)
-        return None, {}
-    usage = usage_of([reply.raw] if reply.raw is not None else [], model_name_of(model))
-    if reply.parsed is None:
-        logger.warning("reflector judgement did not parse: %s", reply.error)
-        return None, usage
-    return Judgement.model_validate(reply.parsed), usage
+    spent: list[AIMessage] = []
+    judgement: Judgement | None = None
+    for _ in range(2):  # once more if the judgement skipped criteria
+        try:
+            reply = invoke_structured(svc.structured("reflector", Judgement), messages)
+        except AtomAgentError as exc:
+            logger.warning("reflector judgement failed: %s", exc)
+            break
+        if reply.raw is not None:
+            spent.append(reply.raw)
+        if reply.parsed is None:
+            logger.warning("reflector judgement did not parse: %s", reply.error)
+            break
+        judgement = Judgement.model_validate(reply.parsed)
+        skipped = _skipped(step, judgement)
+        if not skipped:
+            break
+        emit("reflector.skipped_criteria", step_id=step.id, skipped=len(skipped))
+        messages = [
+            *messages,
+            HumanMessage(
+                f"Your judgement covered {len(judgement.criteria)} of the "
+                f"{len(step.acceptance_criteria)} criteria. Judge every criterion, one entry "
+                "each, in this order:\n" + "\n".join(f"- {c}" for c in step.acceptance_criteria)
+            ),
+        ]
+    return judgement, usage_of(spent, model_name_of(model))
+
+
+def _skipped(step: PlanStep, judgement: Judgement) -> list[str]:
+    """The step's criteria the judgement has no entry for (judged ones matched by text)."""
+    if len(judgement.criteria) >= len(step.acceptance_criteria):
+        return []
+    judged = {c.criterion.strip().lower() for c in judgement.criteria}
+    missing = [c for c in step.acceptance_criteria if c.strip().lower() not in judged]
+    return missing or list(step.acceptance_criteria[len(judgement.criteria) :])
 
 
 def _all_met(step: PlanStep, judgement: Judgement) -> bool:
@@ -270,6 +297,7 @@ def _feedback(
     judgement: Judgement | None,
     tests_ok: bool,
     hard_ok: bool,
+    skipped: list[str],
 ) -> str:
     parts: list[str] = []
     if missing:
@@ -280,6 +308,11 @@ def _feedback(
     if not hard_ok and hard is not None:
         parts.append("hard-coded outputs found, compute them instead: " + hard.summary())
     if judgement is not None:
+        if skipped:
+            parts.append(
+                "the reviewer did not judge these criteria (make the tests show each one): "
+                + "; ".join(skipped)
+            )
         unmet = [c for c in judgement.criteria if not c.met]
         for c in unmet:
             parts.append(f"criterion not met: {c.criterion} ({c.evidence})")

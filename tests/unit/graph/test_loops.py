@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage
 from atom_agent import Context, run_task
 from atom_agent.errors import WorkspaceError
 from atom_agent.run import resume_run
-from atom_agent.state import Plan, PlanStep
+from atom_agent.state import CriterionVerdict, Judgement, Plan, PlanStep
 from atom_agent.testing import tool_call
 from atom_agent.workspace import Workspace
 
@@ -190,3 +190,36 @@ def test_a_one_step_replan_merges_the_models_steps(tmp_path) -> None:  # type: i
     assert len(roles["planner"].calls) == 1  # the replan, merged rather than re-asked
     prompt = executor.prompts[("code", 1)]
     assert "- add(2, 3) == 5\n- tests cover negatives" in prompt
+
+
+def _partial(criteria: list[str]) -> Judgement:
+    return Judgement(
+        criteria=[CriterionVerdict(criterion=c, met=True, evidence="tests pass") for c in criteria]
+    )
+
+
+def test_a_judgement_that_skips_criteria_is_asked_again(ctx: Context) -> None:
+    two = step("adder", criteria=["add(2, 3) == 5", "add(-1, 1) == 0"])
+    executor = ExecutorScript({("adder", 1): passing_attempt()})
+    judges = [_partial(["add(2, 3) == 5"]), _partial(list(two.acceptance_criteria))]
+    roles = models([Plan(steps=[two])], executor, judgements=judges)
+    outcome = run_task("add", ctx, models=roles)
+
+    assert outcome.status == "done"
+    reasked = roles["reflector"].calls[1].messages[-1]
+    assert "covered 1 of the 2 criteria" in str(reasked.content)
+    assert "- add(-1, 1) == 0" in str(reasked.content)
+
+
+def test_criteria_never_judged_fail_the_step_with_a_reason(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    two = step("adder", criteria=["add(2, 3) == 5", "add(-1, 1) == 0"])
+    executor = ExecutorScript({("adder", 1): passing_attempt()})
+    judges = [_partial(["add(2, 3) == 5"])] * 2
+    outcome = run_task("add", ctx, models=models([Plan(steps=[two])], executor, judgements=judges))
+
+    assert outcome.status == "failed"
+    ws = Workspace(ctx.workspace)
+    verdict = ws.read_verdict(ws.attempt(ws.step(ws.run(outcome.run_id), "adder"), 1))
+    assert "did not judge these criteria" in verdict["feedback"]
+    assert "add(-1, 1) == 0" in verdict["feedback"]
