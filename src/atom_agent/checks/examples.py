@@ -35,7 +35,7 @@ class Recorder(doctest.DocTestRunner):
         results.append({"source": example.source.strip(), "want": example.want.strip(),
                         "status": status, "got": got.strip()[:300]})
     def report_start(self, out, test, example):
-        pass
+        return None  # no per-example chatter
     def report_success(self, out, test, example, got):
         self._add(example, "passed", got)
     def report_failure(self, out, test, example, got):

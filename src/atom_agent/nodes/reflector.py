@@ -84,12 +84,13 @@ def make_reflector(models: Models | None) -> Any:
         else:
             decision = "fail"
         skipped = _skipped(step, judgement) if judgement is not None else []
-        feedback = _feedback(missing, result, hard, judgement, tests_ok, hard_ok, skipped)
-        if examples is not None:
-            # The task's own examples say which side a failure is on: the code or the test.
-            feedback = "\n".join(
-                [*examples_feedback(examples, result is not None and not tests_ok), feedback]
-            ).strip()
+        # The task's own examples come first: they say which side a failure is on.
+        hints = (
+            examples_feedback(examples, result is not None and not tests_ok)
+            if examples is not None
+            else []
+        )
+        feedback = _feedback(missing, result, hard, judgement, tests_ok, hard_ok, skipped, hints)
         verdict = {
             "outcome": "passed" if passed else "failed",
             "decision": decision,
@@ -285,9 +286,7 @@ def _skipped(step: PlanStep, judgement: Judgement) -> list[str]:
 
 def _all_met(step: PlanStep, judgement: Judgement) -> bool:
     """Every criterion judged and met; a judgement that skips criteria does not pass."""
-    if len(judgement.criteria) < len(step.acceptance_criteria):
-        return False
-    return all(c.met for c in judgement.criteria)
+    return not _skipped(step, judgement) and all(c.met for c in judgement.criteria)
 
 
 def _feedback(
@@ -298,8 +297,9 @@ def _feedback(
     tests_ok: bool,
     hard_ok: bool,
     skipped: list[str],
+    hints: list[str],
 ) -> str:
-    parts: list[str] = []
+    parts: list[str] = list(hints)
     if missing:
         parts.append(f"missing files: {', '.join(missing)} (write both impl.py and test.py)")
     if result is not None and not tests_ok:
