@@ -43,6 +43,7 @@ demo: install
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy src
 
 test: lint

@@ -287,12 +287,10 @@ def _breakdown(rows: list[Run], med: Callable[[Any], float]) -> None:
         print(f"    {name:24s} {w:6.1f} | {c:6.1f}{note}")
     foreground = [n for n in names if n not in BACKGROUND]
     rest_wall = med(
-        r.framework() - sum(r.parts_wall.get(n, 0.0) for n in foreground) * per_step
-        for r in rows
+        r.framework() - sum(r.parts_wall.get(n, 0.0) for n in foreground) * per_step for r in rows
     )
     rest_cpu = med(
-        r.framework(cpu=True) - sum(r.parts_cpu.get(n, 0.0) for n in names) * per_step
-        for r in rows
+        r.framework(cpu=True) - sum(r.parts_cpu.get(n, 0.0) for n in names) * per_step for r in rows
     )
     print(f"    {'graph, nodes, the rest':24s} {rest_wall:6.1f} | {rest_cpu:6.1f}")
 

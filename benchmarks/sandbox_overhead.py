@@ -25,8 +25,10 @@ def timed(fn, repeat: int) -> list[float]:
 
 
 def show(label: str, samples: list[float]) -> None:
-    print(f"{label:<46} median {statistics.median(samples):7.1f} ms   "
-          f"min {min(samples):7.1f} ms   (n={len(samples)})")
+    print(
+        f"{label:<46} median {statistics.median(samples):7.1f} ms   "
+        f"min {min(samples):7.1f} ms   (n={len(samples)})"
+    )
 
 
 def main() -> None:
@@ -35,12 +37,14 @@ def main() -> None:
         (staging / "noop.py").write_text("pass\n")
         (staging / "flood.py").write_text(
             "import sys\nchunk = b'y' * (1 << 20)\nfor _ in range(100):\n"
-            "    sys.stdout.buffer.write(chunk)\n")
+            "    sys.stdout.buffer.write(chunk)\n"
+        )
         (staging / "test_one.py").write_text("def test_one():\n    assert True\n")
         limits = Limits(timeout_s=60.0)
         print("isolation:", probe_isolation(False))
-        bare = timed(lambda: subprocess.run([sys.executable, "noop.py"], cwd=staging,
-                                            check=True), 10)
+        bare = timed(
+            lambda: subprocess.run([sys.executable, "noop.py"], cwd=staging, check=True), 10
+        )
         show("plain subprocess.run(python noop.py)", bare)
         for isolate in (True, False):
             each = SubprocessRunner(isolate=isolate)

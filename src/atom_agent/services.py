@@ -138,9 +138,7 @@ class Services:
         returns the raw reply (for its token usage).
         """
         model = self.model(role)
-        return self.memo(
-            ("structured", role, schema), lambda: model.with_structured_output(schema)
-        )
+        return self.memo(("structured", role, schema), lambda: model.with_structured_output(schema))
 
     def close(self) -> None:
         """Close the memory store these Services use (other Services of that store too)."""

@@ -83,25 +83,41 @@ def test_one_attempt_from_tools_to_commit(ws: Workspace, manager: MemoryManager)
     step = ws.create_step(run, "cache", depends_on=["keys"])
     attempt = ws.new_attempt(step)
     scope = ToolScope.for_attempt(ws, step, attempt)
-    session = SessionContext(session_id="sess", project_id="demo", run_id=run.run_id,
-                             step_id=step.step_id, attempt=attempt.n)
+    session = SessionContext(
+        session_id="sess",
+        project_id="demo",
+        run_id=run.run_id,
+        step_id=step.step_id,
+        attempt=attempt.n,
+    )
     limits = Limits(timeout_s=30.0, cpu_s=20, memory_mb=768)
     router = ToolRouter(
-        [*create_file_tools(scope), *create_code_tools(scope, SubprocessRunner(), limits),
-         *create_search_tools(scope, manager, session)],
-        trusted=partial(create_memory_tools, manager), scope=scope)
+        [
+            *create_file_tools(scope),
+            *create_code_tools(scope, SubprocessRunner(), limits),
+            *create_search_tools(scope, manager, session),
+        ],
+        trusted=partial(create_memory_tools, manager),
+        scope=scope,
+    )
 
-    model = ScriptedChatModel(responses=[
-        tool_call("read_file", {"path": "deps/keys/keys.py"}, id="t1"),
-        tool_call("write_file", {"path": "impl.py", "content": IMPL}, id="t2"),
-        tool_call("write_file", {"path": "test.py", "content": TEST}, id="t3"),
-        tool_call("run_tests", {}, id="t4"),
-        tool_call("remember", {"content": "cache keys are normalized with keys.normalize",
-                               "type": "convention"}, id="t5"),
-        "impl.py and test.py are written; 2 tests pass.",
-    ])
-    agent = create_agent(model, system_prompt=scope.describe(),
-                         middleware=[router.middleware(session)])
+    model = ScriptedChatModel(
+        responses=[
+            tool_call("read_file", {"path": "deps/keys/keys.py"}, id="t1"),
+            tool_call("write_file", {"path": "impl.py", "content": IMPL}, id="t2"),
+            tool_call("write_file", {"path": "test.py", "content": TEST}, id="t3"),
+            tool_call("run_tests", {}, id="t4"),
+            tool_call(
+                "remember",
+                {"content": "cache keys are normalized with keys.normalize", "type": "convention"},
+                id="t5",
+            ),
+            "impl.py and test.py are written; 2 tests pass.",
+        ]
+    )
+    agent = create_agent(
+        model, system_prompt=scope.describe(), middleware=[router.middleware(session)]
+    )
     state = agent.invoke({"messages": [("user", "Implement the LRU cache step.")]})
 
     results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
@@ -112,12 +128,14 @@ def test_one_attempt_from_tools_to_commit(ws: Workspace, manager: MemoryManager)
     assert tests["tests"] == {"passed": 2, "failed": 0, "errors": 0, "skipped": 0, "total": 2}
 
     # The reflector's evidence, on real parts: an independent test run and the static check.
-    verdict = SubprocessRunner().run_pytest(cwd=attempt.staging, limits=limits,
-                                            python_path=scope.python_path())
+    verdict = SubprocessRunner().run_pytest(
+        cwd=attempt.staging, limits=limits, python_path=scope.python_path()
+    )
     report = check_file(attempt.staging / "impl.py")
     assert verdict.ok and report.ok
-    ws.write_verdict(attempt, {"passed": True, "tests": tests["tests"],
-                               "hardcoding": report.to_dict()})
+    ws.write_verdict(
+        attempt, {"passed": True, "tests": tests["tests"], "hardcoding": report.to_dict()}
+    )
     ws.write_history(attempt, state["messages"])
     ws.commit(step, attempt)
     ws.update_step(step, status="committed")

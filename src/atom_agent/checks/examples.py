@@ -149,8 +149,10 @@ def examples_feedback(report: ExamplesReport, tests_failed: bool) -> list[str]:
             "(fix the code)"
         ]
     if tests_failed:
-        which = "the task's example" if report.passed == 1 else (
-            f"all {report.passed} of the task's examples"
+        which = (
+            "the task's example"
+            if report.passed == 1
+            else (f"all {report.passed} of the task's examples")
         )
         return [
             f"impl.py gives the expected output for {which}, but test.py does not pass: the "

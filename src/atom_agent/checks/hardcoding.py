@@ -76,8 +76,9 @@ class HardcodingReport:
         return "\n".join(f"{self.path}:{f.line}: {f.kind}: {f.reason}" for f in self.findings)
 
 
-def check_source(source: str, *, path: str = "impl.py",
-                 thresholds: Thresholds | None = None) -> HardcodingReport:
+def check_source(
+    source: str, *, path: str = "impl.py", thresholds: Thresholds | None = None
+) -> HardcodingReport:
     """Scan Python `source` for large literals standing in for computation.
 
     Args:
@@ -92,8 +93,18 @@ def check_source(source: str, *, path: str = "impl.py",
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
-        return HardcodingReport(path, [Finding(exc.lineno or 0, exc.lineno or 0, "syntax_error",
-                                               0, f"does not parse: {exc.msg}")])
+        return HardcodingReport(
+            path,
+            [
+                Finding(
+                    exc.lineno or 0,
+                    exc.lineno or 0,
+                    "syntax_error",
+                    0,
+                    f"does not parse: {exc.msg}",
+                )
+            ],
+        )
     scanner = _Scanner(limits)
     scanner.visit(tree)
     findings = sorted(scanner.findings, key=lambda f: (f.line, f.kind))
@@ -131,8 +142,12 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _mark_docstring(self, body: list[ast.stmt]) -> None:
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             self._docstrings.add(id(body[0].value))
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -140,20 +155,34 @@ class _Scanner(ast.NodeVisitor):
             return
         value = node.value
         if isinstance(value, str) and len(value) > self.limits.max_string_chars:
-            self._add(node, "large_string", len(value),
-                      f"string literal of {len(value)} characters (limit "
-                      f"{self.limits.max_string_chars}): compute the value instead of pasting it")
+            self._add(
+                node,
+                "large_string",
+                len(value),
+                f"string literal of {len(value)} characters (limit "
+                f"{self.limits.max_string_chars}): compute the value instead of pasting it",
+            )
         elif isinstance(value, bytes) and len(value) > self.limits.max_bytes:
-            self._add(node, "large_bytes", len(value),
-                      f"bytes literal of {len(value)} bytes (limit {self.limits.max_bytes})")
+            self._add(
+                node,
+                "large_bytes",
+                len(value),
+                f"bytes literal of {len(value)} bytes (limit {self.limits.max_bytes})",
+            )
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
-        text = sum(len(v.value) for v in node.values
-                   if isinstance(v, ast.Constant) and isinstance(v.value, str))
+        text = sum(
+            len(v.value)
+            for v in node.values
+            if isinstance(v, ast.Constant) and isinstance(v.value, str)
+        )
         if text > self.limits.max_string_chars:
-            self._add(node, "large_string", text,
-                      f"f-string with {text} literal characters (limit "
-                      f"{self.limits.max_string_chars})")
+            self._add(
+                node,
+                "large_string",
+                text,
+                f"f-string with {text} literal characters (limit {self.limits.max_string_chars})",
+            )
             return
         self.generic_visit(node)
 
@@ -165,13 +194,21 @@ class _Scanner(ast.NodeVisitor):
         items = len(node.keys) if isinstance(node, ast.Dict) else len(node.elts)
         kind_name = type(node).__name__.lower()
         if items > self.limits.max_items:
-            self._add(node, "literal_table", items,
-                      f"{kind_name} literal of {items} constant entries (limit "
-                      f"{self.limits.max_items}): a lookup table standing in for computation")
+            self._add(
+                node,
+                "literal_table",
+                items,
+                f"{kind_name} literal of {items} constant entries (limit "
+                f"{self.limits.max_items}): a lookup table standing in for computation",
+            )
         elif leaves > self.limits.max_constants:
-            self._add(node, "literal_table", leaves,
-                      f"nested {kind_name} literal holding {leaves} constants (limit "
-                      f"{self.limits.max_constants}): a lookup table standing in for computation")
+            self._add(
+                node,
+                "literal_table",
+                leaves,
+                f"nested {kind_name} literal holding {leaves} constants (limit "
+                f"{self.limits.max_constants}): a lookup table standing in for computation",
+            )
         else:
             self.generic_visit(node)  # small table: its strings may still be large
 
@@ -181,16 +218,20 @@ class _Scanner(ast.NodeVisitor):
     visit_Dict = _visit_collection
 
     def _add(self, node: ast.expr, kind: Kind, size: int, reason: str) -> None:
-        self.findings.append(Finding(node.lineno, node.end_lineno or node.lineno, kind, size,
-                                     reason))
+        self.findings.append(
+            Finding(node.lineno, node.end_lineno or node.lineno, kind, size, reason)
+        )
 
 
 def _constant_leaves(node: ast.AST) -> int | None:
     """Constants in a literal made only of constants (and nested such literals), else None."""
     if isinstance(node, ast.Constant):
         return 1
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd) \
-            and isinstance(node.operand, ast.Constant):
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub | ast.UAdd)
+        and isinstance(node.operand, ast.Constant)
+    ):
         return 1
     children: list[ast.AST]
     if isinstance(node, ast.List | ast.Tuple | ast.Set):

@@ -62,7 +62,10 @@ def _is_stub(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
             body = body[1:]  # the docstring
     return all(
         isinstance(stmt, ast.Pass)
-        or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
-            and stmt.value.value is Ellipsis)
+        or (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Constant)
+            and stmt.value.value is Ellipsis
+        )
         for stmt in body
     )

@@ -39,7 +39,6 @@ from atom_agent.session import SessionContext
 logger = logging.getLogger(__name__)
 
 
-
 class MemoryManager:
     """Typed, confidence-scored, supersedable long-term memory, isolated per project.
 

@@ -203,7 +203,10 @@ class LocalChatModel(BaseChatModel):
         completion_tokens = int(usage.get("completion_tokens", 0))
         logger.info(
             "local model: %d prompt + %d completion tokens in %.1fs (finish=%s)",
-            prompt_tokens, completion_tokens, elapsed, finish,
+            prompt_tokens,
+            completion_tokens,
+            elapsed,
+            finish,
         )
         message = _parse_reply(text, allowed, finish)
         message.usage_metadata = UsageMetadata(

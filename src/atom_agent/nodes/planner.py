@@ -102,9 +102,7 @@ def make_planner(models: Models | None) -> Any:
                 problems
             )
             return {"status": "failed", "stop_reason": reason, "usage": usage}
-        return _accept(
-            svc, state, run, plan, "replan" if replan_text else "initial plan", usage
-        )
+        return _accept(svc, state, run, plan, "replan" if replan_text else "initial plan", usage)
 
     return planner
 

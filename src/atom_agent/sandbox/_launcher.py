@@ -66,9 +66,15 @@ def _cap_processes(limit: int) -> int | None:
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME, _MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
-_KEPT_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC,
-               "noatime": _MS_NOATIME, "nodiratime": _MS_NODIRATIME,
-               "relatime": _MS_RELATIME, "strictatime": _MS_STRICTATIME}
+_KEPT_FLAGS = {
+    "nosuid": _MS_NOSUID,
+    "nodev": _MS_NODEV,
+    "noexec": _MS_NOEXEC,
+    "noatime": _MS_NOATIME,
+    "nodiratime": _MS_NODIRATIME,
+    "relatime": _MS_RELATIME,
+    "strictatime": _MS_STRICTATIME,
+}
 _STAY_WRITABLE = ("/dev", "/proc")  # device nodes (/dev/null, /dev/shm) and our private /proc
 
 
@@ -116,8 +122,10 @@ def _read_only_except(writable: list[str]) -> bool:
     keep = set(writable)
     root_done = False
     for point, options in _mounts():
-        if point in keep or any(point == w or point.startswith(w.rstrip("/") + "/")
-                                for w in list(keep) + list(_STAY_WRITABLE)):
+        if point in keep or any(
+            point == w or point.startswith(w.rstrip("/") + "/")
+            for w in list(keep) + list(_STAY_WRITABLE)
+        ):
             continue
         if "ro" in options:
             root_done = root_done or point == "/"
@@ -179,7 +187,7 @@ def _children(parent: int) -> list[int]:
         except OSError:
             continue
         # Field 4 (ppid) follows the parenthesised command name, which may contain spaces.
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) > 1 and int(fields[1]) == parent:
             found.append(int(entry))
     return found

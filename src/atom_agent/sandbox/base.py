@@ -43,8 +43,15 @@ class Limits:
 
     def __post_init__(self) -> None:
         """Reject limits that could not work (zero or negative)."""
-        for name in ("timeout_s", "cpu_s", "memory_mb", "output_bytes", "file_size_mb",
-                     "max_processes", "open_files"):
+        for name in (
+            "timeout_s",
+            "cpu_s",
+            "memory_mb",
+            "output_bytes",
+            "file_size_mb",
+            "max_processes",
+            "open_files",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ConfigError(f"Limits.{name}: {value!r} must be a positive number")
@@ -52,9 +59,13 @@ class Limits:
     @classmethod
     def from_context(cls, context: Context) -> Limits:
         """The limits configured in a :class:`~atom_agent.context.Context`."""
-        return cls(timeout_s=context.sandbox_timeout_s, cpu_s=context.sandbox_cpu_s,
-                   memory_mb=context.sandbox_memory_mb,
-                   output_bytes=context.sandbox_output_bytes, network=context.sandbox_network)
+        return cls(
+            timeout_s=context.sandbox_timeout_s,
+            cpu_s=context.sandbox_cpu_s,
+            memory_mb=context.sandbox_memory_mb,
+            output_bytes=context.sandbox_output_bytes,
+            network=context.sandbox_network,
+        )
 
 
 @dataclass(frozen=True)
@@ -150,9 +161,16 @@ class SandboxRunner(ABC):
     python: str = sys.executable
 
     @abstractmethod
-    def run(self, argv: Sequence[str], *, cwd: Path, limits: Limits,
-            python_path: Sequence[Path] = (), env: Mapping[str, str] | None = None,
-            scratch: Path | None = None) -> RunResult:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        limits: Limits,
+        python_path: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
+        scratch: Path | None = None,
+    ) -> RunResult:
         """Run `argv` in `cwd` under `limits`; never raises for what the command itself does.
 
         Args:
@@ -167,13 +185,27 @@ class SandboxRunner(ABC):
             SandboxError: the runner itself failed (cannot spawn, cannot supervise).
         """
 
-    def run_python(self, script: str, *, cwd: Path, limits: Limits, args: Sequence[str] = (),
-                   python_path: Sequence[Path] = ()) -> RunResult:
+    def run_python(
+        self,
+        script: str,
+        *,
+        cwd: Path,
+        limits: Limits,
+        args: Sequence[str] = (),
+        python_path: Sequence[Path] = (),
+    ) -> RunResult:
         """Run ``python SCRIPT ARGS`` (script relative to `cwd`)."""
-        return self.run([self.python, script, *args], cwd=cwd, limits=limits,
-                        python_path=python_path)
+        return self.run(
+            [self.python, script, *args], cwd=cwd, limits=limits, python_path=python_path
+        )
 
     @abstractmethod
-    def run_pytest(self, *, cwd: Path, limits: Limits, targets: Sequence[str] = (),
-                   python_path: Sequence[Path] = ()) -> RunResult:
+    def run_pytest(
+        self,
+        *,
+        cwd: Path,
+        limits: Limits,
+        targets: Sequence[str] = (),
+        python_path: Sequence[Path] = (),
+    ) -> RunResult:
         """Run pytest on `targets` (default: `cwd`) and parse the counts into ``tests``."""

@@ -31,8 +31,12 @@ def counts_from_junit(path: Path) -> TestCounts | None:
         failures += int(suite.get("failures", 0))
         errors += int(suite.get("errors", 0))
         skipped += int(suite.get("skipped", 0))
-    return TestCounts(passed=max(0, tests - failures - errors - skipped), failed=failures,
-                      errors=errors, skipped=skipped)
+    return TestCounts(
+        passed=max(0, tests - failures - errors - skipped),
+        failed=failures,
+        errors=errors,
+        skipped=skipped,
+    )
 
 
 def counts_from_output(output: str) -> TestCounts | None:
@@ -47,6 +51,9 @@ def counts_from_output(output: str) -> TestCounts | None:
     for number, word in _SUMMARY_ITEM.findall(lines[-1]):
         key = "errors" if word.startswith("error") else word
         found[key] = found.get(key, 0) + int(number)
-    return TestCounts(passed=found.get("passed", 0) + found.get("xpassed", 0),
-                      failed=found.get("failed", 0), errors=found.get("errors", 0),
-                      skipped=found.get("skipped", 0) + found.get("xfailed", 0))
+    return TestCounts(
+        passed=found.get("passed", 0) + found.get("xpassed", 0),
+        failed=found.get("failed", 0),
+        errors=found.get("errors", 0),
+        skipped=found.get("skipped", 0) + found.get("xfailed", 0),
+    )

@@ -61,9 +61,12 @@ def probe_isolation(allow_network: bool) -> Isolation:
     net = [] if allow_network else ["-n"]
     # -i/-u: private SysV IPC and hostname; --mount-proc: a private mount namespace whose /proc
     # shows only the run's own processes.
-    candidates = [["-i", "-u", "--mount-proc", *net, "-p"],
-                  ["-r", "-i", "-u", "--mount-proc", *net, "-p"],
-                  [*net, "-p"], ["-r", *net, "-p"]]
+    candidates = [
+        ["-i", "-u", "--mount-proc", *net, "-p"],
+        ["-r", "-i", "-u", "--mount-proc", *net, "-p"],
+        [*net, "-p"],
+        ["-r", *net, "-p"],
+    ]
     if not allow_network:
         candidates += [["-n"], ["-r", "-n"]]
     for flags in candidates:
@@ -111,8 +114,10 @@ class _Capture:
         if not self.truncated:
             return head + tail
         omitted = self.total - len(self.head) - len(self.tail)
-        return (f"{head}\n[... {omitted} bytes of output truncated (of {self.total}); "
-                f"showing the first {len(self.head)} and the last {len(self.tail)} ...]\n{tail}")
+        return (
+            f"{head}\n[... {omitted} bytes of output truncated (of {self.total}); "
+            f"showing the first {len(self.head)} and the last {len(self.tail)} ...]\n{tail}"
+        )
 
 
 class SubprocessRunner(SandboxRunner):
@@ -136,9 +141,16 @@ class SubprocessRunner(SandboxRunner):
         self.python = python or self.python
         self.isolate = isolate
 
-    def run(self, argv: Sequence[str], *, cwd: Path, limits: Limits,
-            python_path: Sequence[Path] = (), env: Mapping[str, str] | None = None,
-            scratch: Path | None = None) -> RunResult:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        limits: Limits,
+        python_path: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
+        scratch: Path | None = None,
+    ) -> RunResult:
         """See :meth:`SandboxRunner.run`."""
         cwd = Path(cwd).resolve()
         if not cwd.is_dir():
@@ -153,8 +165,14 @@ class SubprocessRunner(SandboxRunner):
             if own_scratch:
                 shutil.rmtree(scratch_dir, ignore_errors=True)
 
-    def run_pytest(self, *, cwd: Path, limits: Limits, targets: Sequence[str] = (),
-                   python_path: Sequence[Path] = ()) -> RunResult:
+    def run_pytest(
+        self,
+        *,
+        cwd: Path,
+        limits: Limits,
+        targets: Sequence[str] = (),
+        python_path: Sequence[Path] = (),
+    ) -> RunResult:
         """Run pytest isolated from any enclosing project config; counts from a junit report.
 
         Pytest sees its own ini file (collecting ``test.py``, ``tests.py``, ``test_*.py`` and
@@ -167,43 +185,87 @@ class SubprocessRunner(SandboxRunner):
             junit = scratch / "junit.xml"
             ini = scratch / "pytest.ini"
             # The executor writes `test.py`, which pytest's default patterns do not collect.
-            ini.write_text("[pytest]\npython_files = test.py tests.py test_*.py *_test.py\n",
-                           encoding="utf-8")
-            argv = [self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no",
-                    "-c", str(ini), f"--rootdir={cwd}", f"--confcutdir={cwd}",
-                    f"--junitxml={junit}", "-o", "junit_family=xunit2", *targets]
-            result = self.run(argv, cwd=cwd, limits=limits, python_path=python_path,
-                              env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, scratch=scratch)
+            ini.write_text(
+                "[pytest]\npython_files = test.py tests.py test_*.py *_test.py\n", encoding="utf-8"
+            )
+            argv = [
+                self.python,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--color=no",
+                "-c",
+                str(ini),
+                f"--rootdir={cwd}",
+                f"--confcutdir={cwd}",
+                f"--junitxml={junit}",
+                "-o",
+                "junit_family=xunit2",
+                *targets,
+            ]
+            result = self.run(
+                argv,
+                cwd=cwd,
+                limits=limits,
+                python_path=python_path,
+                env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+                scratch=scratch,
+            )
             counts = counts_from_junit(junit) or counts_from_output(result.output)
         return dataclasses.replace(result, tests=counts)
 
     # --- internals -------------------------------------------------------------------------------
 
-    def _run(self, argv: list[str], cwd: Path, limits: Limits, python_path: Sequence[Path],
-             extra_env: Mapping[str, str], scratch: Path) -> RunResult:
-        isolation = (probe_isolation(limits.network) if self.isolate
-                     else Isolation((), False, False))
+    def _run(
+        self,
+        argv: list[str],
+        cwd: Path,
+        limits: Limits,
+        python_path: Sequence[Path],
+        extra_env: Mapping[str, str],
+        scratch: Path,
+    ) -> RunResult:
+        isolation = probe_isolation(limits.network) if self.isolate else Isolation((), False, False)
         child_env = self._env(scratch, python_path, extra_env)
-        program = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0],
-                                                                      path=child_env["PATH"])
+        program = (
+            argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0], path=child_env["PATH"])
+        )
         if program is None:
             raise SandboxError(f"sandbox: {argv[0]!r} is not on the sandbox PATH")
         cmd = [program, *argv[1:]]
         status_file = scratch / "status.json"
         config = scratch / "launch.json"
-        config.write_text(json.dumps({
-            "cmd": cmd, "env": child_env, "limits": _rlimits(limits),
-            "timeout_s": limits.timeout_s, "status_file": str(status_file),
-            "max_processes": limits.max_processes,
-            # Everything else becomes read-only where the run has its own mount namespace.
-            "writable": [str(cwd), str(scratch.resolve())], "cwd": str(cwd),
-        }), encoding="utf-8")
+        config.write_text(
+            json.dumps(
+                {
+                    "cmd": cmd,
+                    "env": child_env,
+                    "limits": _rlimits(limits),
+                    "timeout_s": limits.timeout_s,
+                    "status_file": str(status_file),
+                    "max_processes": limits.max_processes,
+                    # Everything else becomes read-only where the run has its own mount namespace.
+                    "writable": [str(cwd), str(scratch.resolve())],
+                    "cwd": str(cwd),
+                }
+            ),
+            encoding="utf-8",
+        )
         full = [*isolation.prefix, self.python, "-I", "-S", str(_LAUNCHER), str(config)]
         started = time.monotonic()
         try:
-            proc = subprocess.Popen(full, cwd=cwd, env=child_env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True, close_fds=True)
+            proc = subprocess.Popen(
+                full,
+                cwd=cwd,
+                env=child_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
         except OSError as exc:
             raise SandboxError(f"sandbox: cannot start {cmd[0]}: {exc}") from exc
         capture = _Capture(limits.output_bytes)
@@ -214,31 +276,43 @@ class SubprocessRunner(SandboxRunner):
         if outcome is None:
             # The launcher never reported: it was killed by the runner's backstop or crashed.
             code = proc.returncode
-            outcome = {"exit_code": code if code is not None and code >= 0 else None,
-                       "signal": -code if code is not None and code < 0 else None,
-                       "timed_out": runner_killed}
+            outcome = {
+                "exit_code": code if code is not None and code >= 0 else None,
+                "signal": -code if code is not None and code < 0 else None,
+                "timed_out": runner_killed,
+            }
             notes.append("launcher did not report; outcome taken from the process group")
         else:
             if outcome.get("killed_descendants"):
                 notes.append(f"killed {outcome['killed_descendants']} leftover process(es)")
             if not outcome.get("read_only_fs"):
-                notes.append("filesystem writable outside the staging area (no private "
-                             "mount namespace)")
+                notes.append(
+                    "filesystem writable outside the staging area (no private mount namespace)"
+                )
             if outcome.get("pid_max") is None and os.geteuid() == 0:
-                notes.append("process count not limited (running as root without a "
-                             "per-namespace pid_max)")
+                notes.append(
+                    "process count not limited (running as root without a per-namespace pid_max)"
+                )
         if not limits.network and not isolation.network:
             notes.append("network not isolated: this run has no network namespace")
         return RunResult(
-            command=argv, exit_code=outcome["exit_code"], signal=outcome["signal"],
-            timed_out=bool(outcome["timed_out"]), duration_s=duration, output=capture.text(),
-            output_bytes=capture.total, truncated=capture.truncated,
-            network_isolated=isolation.network, pid_namespace=isolation.pid_namespace,
-            read_only_fs=bool(outcome.get("read_only_fs")), notes=notes,
+            command=argv,
+            exit_code=outcome["exit_code"],
+            signal=outcome["signal"],
+            timed_out=bool(outcome["timed_out"]),
+            duration_s=duration,
+            output=capture.text(),
+            output_bytes=capture.total,
+            truncated=capture.truncated,
+            network_isolated=isolation.network,
+            pid_namespace=isolation.pid_namespace,
+            read_only_fs=bool(outcome.get("read_only_fs")),
+            notes=notes,
         )
 
-    def _env(self, scratch: Path, python_path: Sequence[Path],
-             extra: Mapping[str, str]) -> dict[str, str]:
+    def _env(
+        self, scratch: Path, python_path: Sequence[Path], extra: Mapping[str, str]
+    ) -> dict[str, str]:
         home = scratch / "home"
         tmp = scratch / "tmp"
         home.mkdir(exist_ok=True)
@@ -246,11 +320,17 @@ class SubprocessRunner(SandboxRunner):
         bin_dir = str(Path(self.python).parent)
         env = {
             "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(home), "TMPDIR": str(tmp),
-            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8",
+            "HOME": str(home),
+            "TMPDIR": str(tmp),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONIOENCODING": "utf-8",
             # One thread per numeric library: thread pools reserve address space per thread.
-            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
         }
         if python_path:
             env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in python_path)

@@ -21,8 +21,9 @@ class RunPythonArgs(BaseModel):
     """Arguments of run_python."""
 
     path: str = Field(description="Python file in your staging area, e.g. 'impl.py'.")
-    args: list[str] = Field(default_factory=list,
-                            description="Command-line arguments for the script (sys.argv[1:]).")
+    args: list[str] = Field(
+        default_factory=list, description="Command-line arguments for the script (sys.argv[1:])."
+    )
 
 
 class RunTestsArgs(BaseModel):
@@ -31,7 +32,8 @@ class RunTestsArgs(BaseModel):
     path: str | None = Field(
         default=None,
         description="Test file, directory or node id in your staging area ('test.py', "
-                    "'test.py::test_get'); omit to run every test in the staging area.")
+        "'test.py::test_get'); omit to run every test in the staging area.",
+    )
 
 
 def create_code_tools(scope: ToolScope, runner: SandboxRunner, limits: Limits) -> list[BaseTool]:
@@ -50,12 +52,14 @@ def create_code_tools(scope: ToolScope, runner: SandboxRunner, limits: Limits) -
         """
         argv = list(args or [])
         if len(argv) > _MAX_ARGS or any(len(a) > _MAX_ARG_CHARS for a in argv):
-            raise ToolException(f"at most {_MAX_ARGS} arguments of up to {_MAX_ARG_CHARS} "
-                                f"characters each")
+            raise ToolException(
+                f"at most {_MAX_ARGS} arguments of up to {_MAX_ARG_CHARS} characters each"
+            )
         target = _staging_file(scope, path)
         rel = target.relative_to(scope.staging.resolve()).as_posix()
-        result = runner.run_python(rel, cwd=scope.staging, limits=limits, args=argv,
-                                   python_path=scope.python_path())
+        result = runner.run_python(
+            rel, cwd=scope.staging, limits=limits, args=argv, python_path=scope.python_path()
+        )
         return to_json(_report(result, limits, rel))
 
     def run_tests(path: str | None = None) -> str:
@@ -70,12 +74,15 @@ def create_code_tools(scope: ToolScope, runner: SandboxRunner, limits: Limits) -
             file_part, sep, node = path.partition("::")
             target = scope.resolve_write(file_part)
             if not target.exists():
-                raise ToolException(f"{file_part!r} does not exist; write the test file first "
-                                    f"or omit path to run all tests")
+                raise ToolException(
+                    f"{file_part!r} does not exist; write the test file first "
+                    f"or omit path to run all tests"
+                )
             rel = target.relative_to(scope.staging.resolve()).as_posix() or "."
             targets.append(rel + sep + node)
-        result = runner.run_pytest(cwd=scope.staging, limits=limits, targets=targets,
-                                   python_path=scope.python_path())
+        result = runner.run_pytest(
+            cwd=scope.staging, limits=limits, targets=targets, python_path=scope.python_path()
+        )
         return to_json(_report(result, limits, path or "."))
 
     return [structured_tool(run_python, RunPythonArgs), structured_tool(run_tests, RunTestsArgs)]
@@ -84,8 +91,10 @@ def create_code_tools(scope: ToolScope, runner: SandboxRunner, limits: Limits) -
 def _staging_file(scope: ToolScope, path: str) -> Any:
     target = scope.resolve_write(path)
     if not target.is_file():
-        raise ToolException(f"{path!r} is not a file in your staging area; write it first "
-                            f"(list_files shows what exists)")
+        raise ToolException(
+            f"{path!r} is not a file in your staging area; write it first "
+            f"(list_files shows what exists)"
+        )
     return target
 
 
@@ -93,8 +102,10 @@ def summarize(result: RunResult, limits: Limits) -> str:
     """One line saying how the run ended, with the limit it hit, for the model."""
     limit = result.limit_hit
     if limit == "timeout":
-        return (f"killed after the {limits.timeout_s:g}s time limit: the program ran too long "
-                f"(an infinite loop, a blocking read, or waiting for network, which is off)")
+        return (
+            f"killed after the {limits.timeout_s:g}s time limit: the program ran too long "
+            f"(an infinite loop, a blocking read, or waiting for network, which is off)"
+        )
     if limit == "cpu":
         return f"killed by the CPU-time limit ({limits.cpu_s}s of CPU)"
     if limit == "memory":
@@ -106,8 +117,7 @@ def summarize(result: RunResult, limits: Limits) -> str:
     text = f"exit code {result.exit_code}"
     if result.tests is not None:
         t = result.tests
-        text += (f": {t.passed} passed, {t.failed} failed, {t.errors} errors, "
-                 f"{t.skipped} skipped")
+        text += f": {t.passed} passed, {t.failed} failed, {t.errors} errors, {t.skipped} skipped"
     return text
 
 
@@ -122,9 +132,13 @@ def _report(result: RunResult, limits: Limits, target: str) -> dict[str, Any]:
         "duration_s": round(result.duration_s, 3),
     }
     if result.tests is not None:
-        data["tests"] = {"passed": result.tests.passed, "failed": result.tests.failed,
-                         "errors": result.tests.errors, "skipped": result.tests.skipped,
-                         "total": result.tests.total}
+        data["tests"] = {
+            "passed": result.tests.passed,
+            "failed": result.tests.failed,
+            "errors": result.tests.errors,
+            "skipped": result.tests.skipped,
+            "total": result.tests.total,
+        }
     data["output"] = result.output
     if result.truncated:
         data["output_bytes"] = result.output_bytes

@@ -53,19 +53,28 @@ class ToolScope:
     max_list_entries: int = 500
 
     @classmethod
-    def for_attempt(cls, workspace: Workspace, step: StepRef, attempt: AttemptRef,
-                    **limits: Any) -> ToolScope:
+    def for_attempt(
+        cls, workspace: Workspace, step: StepRef, attempt: AttemptRef, **limits: Any
+    ) -> ToolScope:
         """The scope of `attempt`: its staging plus the dependencies' committed artifacts."""
-        return cls(staging=attempt.staging, dependencies=workspace.dependency_artifacts(step),
-                   owner=(attempt.run_id, attempt.step_id, attempt.n), **limits)
+        return cls(
+            staging=attempt.staging,
+            dependencies=workspace.dependency_artifacts(step),
+            owner=(attempt.run_id, attempt.step_id, attempt.n),
+            **limits,
+        )
 
     def describe(self) -> str:
         """Text for the executor prompt: which paths to write, which to read."""
-        lines = [f"Write your files with relative paths (e.g. impl.py, test.py); they go to "
-                 f"your staging area {self.staging}."]
+        lines = [
+            f"Write your files with relative paths (e.g. impl.py, test.py); they go to "
+            f"your staging area {self.staging}."
+        ]
         for step_id, path in self.dependencies.items():
-            lines.append(f"Dependency {step_id!r} (read-only): read as {DEPS}/{step_id}/<file>; "
-                         f"on disk at {path}; importable in run_python/run_tests.")
+            lines.append(
+                f"Dependency {step_id!r} (read-only): read as {DEPS}/{step_id}/<file>; "
+                f"on disk at {path}; importable in run_python/run_tests."
+            )
         return "\n".join(lines)
 
     def python_path(self) -> list[Path]:
@@ -79,8 +88,10 @@ class ToolScope:
         parts = split_path(path)
         if parts and parts[0] == DEPS:
             if len(parts) == 1:
-                raise ToolException(f"'{DEPS}' lists the dependencies; name one, e.g. "
-                                    f"'{DEPS}/<step_id>/impl.py' ({self._dep_names()})")
+                raise ToolException(
+                    f"'{DEPS}' lists the dependencies; name one, e.g. "
+                    f"'{DEPS}/<step_id>/impl.py' ({self._dep_names()})"
+                )
             dep = self.dependencies.get(parts[1])
             if dep is None:
                 raise ToolException(f"no dependency {parts[1]!r}: {self._dep_names()}")
@@ -91,8 +102,10 @@ class ToolScope:
         """The absolute path for writing `path` (staging only); raises ToolException otherwise."""
         parts = split_path(path)
         if parts and parts[0] == DEPS:
-            raise ToolException(f"{path!r} is a dependency artifact, which is read-only; write "
-                                f"your own files into the staging area (e.g. 'impl.py')")
+            raise ToolException(
+                f"{path!r} is a dependency artifact, which is read-only; write "
+                f"your own files into the staging area (e.g. 'impl.py')"
+            )
         if not parts:
             raise ToolException("write_file needs a file name, e.g. 'impl.py'")
         return _confine(self.staging, parts, path)
@@ -124,11 +137,15 @@ def split_path(path: str) -> tuple[str, ...]:
         raise ToolException(f"{path!r}: use forward slashes in paths")
     pure = PurePosixPath(path)
     if pure.is_absolute() or path.startswith("~"):
-        raise ToolException(f"{path!r} is absolute; use a path relative to your staging area, "
-                            f"e.g. 'impl.py' or '{DEPS}/<step_id>/impl.py'")
+        raise ToolException(
+            f"{path!r} is absolute; use a path relative to your staging area, "
+            f"e.g. 'impl.py' or '{DEPS}/<step_id>/impl.py'"
+        )
     if ".." in pure.parts:
-        raise ToolException(f"{path!r}: '..' is not allowed; name files relative to your "
-                            f"staging area, e.g. 'impl.py'")
+        raise ToolException(
+            f"{path!r}: '..' is not allowed; name files relative to your "
+            f"staging area, e.g. 'impl.py'"
+        )
     return tuple(p for p in pure.parts if p != ".")
 
 
@@ -136,8 +153,10 @@ def _confine(root: Path, parts: tuple[str, ...], original: str) -> Path:
     base = root.resolve()
     target = base.joinpath(*parts).resolve()
     if target != base and base not in target.parents:
-        raise ToolException(f"{original!r} leaves the allowed area (a symlink points outside "
-                            f"it); only your staging area and dependency artifacts are reachable")
+        raise ToolException(
+            f"{original!r} leaves the allowed area (a symlink points outside "
+            f"it); only your staging area and dependency artifacts are reachable"
+        )
     return target
 
 
@@ -170,8 +189,11 @@ class EditFileArgs(BaseModel):
 class ListFilesArgs(BaseModel):
     """Arguments of list_files."""
 
-    path: str = Field(default=".", description="Directory to list: '.' (everything), a "
-                                               "subdirectory, 'deps' or 'deps/<step_id>'.")
+    path: str = Field(
+        default=".",
+        description="Directory to list: '.' (everything), a "
+        "subdirectory, 'deps' or 'deps/<step_id>'.",
+    )
 
 
 def create_file_tools(scope: ToolScope) -> list[BaseTool]:
@@ -190,8 +212,11 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
         target, _ = scope.resolve_read(path)
         text = _read_text(target, path)
         lines = text.splitlines(keepends=True)
-        chosen = lines[start_line - 1:] if max_lines is None else \
-            lines[start_line - 1:start_line - 1 + max_lines]
+        chosen = (
+            lines[start_line - 1 :]
+            if max_lines is None
+            else lines[start_line - 1 : start_line - 1 + max_lines]
+        )
         body, budget, count = [], scope.max_read_bytes, 0
         for line in chosen:
             size = len(line.encode("utf-8"))
@@ -200,12 +225,18 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
             body.append(line)
             budget -= size
             count += 1
-        result: dict[str, Any] = {"path": scope.display(target), "total_lines": len(lines),
-                                  "start_line": start_line, "content": "".join(body)}
+        result: dict[str, Any] = {
+            "path": scope.display(target),
+            "total_lines": len(lines),
+            "start_line": start_line,
+            "content": "".join(body),
+        }
         last = start_line + count - 1
         if last < len(lines):
-            result["note"] = (f"showing lines {start_line}-{last} of {len(lines)}; call read_file "
-                              f"with start_line={last + 1} for more")
+            result["note"] = (
+                f"showing lines {start_line}-{last} of {len(lines)}; call read_file "
+                f"with start_line={last + 1} for more"
+            )
         return to_json(result)
 
     def write_file(path: str, content: str) -> str:
@@ -224,15 +255,18 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
         if not unchanged:
             _write(target, data, path)
         result: dict[str, Any] = {
-            "written": scope.display(target), "bytes": len(data),
+            "written": scope.display(target),
+            "bytes": len(data),
             "lines": content.count("\n") + (0 if content.endswith("\n") or not content else 1),
             "created": created,
         }
         if unchanged:
             # Greedy decoding repeats itself; say so, or a failing file is rewritten forever.
             result["unchanged"] = True
-            result["note"] = ("the file already had exactly this content: nothing changed. "
-                              "If its tests fail, change the code.")
+            result["note"] = (
+                "the file already had exactly this content: nothing changed. "
+                "If its tests fail, change the code."
+            )
         _add_problems(result, path, content)
         return to_json(result)
 
@@ -248,11 +282,15 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
         text = _read_text(target, path)
         found = text.count(old_text)
         if found == 0:
-            raise ToolException(f"old_text was not found in {path!r}; read_file it and copy the "
-                                f"exact text (whitespace and indentation matter)")
+            raise ToolException(
+                f"old_text was not found in {path!r}; read_file it and copy the "
+                f"exact text (whitespace and indentation matter)"
+            )
         if found > 1:
-            raise ToolException(f"old_text occurs {found} times in {path!r}; include more "
-                                f"surrounding lines so it matches exactly once")
+            raise ToolException(
+                f"old_text occurs {found} times in {path!r}; include more "
+                f"surrounding lines so it matches exactly once"
+            )
         updated = text.replace(old_text, new_text, 1).encode("utf-8")
         _check_size(len(updated), scope.max_write_bytes, path)
         _write(target, updated, path)
@@ -287,8 +325,9 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
                 entries.append({"path": scope.display(file), "bytes": file.stat().st_size})
         result: dict[str, Any] = {"files": entries, "count": len(entries)}
         if truncated:
-            result["note"] = (f"only the first {scope.max_list_entries} entries; list a "
-                              f"subdirectory for more")
+            result["note"] = (
+                f"only the first {scope.max_list_entries} entries; list a subdirectory for more"
+            )
         return to_json(result)
 
     return [
@@ -310,8 +349,12 @@ def _add_problems(result: dict[str, Any], path: str, content: str) -> None:
 def structured_tool(func: Any, schema: type[BaseModel]) -> BaseTool:
     """A StructuredTool from `func` whose refusals and bad arguments become JSON error results."""
     return StructuredTool.from_function(
-        func=func, name=func.__name__, description=func.__doc__, args_schema=schema,
-        handle_tool_error=tool_error_json, handle_validation_error=validation_error_json,
+        func=func,
+        name=func.__name__,
+        description=func.__doc__,
+        args_schema=schema,
+        handle_tool_error=tool_error_json,
+        handle_validation_error=validation_error_json,
     )
 
 
@@ -322,8 +365,9 @@ def tool_error_json(error: ToolException) -> str:
 
 def validation_error_json(error: ValidationError) -> str:
     """Bad arguments as a short, model-readable error (which field, what is wrong)."""
-    problems = [f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-                for e in error.errors()]
+    problems = [
+        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in error.errors()
+    ]
     return to_json({"error": "invalid arguments: " + "; ".join(problems)})
 
 
@@ -334,8 +378,10 @@ def to_json(data: Mapping[str, Any]) -> str:
 
 def _check_size(size: int, cap: int, path: str) -> None:
     if size > cap:
-        raise ToolException(f"refusing to write {size} bytes to {path!r}: the limit is {cap} "
-                            f"bytes per file; split the code into smaller modules")
+        raise ToolException(
+            f"refusing to write {size} bytes to {path!r}: the limit is {cap} "
+            f"bytes per file; split the code into smaller modules"
+        )
 
 
 def _write(target: Path, data: bytes, shown: str) -> None:
@@ -343,8 +389,9 @@ def _write(target: Path, data: bytes, shown: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(target, data)
     except (NotADirectoryError, FileExistsError):
-        raise ToolException(f"cannot write {shown!r}: a parent of it is a file, not a "
-                            f"directory") from None
+        raise ToolException(
+            f"cannot write {shown!r}: a parent of it is a file, not a directory"
+        ) from None
     except OSError as exc:
         raise ToolException(f"cannot write {shown!r}: {exc.strerror or exc}") from None
 
@@ -353,26 +400,32 @@ def _read_text(target: Path, shown: str) -> str:
     try:
         info = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
-        raise ToolException(f"{shown!r} does not exist; list_files shows the files you "
-                            f"can read") from None
+        raise ToolException(
+            f"{shown!r} does not exist; list_files shows the files you can read"
+        ) from None
     if stat.S_ISDIR(info.st_mode):
         raise ToolException(f"{shown!r} is a directory; use list_files to see inside it")
     if not stat.S_ISREG(info.st_mode):
-        raise ToolException(f"{shown!r} is not a regular file (device, pipe or socket); "
-                            f"it cannot be read")
+        raise ToolException(
+            f"{shown!r} is not a regular file (device, pipe or socket); it cannot be read"
+        )
     if info.st_size > _MAX_SOURCE_BYTES:
-        raise ToolException(f"{shown!r} is {info.st_size} bytes, too large to read; use "
-                            f"search_files to find the lines you need")
+        raise ToolException(
+            f"{shown!r} is {info.st_size} bytes, too large to read; use "
+            f"search_files to find the lines you need"
+        )
     with open(target, "rb") as handle:
         data = handle.read()
     if b"\x00" in data[:_BINARY_SNIFF]:
-        raise ToolException(f"{shown!r} is a binary file ({len(data)} bytes); read_file shows "
-                            f"UTF-8 text only")
+        raise ToolException(
+            f"{shown!r} is a binary file ({len(data)} bytes); read_file shows UTF-8 text only"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ToolException(f"{shown!r} is not UTF-8 text ({len(data)} bytes); read_file shows "
-                            f"UTF-8 text only") from None
+        raise ToolException(
+            f"{shown!r} is not UTF-8 text ({len(data)} bytes); read_file shows UTF-8 text only"
+        ) from None
 
 
 def walk_files(start: Path, root: Path) -> Iterator[Path]:

@@ -62,9 +62,12 @@ class ToolResult:
 
     def to_message(self) -> ToolMessage:
         """The result as the ToolMessage an agent loop appends."""
-        return ToolMessage(content=self.content, tool_call_id=self.tool_call_id,
-                           name=self.tool_name,
-                           status="error" if self.status == "error" else "success")
+        return ToolMessage(
+            content=self.content,
+            tool_call_id=self.tool_call_id,
+            name=self.tool_name,
+            status="error" if self.status == "error" else "success",
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The result as a plain dict."""
@@ -86,17 +89,24 @@ class ToolRouter:
         ToolConfigError: duplicate tool names, or a sandboxed tool with a trusted name.
     """
 
-    def __init__(self, sandboxed: Sequence[BaseTool] = (), *, trusted: TrustedFactory | None = None,
-                 trusted_names: Iterable[str] = TRUSTED_TOOLS,
-                 scope: ToolScope | None = None) -> None:
+    def __init__(
+        self,
+        sandboxed: Sequence[BaseTool] = (),
+        *,
+        trusted: TrustedFactory | None = None,
+        trusted_names: Iterable[str] = TRUSTED_TOOLS,
+        scope: ToolScope | None = None,
+    ) -> None:
         self.trusted_names = frozenset(trusted_names)
         self._sandboxed: dict[str, BaseTool] = {}
         for tool in sandboxed:
             if tool.name in self._sandboxed:
                 raise ToolConfigError(f"two sandboxed tools are named {tool.name!r}")
             if tool.name in self.trusted_names:
-                raise ToolConfigError(f"{tool.name!r} is a trusted tool name; it cannot be "
-                                      f"registered on the sandboxed path")
+                raise ToolConfigError(
+                    f"{tool.name!r} is a trusted tool name; it cannot be "
+                    f"registered on the sandboxed path"
+                )
             self._sandboxed[tool.name] = tool
         self._trusted_factory = trusted
         self._trusted: dict[SessionContext, dict[str, BaseTool]] = {}
@@ -116,8 +126,10 @@ class ToolRouter:
                 built = {}
                 for tool in self._trusted_factory(session):
                     if tool.name not in self.trusted_names:
-                        raise ToolConfigError(f"the trusted factory made {tool.name!r}, which is "
-                                              f"not one of {sorted(self.trusted_names)}")
+                        raise ToolConfigError(
+                            f"the trusted factory made {tool.name!r}, which is "
+                            f"not one of {sorted(self.trusted_names)}"
+                        )
                     built[tool.name] = tool
                 self._trusted[session] = built
         return built
@@ -152,18 +164,36 @@ class ToolRouter:
         route = self.route_of(name)
         raw_args = call.get("args") if isinstance(call, Mapping) else None
         ids = _session_fields(session)
-        emit("tool_call", tool_name=name, tool_call_id=call_id, route=route,
-             args=_preview(raw_args), **ids)
+        emit(
+            "tool_call",
+            tool_name=name,
+            tool_call_id=call_id,
+            route=route,
+            args=_preview(raw_args),
+            **ids,
+        )
         status, content, ran = self._dispatch(name, raw_args, call_id, route, session)
         if not ran:
             route = "rejected"
-        result = ToolResult(status=status, content=content, tool_name=name,
-                            tool_call_id=call_id,
-                            duration_ms=round((time.perf_counter() - started) * 1000, 3),
-                            route=route)
-        emit("tool_result", tool_name=name, tool_call_id=call_id, route=result.route,
-             status=status, duration_ms=result.duration_ms, content_chars=len(content),
-             **({"error": _error_text(content)} if status == "error" else {}), **ids)
+        result = ToolResult(
+            status=status,
+            content=content,
+            tool_name=name,
+            tool_call_id=call_id,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            route=route,
+        )
+        emit(
+            "tool_result",
+            tool_name=name,
+            tool_call_id=call_id,
+            route=result.route,
+            status=status,
+            duration_ms=result.duration_ms,
+            content_chars=len(content),
+            **({"error": _error_text(content)} if status == "error" else {}),
+            **ids,
+        )
         return result
 
     async def aexecute(self, call: Mapping[str, Any], session: SessionContext | None) -> ToolResult:
@@ -180,8 +210,9 @@ class ToolRouter:
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _dispatch(self, name: str, raw_args: Any, call_id: str, route: Route,
-                  session: SessionContext | None) -> tuple[Literal["ok", "error"], str, bool]:
+    def _dispatch(
+        self, name: str, raw_args: Any, call_id: str, route: Route, session: SessionContext | None
+    ) -> tuple[Literal["ok", "error"], str, bool]:
         """(status, content, whether a tool actually ran)."""
         if not name:
             return "error", _error("malformed tool call: it has no tool name"), False
@@ -189,9 +220,15 @@ class ToolRouter:
             known = ", ".join(self._known_names())
             return "error", _error(f"unknown tool {name!r}; available tools: {known}"), False
         if not isinstance(session, SessionContext):
-            return "error", _error("no session context: tool calls run inside a session "
-                                   "(session_id, project_id); the run was started without "
-                                   "one"), False
+            return (
+                "error",
+                _error(
+                    "no session context: tool calls run inside a session "
+                    "(session_id, project_id); the run was started without "
+                    "one"
+                ),
+                False,
+            )
         args = _parse_args(raw_args)
         if isinstance(args, str):
             return "error", _error(args), False
@@ -215,8 +252,9 @@ class ToolRouter:
             return
         theirs = (session.run_id, session.step_id, session.attempt)
         if theirs != self.scope.owner:
-            raise ToolConfigError(f"tools bound to {self.scope.owner} were called from a "
-                                  f"session of {theirs}")
+            raise ToolConfigError(
+                f"tools bound to {self.scope.owner} were called from a session of {theirs}"
+            )
 
 
 class RouterMiddleware(AgentMiddleware[Any, Any, Any]):
@@ -233,14 +271,17 @@ class RouterMiddleware(AgentMiddleware[Any, Any, Any]):
         """The middleware's name in the agent graph."""
         return "AtomToolRouter"
 
-    def wrap_tool_call(self, request: ToolCallRequest,
-                       handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
-                       ) -> ToolMessage | Command[Any]:
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
         """Answer the call through the router instead of the agent's own tool node."""
         return self.router.execute(request.tool_call, self.session).to_message()
 
     async def awrap_tool_call(
-        self, request: ToolCallRequest,
+        self,
+        request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """Async :meth:`wrap_tool_call`."""
@@ -294,15 +335,18 @@ class RoutingMiddleware(AgentMiddleware[Any, Any, Any]):
         """The middleware's name in the agent graph."""
         return "AtomToolRouter"
 
-    def wrap_tool_call(self, request: ToolCallRequest,
-                       handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
-                       ) -> ToolMessage | Command[Any]:
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
         """Answer the call through the run's router instead of the agent's own tool node."""
         route = route_context(request.runtime)
         return route.router.execute(request.tool_call, route.session).to_message()
 
     async def awrap_tool_call(
-        self, request: ToolCallRequest,
+        self,
+        request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """Async :meth:`wrap_tool_call`."""
@@ -315,15 +359,18 @@ def schema_only(tool: BaseTool) -> BaseTool:
     name = tool.name  # not the tool itself: a stand-in must not keep a run's tools alive
 
     def refuse(**_: Any) -> str:
-        raise ToolConfigError(f"{name!r} is a schema stand-in: its calls go through the "
-                              f"run's ToolRouter")
+        raise ToolConfigError(
+            f"{name!r} is a schema stand-in: its calls go through the run's ToolRouter"
+        )
 
-    return StructuredTool(name=tool.name, description=tool.description,
-                          args_schema=tool.args_schema, func=refuse)
+    return StructuredTool(
+        name=tool.name, description=tool.description, args_schema=tool.args_schema, func=refuse
+    )
 
 
-def _invoke(tool: BaseTool, name: str, args: dict[str, Any],
-            call_id: str) -> tuple[Literal["ok", "error"], str]:
+def _invoke(
+    tool: BaseTool, name: str, args: dict[str, Any], call_id: str
+) -> tuple[Literal["ok", "error"], str]:
     try:
         output = tool.invoke({"type": "tool_call", "name": name, "args": args, "id": call_id})
     except ValidationError as exc:  # a tool without handle_validation_error
@@ -394,5 +441,10 @@ def _preview(args: Any) -> Any:
 def _session_fields(session: SessionContext | None) -> dict[str, Any]:
     if not isinstance(session, SessionContext):
         return {"session_id": None}
-    return {"session_id": session.session_id, "project_id": session.project_id,
-            "run_id": session.run_id, "step_id": session.step_id, "attempt": session.attempt}
+    return {
+        "session_id": session.session_id,
+        "project_id": session.project_id,
+        "run_id": session.run_id,
+        "step_id": session.step_id,
+        "attempt": session.attempt,
+    }

@@ -50,9 +50,16 @@ class MemoryRecordLike(Protocol):
 class MemoryRecall(Protocol):
     """The part of :class:`atom_agent.memory.MemoryManager` that search_memory needs."""
 
-    def recall(self, session: SessionContext, query: str | None = None, *, type: str = "all",
-               min_confidence: float = 0.5, limit: int = 10,
-               include_superseded: bool = False) -> Sequence[MemoryRecordLike]:
+    def recall(
+        self,
+        session: SessionContext,
+        query: str | None = None,
+        *,
+        type: str = "all",
+        min_confidence: float = 0.5,
+        limit: int = 10,
+        include_superseded: bool = False,
+    ) -> Sequence[MemoryRecordLike]:
         """The most relevant live memories of the session's project."""
 
 
@@ -64,10 +71,15 @@ class SearchFilesArgs(BaseModel):
     """Arguments of search_files."""
 
     pattern: str = Field(description="Text or regular expression to find.")
-    regex: bool = Field(default=False, description="Treat pattern as a Python regular "
-                                                   "expression (default: literal text).")
-    path: str = Field(default=".", description="Where to search: '.', a file or directory of "
-                                               "yours, 'deps' or 'deps/<step_id>'.")
+    regex: bool = Field(
+        default=False,
+        description="Treat pattern as a Python regular expression (default: literal text).",
+    )
+    path: str = Field(
+        default=".",
+        description="Where to search: '.', a file or directory of "
+        "yours, 'deps' or 'deps/<step_id>'.",
+    )
     ignore_case: bool = Field(default=False, description="Match case-insensitively.")
 
 
@@ -75,9 +87,18 @@ class SearchMemoryArgs(BaseModel):
     """Arguments of search_memory."""
 
     query: str = Field(description="What you want to know, in words (searched by meaning).")
-    type: Literal["all", "fact", "assumption", "hypothesis", "discovery", "risk", "unknown",
-                  "decision", "convention", "lesson_learned"] = Field(
-        default="all", description="Only memories of this kind.")
+    type: Literal[
+        "all",
+        "fact",
+        "assumption",
+        "hypothesis",
+        "discovery",
+        "risk",
+        "unknown",
+        "decision",
+        "convention",
+        "lesson_learned",
+    ] = Field(default="all", description="Only memories of this kind.")
     limit: int = Field(default=5, ge=1, le=20, description="Most memories to return (1-20).")
 
 
@@ -88,9 +109,14 @@ class WebSearchArgs(BaseModel):
     max_results: int = Field(default=5, ge=1, le=10, description="Most results (1-10).")
 
 
-def create_search_tools(scope: ToolScope, memory: MemoryRecall | None = None,
-                        session: SessionContext | None = None, *, max_results: int = 50,
-                        web: WebSearch | None = None) -> list[BaseTool]:
+def create_search_tools(
+    scope: ToolScope,
+    memory: MemoryRecall | None = None,
+    session: SessionContext | None = None,
+    *,
+    max_results: int = 50,
+    web: WebSearch | None = None,
+) -> list[BaseTool]:
     """search_files; search_memory when `memory` is given; web_search only when `web` is given.
 
     Args:
@@ -107,8 +133,9 @@ def create_search_tools(scope: ToolScope, memory: MemoryRecall | None = None,
     if memory is not None and session is None:
         raise ToolConfigError("search_memory needs the session it acts for: pass session=")
 
-    def search_files(pattern: str, regex: bool = False, path: str = ".",
-                     ignore_case: bool = False) -> str:
+    def search_files(
+        pattern: str, regex: bool = False, path: str = ".", ignore_case: bool = False
+    ) -> str:
         """Find lines in your files and your dependencies' files; returns 'file:line: text'.
 
         Literal text by default; set regex=true for a Python regular expression. Binary and
@@ -120,8 +147,10 @@ def create_search_tools(scope: ToolScope, memory: MemoryRecall | None = None,
         try:
             matcher = re.compile(pattern if regex else re.escape(pattern), flags)
         except re.error as exc:
-            raise ToolException(f"invalid regular expression {pattern!r}: {exc}; fix it, or "
-                                f"pass regex=false to search for the literal text") from None
+            raise ToolException(
+                f"invalid regular expression {pattern!r}: {exc}; fix it, or "
+                f"pass regex=false to search for the literal text"
+            ) from None
         matches: list[str] = []
         total = 0
         for file in _files(scope, path):
@@ -133,8 +162,9 @@ def create_search_tools(scope: ToolScope, memory: MemoryRecall | None = None,
                         matches.append(f"{scope.display(file)}:{number}: {shown}")
         result: dict[str, Any] = {"pattern": pattern, "count": total, "matches": matches}
         if total > len(matches):
-            result["note"] = (f"showing {len(matches)} of {total} matches; narrow the pattern "
-                              f"or the path")
+            result["note"] = (
+                f"showing {len(matches)} of {total} matches; narrow the pattern or the path"
+            )
         return to_json(result)
 
     tools = [structured_tool(search_files, SearchFilesArgs)]
@@ -151,10 +181,22 @@ def create_search_tools(scope: ToolScope, memory: MemoryRecall | None = None,
             if not query.strip():
                 raise ToolException("query is empty; say what you want to know")
             records = memory.recall(bound_session, query, type=type, limit=limit)
-            return to_json({"query": query, "count": len(records), "memories": [
-                {"id": r.id, "content": r.content, "type": str(r.type),
-                 "confidence": round(float(r.confidence), 3),
-                 "created_at": r.created_at.isoformat()} for r in records]})
+            return to_json(
+                {
+                    "query": query,
+                    "count": len(records),
+                    "memories": [
+                        {
+                            "id": r.id,
+                            "content": r.content,
+                            "type": str(r.type),
+                            "confidence": round(float(r.confidence), 3),
+                            "created_at": r.created_at.isoformat(),
+                        }
+                        for r in records
+                    ],
+                }
+            )
 
         tools.append(structured_tool(search_memory, SearchMemoryArgs))
 

@@ -88,15 +88,24 @@ def to_langchain(messages: Iterable[Mapping[str, Any]]) -> list[BaseMessage]:
             result.append(HumanMessage(content=content, name=name))
         elif kind == "ai":
             calls = [
-                {"name": c["name"], "args": c.get("args") or {}, "id": c.get("id"),
-                 "type": "tool_call"}
+                {
+                    "name": c["name"],
+                    "args": c.get("args") or {},
+                    "id": c.get("id"),
+                    "type": "tool_call",
+                }
                 for c in item.get("tool_calls", [])
             ]
             result.append(AIMessage(content=content, name=name, tool_calls=calls))
         elif kind == "tool":
-            result.append(ToolMessage(content=content, name=name,
-                                      tool_call_id=str(item.get("tool_call_id")),
-                                      status=item.get("status", "success")))
+            result.append(
+                ToolMessage(
+                    content=content,
+                    name=name,
+                    tool_call_id=str(item.get("tool_call_id")),
+                    status=item.get("status", "success"),
+                )
+            )
         else:
             raise WorkspaceError(f"history.json holds a message of unknown type {kind!r}")
     return result

@@ -193,8 +193,16 @@ class Workspace:
             raise WorkspaceError(f"run {run_id!r} already exists in {self.runs_dir}") from None
         run = RunRef(run_id, path)
         (path / "steps").mkdir()
-        self.write_run(run, {"run_id": run_id, "task": task, "status": "created",
-                             "created_at": now_iso(), **fields})
+        self.write_run(
+            run,
+            {
+                "run_id": run_id,
+                "task": task,
+                "status": "created",
+                "created_at": now_iso(),
+                **fields,
+            },
+        )
         logger.info("created run %s", run_id)
         return run
 
@@ -209,8 +217,11 @@ class Workspace:
         """Every run, oldest first (by ``created_at``, then id)."""
         if not self.runs_dir.is_dir():
             return []
-        runs = [RunRef(p.name, p) for p in self.runs_dir.iterdir()
-                if p.is_dir() and _ID.match(p.name) and (p / "run.json").is_file()]
+        runs = [
+            RunRef(p.name, p)
+            for p in self.runs_dir.iterdir()
+            if p.is_dir() and _ID.match(p.name) and (p / "run.json").is_file()
+        ]
 
         def created(run: RunRef) -> str:
             try:
@@ -247,10 +258,12 @@ class Workspace:
         if run.plan_json.exists():
             revisions = list(read_json(run.plan_json).get("revisions", []))
         revision = len(revisions) + 1
-        revisions.append({"revision": revision, "created_at": now_iso(), "reason": reason,
-                          "plan": dict(plan)})
-        write_json(run.plan_json, {"revision": revision, "plan": dict(plan),
-                                   "revisions": revisions})
+        revisions.append(
+            {"revision": revision, "created_at": now_iso(), "reason": reason, "plan": dict(plan)}
+        )
+        write_json(
+            run.plan_json, {"revision": revision, "plan": dict(plan), "revisions": revisions}
+        )
         return revision
 
     def read_plan(self, run: RunRef) -> dict[str, Any]:
@@ -275,8 +288,15 @@ class Workspace:
 
     # --- steps -----------------------------------------------------------------------------------
 
-    def create_step(self, run: RunRef, step_id: str, *, depends_on: Iterable[str] = (),
-                    exist_ok: bool = False, **fields: Any) -> StepRef:
+    def create_step(
+        self,
+        run: RunRef,
+        step_id: str,
+        *,
+        depends_on: Iterable[str] = (),
+        exist_ok: bool = False,
+        **fields: Any,
+    ) -> StepRef:
         """Create ``steps/<step_id>/`` with its ``step.json``.
 
         Args:
@@ -296,8 +316,16 @@ class Workspace:
             self.update_step(step, depends_on=deps, **fields)
             return step
         (path / "attempts").mkdir(parents=True)
-        self.write_step(step, {"step_id": step_id, "status": "pending", "depends_on": deps,
-                               "created_at": now_iso(), **fields})
+        self.write_step(
+            step,
+            {
+                "step_id": step_id,
+                "status": "pending",
+                "depends_on": deps,
+                "created_at": now_iso(),
+                **fields,
+            },
+        )
         return step
 
     def step(self, run: RunRef, step_id: str) -> StepRef:
@@ -311,10 +339,14 @@ class Workspace:
         """Every step of `run`, by creation time (then id)."""
         if not run.steps_dir.is_dir():
             return []
-        steps = [StepRef(run.run_id, p.name, p) for p in run.steps_dir.iterdir()
-                 if p.is_dir() and (p / "step.json").is_file()]
-        return sorted(steps, key=lambda s: (str(self.read_step(s).get("created_at", "")),
-                                            s.step_id))
+        steps = [
+            StepRef(run.run_id, p.name, p)
+            for p in run.steps_dir.iterdir()
+            if p.is_dir() and (p / "step.json").is_file()
+        ]
+        return sorted(
+            steps, key=lambda s: (str(self.read_step(s).get("created_at", "")), s.step_id)
+        )
 
     def read_step(self, step: StepRef) -> dict[str, Any]:
         """``step.json`` as a dict."""
@@ -360,13 +392,16 @@ class Workspace:
         """Every attempt of `step`, by number."""
         if not step.attempts_dir.is_dir():
             return []
-        found = [AttemptRef(step.run_id, step.step_id, int(p.name), p)
-                 for p in step.attempts_dir.iterdir() if p.is_dir() and p.name.isdigit()
-                 and int(p.name) >= 1]
+        found = [
+            AttemptRef(step.run_id, step.step_id, int(p.name), p)
+            for p in step.attempts_dir.iterdir()
+            if p.is_dir() and p.name.isdigit() and int(p.name) >= 1
+        ]
         return sorted(found, key=lambda a: a.n)
 
-    def write_history(self, attempt: AttemptRef,
-                      messages: Iterable[BaseMessage | Mapping[str, Any]]) -> Path:
+    def write_history(
+        self, attempt: AttemptRef, messages: Iterable[BaseMessage | Mapping[str, Any]]
+    ) -> Path:
         """Write the attempt's conversation to ``messages/history.json`` atomically.
 
         Messages are cleaned (:func:`~atom_agent.workspace.history.clean_message`): provider
@@ -375,10 +410,16 @@ class Workspace:
         """
         cleaned = clean_messages(messages)
         clean_temp_files(attempt.messages_dir)
-        write_json(attempt.history_json, {
-            "run_id": attempt.run_id, "step_id": attempt.step_id, "attempt": attempt.n,
-            "written_at": now_iso(), "messages": cleaned,
-        })
+        write_json(
+            attempt.history_json,
+            {
+                "run_id": attempt.run_id,
+                "step_id": attempt.step_id,
+                "attempt": attempt.n,
+                "written_at": now_iso(),
+                "messages": cleaned,
+            },
+        )
         return attempt.history_json
 
     def read_history(self, attempt: AttemptRef) -> list[dict[str, Any]]:
@@ -435,8 +476,10 @@ class Workspace:
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """Write `data` with ``schema_version`` first, atomically."""
-    payload = {"schema_version": SCHEMA_VERSION,
-               **{k: v for k, v in data.items() if k != "schema_version"}}
+    payload = {
+        "schema_version": SCHEMA_VERSION,
+        **{k: v for k, v in data.items() if k != "schema_version"},
+    }
     atomic_write_json(path, payload)
 
 

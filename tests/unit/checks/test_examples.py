@@ -9,7 +9,7 @@ import pytest
 from atom_agent.checks.examples import examples_feedback, run_examples, task_examples
 from atom_agent.sandbox import Limits, SubprocessRunner
 
-TASK = '''Write mean(xs) in impl.py.
+TASK = """Write mean(xs) in impl.py.
 
     >>> mean([1.0, 2.0, 3.0])
     2.0
@@ -19,7 +19,7 @@ TASK = '''Write mean(xs) in impl.py.
     1
     >>> print("no expected output is still an example")
     no expected output is still an example
-'''
+"""
 RUNNER = SubprocessRunner()
 LIMITS = Limits(timeout_s=10.0, cpu_s=10)
 

@@ -89,8 +89,12 @@ def test_a_local_model_may_only_write_until_the_files_exist_and_must_keep_workin
     # Every tool stays bound (the prompt does not change); the choice narrows the reply.
     assert "run_tests" in seen[0][0] and seen[0][1] == only_write
     assert seen[1] == (seen[0][0], only_write)
-    assert [t["function"]["name"] for t in _allowed_tools(  # type: ignore[index]
-        [{"function": {"name": n}} for n in seen[0][0]], seen[0][1])] == ["write_file"]
+    assert [
+        t["function"]["name"]
+        for t in _allowed_tools(  # type: ignore[index]
+            [{"function": {"name": n}} for n in seen[0][0]], seen[0][1]
+        )
+    ] == ["write_file"]
     assert "run_tests" in seen[2][0] and seen[2][1] == "any"  # it never answers in prose
 
 

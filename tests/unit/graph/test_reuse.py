@@ -92,9 +92,7 @@ def test_runs_of_one_process_share_the_memory_store_until_it_closes(ctx: Context
     assert shared_memory(ctx) is memory  # the second run used the store the first opened
     # Another project (and other models) in the same workspace: the same store.
     assert shared_memory(ctx.replace(project_id="other")) is memory
-    outcome = run_task(
-        "t", ctx, models=models([plan], ExecutorScript(script)), close_services=True
-    )
+    outcome = run_task("t", ctx, models=models([plan], ExecutorScript(script)), close_services=True)
     assert outcome.ok
     assert shared_memory(ctx) is not memory  # closed after that run; opened anew
     close_all()
@@ -113,9 +111,7 @@ class _Runtime:
         self.context = context
 
 
-def test_the_context_follows_the_environment(
-    ctx: Context, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_context_follows_the_environment(ctx: Context, monkeypatch: pytest.MonkeyPatch) -> None:
     def resolved(given: Any) -> Context:
         return context_of(_Runtime(given))  # type: ignore[arg-type]
 

@@ -156,8 +156,8 @@ def test_filters_and_replacement_chain_through_the_tools(
         session,
         tool_call("remember", {"content": "The API is served by FastAPI", "type": "fact"}),
         tool_call(
-            "remember", {"content": "The API might move to Litestar", "type": "hypothesis",
-                         "confidence": 0.3},
+            "remember",
+            {"content": "The API might move to Litestar", "type": "hypothesis", "confidence": 0.3},
         ),  # fmt: skip
         tool_call("remember", {"content": "Use FastAPI routers per module", "type": "decision"}),
     )

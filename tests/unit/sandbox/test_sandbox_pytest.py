@@ -56,15 +56,19 @@ def test_counts_from_a_real_mixed_run(
 
 def test_all_passing_and_targets(runner: SubprocessRunner, staging: Path, short: Short) -> None:
     write(staging / "impl.py", "def double(x):\n    return 2 * x\n")
-    write(staging / "test_impl.py", """
+    write(
+        staging / "test_impl.py",
+        """
         from impl import double
 
         def test_double():
             assert double(4) == 8
-    """)
+    """,
+    )
     write(staging / "test_other.py", "def test_fails():\n    assert False\n")
-    result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0),
-                               targets=["test_impl.py"], python_path=[staging])
+    result = runner.run_pytest(
+        cwd=staging, limits=short(timeout_s=30.0), targets=["test_impl.py"], python_path=[staging]
+    )
     assert result.ok and result.tests == TestCounts(passed=1)
 
 
@@ -73,7 +77,9 @@ def test_the_executors_test_py_is_collected(
 ) -> None:
     # DESIGN: the executor writes impl.py and test.py; pytest's defaults would skip test.py.
     write(staging / "impl.py", "def square(x):\n    return x * x\n")
-    write(staging / "test.py", """
+    write(
+        staging / "test.py",
+        """
         from impl import square
 
         def test_square():
@@ -81,7 +87,8 @@ def test_the_executors_test_py_is_collected(
 
         def test_negative():
             assert square(-2) == 4
-    """)
+    """,
+    )
     write(staging / "helper.py", "def test_not_collected():\n    assert False\n")
     result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0), python_path=[staging])
     assert result.ok and result.tests == TestCounts(passed=2)
@@ -125,9 +132,12 @@ def test_hanging_test_times_out(runner: SubprocessRunner, staging: Path, short: 
 
 def test_summary_line_parser() -> None:
     assert counts_from_output("...\n3 passed, 1 failed, 2 skipped in 0.12s\n") == TestCounts(
-        passed=3, failed=1, skipped=2)
+        passed=3, failed=1, skipped=2
+    )
     assert counts_from_output("=== 1 failed, 1 passed, 2 errors in 1.50s ===") == TestCounts(
-        passed=1, failed=1, errors=2)
-    assert counts_from_output("1 passed, 1 xfailed, 1 xpassed, 3 warnings in 0.1s") == \
-        TestCounts(passed=2, skipped=1)
+        passed=1, failed=1, errors=2
+    )
+    assert counts_from_output("1 passed, 1 xfailed, 1 xpassed, 3 warnings in 0.1s") == TestCounts(
+        passed=2, skipped=1
+    )
     assert counts_from_output("Traceback (most recent call last): nothing else") is None

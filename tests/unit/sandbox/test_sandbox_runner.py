@@ -31,10 +31,14 @@ def test_runs_in_staging_with_a_scrubbed_environment(
     monkeypatch.setenv("GOOGLE_API_KEY", "AIza-secret-from-the-parent")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     monkeypatch.setenv("MY_DB_PASSWORD", "hunter2")
-    name = script(staging, "env.py", """
+    name = script(
+        staging,
+        "env.py",
+        """
         import json, os
         print(json.dumps({"cwd": os.getcwd(), "env": dict(os.environ)}))
-    """)
+    """,
+    )
     result = runner.run_python(name, cwd=staging, limits=short())
     assert result.ok, result.output
     seen = json.loads(result.output)
@@ -44,9 +48,19 @@ def test_runs_in_staging_with_a_scrubbed_environment(
     assert "hunter2" not in result.output and "AIza" not in result.output
     assert not seen["env"]["HOME"].startswith(str(Path.home()))
     assert set(seen["env"]) <= {
-        "PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
-        "PYTHONIOENCODING", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-        "PYTHONPATH", "LC_CTYPE",
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "LANG",
+        "LC_ALL",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONUNBUFFERED",
+        "PYTHONIOENCODING",
+        "OMP_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "PYTHONPATH",
+        "LC_CTYPE",
     }
 
 
@@ -111,7 +125,11 @@ def test_children_that_outlive_the_parent_are_reaped(
     staging: Path, short: Short, gone: Gone, token: str, isolate: bool
 ) -> None:
     runner = SubprocessRunner(isolate=isolate)
-    name = script(staging, "fork.py", CHILDREN + """
+    name = script(
+        staging,
+        "fork.py",
+        CHILDREN
+        + """
     import os
     if os.fork() == 0:             # a classic daemon: double fork + setsid
         os.setsid()
@@ -120,7 +138,8 @@ def test_children_that_outlive_the_parent_are_reaped(
                                       token])
         os._exit(0)
     print("parent done")
-    """)
+    """,
+    )
     result = runner.run_python(name, cwd=staging, limits=short(timeout_s=30.0), args=[token])
     assert result.exit_code == 0 and not result.timed_out, result.output
     assert "parent done" in result.output
@@ -137,9 +156,7 @@ def test_ten_gigabyte_allocation_is_stopped_by_the_memory_limit(
     assert result.limit_hit == "memory"
 
 
-def test_cpu_limit_stops_a_busy_loop(
-    runner: SubprocessRunner, staging: Path, short: Short
-) -> None:
+def test_cpu_limit_stops_a_busy_loop(runner: SubprocessRunner, staging: Path, short: Short) -> None:
     name = script(staging, "spin.py", "while True:\n    pass\n")
     result = runner.run_python(name, cwd=staging, limits=short(cpu_s=1, timeout_s=60.0))
     assert not result.timed_out
@@ -152,13 +169,16 @@ def test_file_size_limit(runner: SubprocessRunner, staging: Path, short: Short) 
     result = runner.run_python(name, cwd=staging, limits=short(file_size_mb=1))
     assert result.exit_code == 1 and "File too large" in result.output
     assert result.limit_hit == "file_size"
-    assert (staging / "big.bin").stat().st_size <= 1024 ** 2
+    assert (staging / "big.bin").stat().st_size <= 1024**2
 
 
 def test_hundred_megabytes_of_output_are_truncated_while_read(
     runner: SubprocessRunner, staging: Path, short: Short
 ) -> None:
-    name = script(staging, "flood.py", """
+    name = script(
+        staging,
+        "flood.py",
+        """
         import sys
         out = sys.stdout.buffer
         out.write(b"FIRST-LINE\\n")
@@ -166,10 +186,10 @@ def test_hundred_megabytes_of_output_are_truncated_while_read(
         for _ in range(100):
             out.write(chunk)
         out.write(b"\\nLAST-LINE\\n")
-    """)
+    """,
+    )
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result = runner.run_python(name, cwd=staging, limits=short(output_bytes=8192,
-                                                               timeout_s=60.0))
+    result = runner.run_python(name, cwd=staging, limits=short(output_bytes=8192, timeout_s=60.0))
     peak_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert result.ok, result.output[-300:]
     assert result.truncated
@@ -243,8 +263,11 @@ def test_the_run_sees_only_its_own_processes(
 ) -> None:
     if not probe_isolation(False).pid_namespace:
         pytest.skip("no PID namespace here")
-    name = script(staging, "ps.py", "import os\n"
-                  "print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n")
+    name = script(
+        staging,
+        "ps.py",
+        "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n",
+    )
     result = runner.run_python(name, cwd=staging, limits=short())
     pids = json.loads(result.output)
     assert result.pid_namespace and pids == [1, 2]  # the launcher (init) and the program
@@ -262,7 +285,10 @@ def test_a_fork_bomb_is_capped_even_as_root(
 ) -> None:
     if not probe_isolation(False).pid_namespace:
         pytest.skip("no PID namespace here")
-    name = script(staging, "bomb.py", """
+    name = script(
+        staging,
+        "bomb.py",
+        """
         import os, time
         children = 0
         try:
@@ -275,9 +301,9 @@ def test_a_fork_bomb_is_capped_even_as_root(
             print("FORK REFUSED after", children, exc.errno)
         else:
             print("FORKED ALL", children)
-    """)
-    result = runner.run_python(name, cwd=staging, limits=short(max_processes=50,
-                                                               timeout_s=60.0))
+    """,
+    )
+    result = runner.run_python(name, cwd=staging, limits=short(max_processes=50, timeout_s=60.0))
     if "FORKED ALL" in result.output:
         pytest.skip("this kernel has no per-namespace pid_max (Linux < 6.14)")
     assert result.ok and "FORK REFUSED" in result.output, result.output
@@ -291,7 +317,10 @@ def test_only_staging_and_scratch_are_writable(
     if not probe_isolation(False).pid_namespace:
         pytest.skip("no private mount namespace here")
     outside = tmp_path / "outside.txt"
-    name = script(staging, "writes.py", """
+    name = script(
+        staging,
+        "writes.py",
+        """
         import os, sys, tempfile
         def attempt(label, path):
             try:
@@ -308,7 +337,8 @@ def test_only_staging_and_scratch_are_writable(
         attempt("home", os.path.expanduser("~/.cache-file"))
         attempt("devnull", "/dev/null")
         attempt("etc", "/etc/atom-sandbox-probe")
-    """)
+    """,
+    )
     result = runner.run_python(name, cwd=staging, limits=short(), args=[str(outside)])
     lines = dict(line.split(" ", 1) for line in result.output.strip().splitlines())
     assert result.ok and result.read_only_fs, result.output

@@ -31,14 +31,20 @@ def area(tmp_path: Path) -> dict[str, Path]:
 
 @pytest.fixture
 def scope(area: dict[str, Path]) -> ToolScope:
-    return ToolScope(staging=area["staging"], dependencies={"base": area["dep"]},
-                     max_write_bytes=4096, max_read_bytes=2048, max_list_entries=50)
+    return ToolScope(
+        staging=area["staging"],
+        dependencies={"base": area["dep"]},
+        max_write_bytes=4096,
+        max_read_bytes=2048,
+        max_list_entries=50,
+    )
 
 
 @pytest.fixture
 def session() -> SessionContext:
-    return SessionContext(session_id="sess-1", project_id="proj", run_id="r1", step_id="s1",
-                          attempt=1)
+    return SessionContext(
+        session_id="sess-1", project_id="proj", run_id="r1", step_id="s1", attempt=1
+    )
 
 
 @pytest.fixture
@@ -46,8 +52,9 @@ def call() -> Call:
     """Invoke a tool as an agent would (a ToolCall): returns (status, parsed JSON content)."""
 
     def invoke(tool: BaseTool, **args: Any) -> tuple[str, dict[str, Any]]:
-        message = tool.invoke({"type": "tool_call", "name": tool.name, "args": args,
-                               "id": "call-1"})
+        message = tool.invoke(
+            {"type": "tool_call", "name": tool.name, "args": args, "id": "call-1"}
+        )
         assert isinstance(message, ToolMessage)
         assert isinstance(message.content, str)
         return message.status, json.loads(message.content)
@@ -66,7 +73,10 @@ def events(caplog: pytest.LogCaptureFixture) -> Callable[[], list[tuple[str, dic
     caplog.set_level(logging.INFO, logger="atom_agent.events")
 
     def recorded() -> list[tuple[str, dict[str, Any]]]:
-        return [(r.args[0], r.args[1]) for r in caplog.records  # type: ignore[index,misc]
-                if r.name == "atom_agent.events"]
+        return [
+            (r.args[0], r.args[1])
+            for r in caplog.records  # type: ignore[index,misc]
+            if r.name == "atom_agent.events"
+        ]
 
     return recorded

@@ -18,8 +18,9 @@ Call = Callable[..., tuple[str, dict[str, Any]]]
 
 
 @pytest.fixture
-def tools(scope: ToolScope, by_name: Callable[[list[BaseTool]], dict[str, BaseTool]]
-          ) -> dict[str, BaseTool]:
+def tools(
+    scope: ToolScope, by_name: Callable[[list[BaseTool]], dict[str, BaseTool]]
+) -> dict[str, BaseTool]:
     limits = Limits(timeout_s=20.0, cpu_s=10, memory_mb=512, output_bytes=4096)
     return by_name(create_code_tools(scope, SubprocessRunner(), limits))
 
@@ -28,7 +29,8 @@ def test_run_python_with_args_and_dependency_imports(
     tools: dict[str, BaseTool], call: Call, area: dict[str, Path]
 ) -> None:
     (area["staging"] / "impl.py").write_text(
-        "import sys\nfrom base import base\nprint(base(), sys.argv[1:])\n")
+        "import sys\nfrom base import base\nprint(base(), sys.argv[1:])\n"
+    )
     status, out = call(tools["run_python"], path="impl.py", args=["--n", "3"])
     assert status == "success"
     assert out["ok"] is True and out["exit_code"] == 0 and out["summary"] == "exit code 0"
@@ -71,7 +73,8 @@ def test_run_tests_counts_and_targets(
     (staging / "test_impl.py").write_text(
         "from impl import add\n\n"
         "def test_add():\n    assert add(2, 2) == 4\n\n"
-        "def test_wrong():\n    assert add(2, 2) == 5\n")
+        "def test_wrong():\n    assert add(2, 2) == 5\n"
+    )
     status, out = call(tools["run_tests"])
     assert status == "success" and out["ok"] is False
     assert out["tests"] == {"passed": 1, "failed": 1, "errors": 0, "skipped": 0, "total": 2}
@@ -86,8 +89,18 @@ def test_run_tests_counts_and_targets(
 
 
 def test_limits_from_context() -> None:
-    ctx = Context(sandbox_timeout_s=7.5, sandbox_cpu_s=3, sandbox_memory_mb=300,
-                  sandbox_output_bytes=2048, sandbox_network=True)
+    ctx = Context(
+        sandbox_timeout_s=7.5,
+        sandbox_cpu_s=3,
+        sandbox_memory_mb=300,
+        sandbox_output_bytes=2048,
+        sandbox_network=True,
+    )
     limits = Limits.from_context(ctx)
-    assert (limits.timeout_s, limits.cpu_s, limits.memory_mb, limits.output_bytes,
-            limits.network) == (7.5, 3, 300, 2048, True)
+    assert (
+        limits.timeout_s,
+        limits.cpu_s,
+        limits.memory_mb,
+        limits.output_bytes,
+        limits.network,
+    ) == (7.5, 3, 300, 2048, True)

@@ -17,8 +17,9 @@ Call = Callable[..., tuple[str, dict[str, Any]]]
 
 
 @pytest.fixture
-def tools(scope: ToolScope, by_name: Callable[[list[BaseTool]], dict[str, BaseTool]]
-          ) -> dict[str, BaseTool]:
+def tools(
+    scope: ToolScope, by_name: Callable[[list[BaseTool]], dict[str, BaseTool]]
+) -> dict[str, BaseTool]:
     return by_name(create_file_tools(scope))
 
 
@@ -26,8 +27,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-def test_write_read_round_trip(tools: dict[str, BaseTool], call: Call, area: dict[str, Path]
-                               ) -> None:
+def test_write_read_round_trip(
+    tools: dict[str, BaseTool], call: Call, area: dict[str, Path]
+) -> None:
     status, out = call(tools["write_file"], path="pkg/impl.py", content="x = 1\ny = 2\n")
     assert status == "success"
     assert out == {"written": "pkg/impl.py", "bytes": 12, "lines": 2, "created": True}
@@ -69,7 +71,11 @@ TRAVERSALS = [
 @pytest.mark.parametrize(("path", "reason"), TRAVERSALS)
 @pytest.mark.parametrize("tool", ["read_file", "write_file", "edit_file", "list_files"])
 def test_path_traversal_is_refused_everywhere(
-    tools: dict[str, BaseTool], call: Call, area: dict[str, Path], path: str, reason: str,
+    tools: dict[str, BaseTool],
+    call: Call,
+    area: dict[str, Path],
+    path: str,
+    reason: str,
     tool: str,
 ) -> None:
     before = snapshot(area["outside"].parent)
@@ -116,21 +122,22 @@ def test_writes_outside_staging_are_refused(
     before = (area["dep"] / "base.py").read_text()
     status, out = call(tools["write_file"], path="deps/base/base.py", content="hacked")
     assert status == "error" and "read-only" in out["error"]
-    status, out = call(tools["edit_file"], path="deps/base/base.py", old_text="base",
-                       new_text="hacked")
+    status, out = call(
+        tools["edit_file"], path="deps/base/base.py", old_text="base", new_text="hacked"
+    )
     assert status == "error" and "read-only" in out["error"]
     assert (area["dep"] / "base.py").read_text() == before
 
 
-def test_oversized_writes_are_refused(tools: dict[str, BaseTool], call: Call,
-                                      area: dict[str, Path]) -> None:
+def test_oversized_writes_are_refused(
+    tools: dict[str, BaseTool], call: Call, area: dict[str, Path]
+) -> None:
     status, out = call(tools["write_file"], path="big.py", content="x" * 4097)
     assert status == "error" and "limit is 4096 bytes" in out["error"]
     assert not (area["staging"] / "big.py").exists()
     status, _ = call(tools["write_file"], path="fits.py", content="x" * 4096)
     assert status == "success"
-    status, out = call(tools["edit_file"], path="fits.py", old_text="x" * 4096,
-                       new_text="y" * 5000)
+    status, out = call(tools["edit_file"], path="fits.py", old_text="x" * 4096, new_text="y" * 5000)
     assert status == "error" and "limit" in out["error"]
     assert (area["staging"] / "fits.py").read_text() == "x" * 4096
 
@@ -146,8 +153,9 @@ def test_binary_and_non_utf8_reads_are_refused(
     assert status == "error" and "not UTF-8" in out["error"]
 
 
-def test_special_files_and_directories(tools: dict[str, BaseTool], call: Call,
-                                       area: dict[str, Path]) -> None:
+def test_special_files_and_directories(
+    tools: dict[str, BaseTool], call: Call, area: dict[str, Path]
+) -> None:
     os.mkfifo(area["staging"] / "pipe")
     status, out = call(tools["read_file"], path="pipe")  # must not block on the fifo
     assert status == "error" and "not a regular file" in out["error"]
@@ -168,8 +176,9 @@ def test_special_files_and_directories(tools: dict[str, BaseTool], call: Call,
     assert status == "error" and "does not exist" in out["error"]
 
 
-def test_long_files_are_read_in_parts(tools: dict[str, BaseTool], call: Call,
-                                      area: dict[str, Path]) -> None:
+def test_long_files_are_read_in_parts(
+    tools: dict[str, BaseTool], call: Call, area: dict[str, Path]
+) -> None:
     lines = [f"line {i:04d} " + "." * 40 + "\n" for i in range(1, 201)]
     (area["staging"] / "long.txt").write_text("".join(lines))
     _, first = call(tools["read_file"], path="long.txt")
@@ -177,11 +186,12 @@ def test_long_files_are_read_in_parts(tools: dict[str, BaseTool], call: Call,
     assert 0 < shown < 200 and len(first["content"].encode()) <= 2048
     assert f"start_line={shown + 1}" in first["note"]
     _, second = call(tools["read_file"], path="long.txt", start_line=shown + 1, max_lines=3)
-    assert second["content"] == "".join(lines[shown:shown + 3])
+    assert second["content"] == "".join(lines[shown : shown + 3])
 
 
-def test_edit_file_requires_exactly_one_match(tools: dict[str, BaseTool], call: Call,
-                                              area: dict[str, Path]) -> None:
+def test_edit_file_requires_exactly_one_match(
+    tools: dict[str, BaseTool], call: Call, area: dict[str, Path]
+) -> None:
     call(tools["write_file"], path="impl.py", content="a = 1\nb = 1\nc = 2\n")
     status, out = call(tools["edit_file"], path="impl.py", old_text="= 3", new_text="= 4")
     assert status == "error" and "not found" in out["error"]
@@ -196,8 +206,9 @@ def test_edit_file_requires_exactly_one_match(tools: dict[str, BaseTool], call: 
     assert status == "error" and "does not exist" in out["error"]
 
 
-def test_list_files(tools: dict[str, BaseTool], call: Call, area: dict[str, Path],
-                    scope: ToolScope) -> None:
+def test_list_files(
+    tools: dict[str, BaseTool], call: Call, area: dict[str, Path], scope: ToolScope
+) -> None:
     staging = area["staging"]
     (staging / "impl.py").write_text("x = 1\n")
     (staging / "tests").mkdir()
@@ -206,8 +217,11 @@ def test_list_files(tools: dict[str, BaseTool], call: Call, area: dict[str, Path
     (staging / "__pycache__" / "impl.pyc").write_bytes(b"\0")
     (staging / ".tmp-impl.py.abc").write_text("in flight")
     _, out = call(tools["list_files"])
-    assert [f["path"] for f in out["files"]] == ["impl.py", "tests/test_impl.py",
-                                                 "deps/base/base.py"]
+    assert [f["path"] for f in out["files"]] == [
+        "impl.py",
+        "tests/test_impl.py",
+        "deps/base/base.py",
+    ]
     assert out["files"][0]["bytes"] == 6
     _, out = call(tools["list_files"], path="deps")
     assert [f["path"] for f in out["files"]] == ["deps/base/base.py"]
@@ -227,9 +241,9 @@ def test_bad_arguments_are_error_results(tools: dict[str, BaseTool], call: Call)
     assert status == "error" and "start_line" in out["error"]
 
 
-def test_scope_for_a_workspace_attempt(tmp_path: Path, call: Call,
-                                       by_name: Callable[[list[BaseTool]], dict[str, BaseTool]]
-                                       ) -> None:
+def test_scope_for_a_workspace_attempt(
+    tmp_path: Path, call: Call, by_name: Callable[[list[BaseTool]], dict[str, BaseTool]]
+) -> None:
     ws = Workspace(tmp_path / "ws")
     run = ws.create_run("r1", task="t")
     base = ws.create_step(run, "base")

@@ -43,41 +43,70 @@ def manager(tmp_path: Path) -> Iterator[MemoryManager]:
 @pytest.fixture
 def router(scope: ToolScope, manager: MemoryManager) -> ToolRouter:
     limits = Limits(timeout_s=20.0, cpu_s=10, memory_mb=512)
-    sandboxed = [*create_file_tools(scope), *create_code_tools(scope, SubprocessRunner(), limits),
-                 *create_search_tools(scope)]
+    sandboxed = [
+        *create_file_tools(scope),
+        *create_code_tools(scope, SubprocessRunner(), limits),
+        *create_search_tools(scope),
+    ]
     return ToolRouter(sandboxed, trusted=partial(create_memory_tools, manager), scope=scope)
 
 
-def run(router: ToolRouter, session: SessionContext | None, name: Any, args: Any = None,
-        call_id: str = "c1") -> tuple[ToolResult, dict[str, Any]]:
+def run(
+    router: ToolRouter,
+    session: SessionContext | None,
+    name: Any,
+    args: Any = None,
+    call_id: str = "c1",
+) -> tuple[ToolResult, dict[str, Any]]:
     result = router.execute({"name": name, "args": args, "id": call_id}, session)
     return result, json.loads(result.content)
 
 
-def assert_event_pair(events: Events, name: str, call_id: str, route: str, status: str,
-                      session_id: str | None = "sess-1") -> None:
+def assert_event_pair(
+    events: Events,
+    name: str,
+    call_id: str,
+    route: str,
+    status: str,
+    session_id: str | None = "sess-1",
+) -> None:
     recorded = [(e, f) for e, f in events() if e.startswith("tool_")]
     assert [e for e, _ in recorded] == ["tool_call", "tool_result"]
     (_, start), (_, end) = recorded
     assert (start["tool_name"], start["tool_call_id"]) == (name, call_id)
     assert (end["tool_name"], end["tool_call_id"], end["route"], end["status"]) == (
-        name, call_id, route, status)
+        name,
+        call_id,
+        route,
+        status,
+    )
     assert start["session_id"] == end["session_id"] == session_id
     assert end["duration_ms"] >= 0
 
 
-@pytest.mark.parametrize(("name", "args", "check"), [
-    ("write_file", {"path": "impl.py", "content": "print(6 * 7)\n"}, "written"),
-    ("list_files", {}, "files"),
-    ("search_files", {"pattern": "base"}, "matches"),
-])
+@pytest.mark.parametrize(
+    ("name", "args", "check"),
+    [
+        ("write_file", {"path": "impl.py", "content": "print(6 * 7)\n"}, "written"),
+        ("list_files", {}, "files"),
+        ("search_files", {"pattern": "base"}, "matches"),
+    ],
+)
 def test_sandboxed_tools_are_routed_with_events(
-    router: ToolRouter, session: SessionContext, events: Events, name: str,
-    args: dict[str, Any], check: str
+    router: ToolRouter,
+    session: SessionContext,
+    events: Events,
+    name: str,
+    args: dict[str, Any],
+    check: str,
 ) -> None:
     result, content = run(router, session, name, args)
     assert (result.status, result.route, result.tool_name, result.tool_call_id) == (
-        "ok", "sandboxed", name, "c1")
+        "ok",
+        "sandboxed",
+        name,
+        "c1",
+    )
     assert check in content
     assert_event_pair(events, name, "c1", "sandboxed", "ok")
 
@@ -96,8 +125,9 @@ def test_code_tools_run_through_the_sandbox(
 def test_memory_tools_are_routed_in_process(
     router: ToolRouter, session: SessionContext, events: Events, manager: MemoryManager
 ) -> None:
-    result, content = run(router, session, "remember",
-                          {"content": "Tests use pytest", "type": "convention"}, "m1")
+    result, content = run(
+        router, session, "remember", {"content": "Tests use pytest", "type": "convention"}, "m1"
+    )
     assert (result.status, result.route) == ("ok", "trusted")
     assert content["remembered"] is True
     memory_id = content["memory_id"]
@@ -109,8 +139,9 @@ def test_memory_tools_are_routed_in_process(
     assert [r.id for r in stored] == [memory_id] and stored[0].run_id == "r1"
     result, content = run(router, session, "recall", {"query": "which test framework"}, "m2")
     assert result.route == "trusted" and content["memories"][0]["id"] == memory_id
-    result, content = run(router, session, "forget", {"memory_id": memory_id,
-                                                      "reason": "outdated"}, "m3")
+    result, content = run(
+        router, session, "forget", {"memory_id": memory_id, "reason": "outdated"}, "m3"
+    )
     assert result.route == "trusted" and content["forgotten"] is True
     result, content = run(router, session, "forget", {"memory_id": "does-not-exist"}, "m4")
     assert result.status == "error" and result.route == "trusted" and "error" in content
@@ -140,34 +171,49 @@ def test_missing_session_is_an_error_result(router: ToolRouter, events: Events) 
     assert all(fields["session_id"] is None for _, fields in recorded)
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    ({"name": "read_file", "args": "{not json", "id": "x"}, "not valid JSON"),
-    ({"name": "read_file", "args": ["impl.py"], "id": "x"}, "expected a JSON object"),
-    ({"args": {"path": "impl.py"}, "id": "x"}, "no tool name"),
-    ({"name": 42, "args": {}, "id": "x"}, "no tool name"),
-    ({"name": "write_file", "args": {"path": "impl.py"}, "id": "x"}, "content"),
-    ({"name": "recall", "args": {"limit": 500}, "id": "x"}, "limit"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ({"name": "read_file", "args": "{not json", "id": "x"}, "not valid JSON"),
+        ({"name": "read_file", "args": ["impl.py"], "id": "x"}, "expected a JSON object"),
+        ({"args": {"path": "impl.py"}, "id": "x"}, "no tool name"),
+        ({"name": 42, "args": {}, "id": "x"}, "no tool name"),
+        ({"name": "write_file", "args": {"path": "impl.py"}, "id": "x"}, "content"),
+        ({"name": "recall", "args": {"limit": 500}, "id": "x"}, "limit"),
+    ],
+)
 def test_malformed_calls_are_error_results(
-    router: ToolRouter, session: SessionContext, events: Events, call: dict[str, Any],
-    message: str
+    router: ToolRouter, session: SessionContext, events: Events, call: dict[str, Any], message: str
 ) -> None:
     result = router.execute(call, session)
     assert result.status == "error" and message in json.loads(result.content)["error"]
     assert [e for e, _ in events() if e.startswith("tool_")] == ["tool_call", "tool_result"]
 
 
-def test_arguments_as_json_text_are_accepted(router: ToolRouter, session: SessionContext,
-                                             area: dict[str, Path]) -> None:
-    result = router.execute({"name": "write_file", "id": "j1",
-                             "args": json.dumps({"path": "a.py", "content": "A = 1\n"})}, session)
+def test_arguments_as_json_text_are_accepted(
+    router: ToolRouter, session: SessionContext, area: dict[str, Path]
+) -> None:
+    result = router.execute(
+        {
+            "name": "write_file",
+            "id": "j1",
+            "args": json.dumps({"path": "a.py", "content": "A = 1\n"}),
+        },
+        session,
+    )
     assert result.status == "ok" and (area["staging"] / "a.py").read_text() == "A = 1\n"
 
 
 def test_result_shape_and_message(router: ToolRouter, session: SessionContext) -> None:
     result, _ = run(router, session, "read_file", {"path": "missing.py"}, "r9")
-    assert set(result.to_dict()) == {"status", "content", "tool_name", "tool_call_id",
-                                     "duration_ms", "route"}
+    assert set(result.to_dict()) == {
+        "status",
+        "content",
+        "tool_name",
+        "tool_call_id",
+        "duration_ms",
+        "route",
+    }
     message = result.to_message()
     assert isinstance(message, ToolMessage)
     assert (message.status, message.tool_call_id, message.name) == ("error", "r9", "read_file")
@@ -175,7 +221,7 @@ def test_result_shape_and_message(router: ToolRouter, session: SessionContext) -
 
 
 def test_plain_tools_without_error_handlers_still_give_error_results(
-    session: SessionContext
+    session: SessionContext,
 ) -> None:
     def shout(text: str) -> str:
         """Shout."""
@@ -196,8 +242,9 @@ def test_plain_tools_without_error_handlers_still_give_error_results(
     assert router.execute({"name": "recall", "args": {}, "id": "4"}, session).route == "rejected"
 
 
-def test_wiring_errors_raise(scope: ToolScope, session: SessionContext,
-                             manager: MemoryManager) -> None:
+def test_wiring_errors_raise(
+    scope: ToolScope, session: SessionContext, manager: MemoryManager
+) -> None:
     files = create_file_tools(scope)
     with pytest.raises(ToolConfigError, match="two sandboxed tools"):
         ToolRouter([*files, files[0]])
@@ -220,42 +267,65 @@ def test_wiring_errors_raise(scope: ToolScope, session: SessionContext,
 def test_create_agent_routes_every_call_through_the_router(
     router: ToolRouter, session: SessionContext, area: dict[str, Path]
 ) -> None:
-    model = ScriptedChatModel(responses=[
-        tool_call("write_file", {"path": "impl.py", "content": "print(sum(range(10)))\n"},
-                  id="a1"),
-        tool_call("run_python", {"path": "impl.py"}, id="a2"),
-        tool_call("remember", {"content": "sum(range(10)) is 45", "type": "fact"}, id="a3"),
-        tool_call("delete_everything", {}, id="a4"),
-        "done",
-    ])
+    model = ScriptedChatModel(
+        responses=[
+            tool_call(
+                "write_file", {"path": "impl.py", "content": "print(sum(range(10)))\n"}, id="a1"
+            ),
+            tool_call("run_python", {"path": "impl.py"}, id="a2"),
+            tool_call("remember", {"content": "sum(range(10)) is 45", "type": "fact"}, id="a3"),
+            tool_call("delete_everything", {}, id="a4"),
+            "done",
+        ]
+    )
     agent = create_agent(model, middleware=[router.middleware(session)])
     custom: list[dict[str, Any]] = []
     final: dict[str, Any] = {}
-    for mode, chunk in agent.stream({"messages": [("user", "compute it")]},
-                                    stream_mode=["custom", "values"]):
+    for mode, chunk in agent.stream(
+        {"messages": [("user", "compute it")]}, stream_mode=["custom", "values"]
+    ):
         if mode == "custom":
             custom.append(chunk)
         else:
             final = chunk
     tool_messages = [m for m in final["messages"] if isinstance(m, ToolMessage)]
     assert [(m.tool_call_id, m.status) for m in tool_messages] == [
-        ("a1", "success"), ("a2", "success"), ("a3", "success"), ("a4", "error")]
+        ("a1", "success"),
+        ("a2", "success"),
+        ("a3", "success"),
+        ("a4", "error"),
+    ]
     assert json.loads(str(tool_messages[1].content))["output"] == "45\n"
     assert "unknown tool" in str(tool_messages[3].content)
     assert (area["staging"] / "impl.py").exists()
     # Both paths emitted their events into LangGraph's custom stream, in call order.
-    pairs = [(e["event"], e["tool_call_id"], e["route"]) for e in custom
-             if e["event"] in ("tool_call", "tool_result")]
+    pairs = [
+        (e["event"], e["tool_call_id"], e["route"])
+        for e in custom
+        if e["event"] in ("tool_call", "tool_result")
+    ]
     assert pairs == [
-        ("tool_call", "a1", "sandboxed"), ("tool_result", "a1", "sandboxed"),
-        ("tool_call", "a2", "sandboxed"), ("tool_result", "a2", "sandboxed"),
-        ("tool_call", "a3", "trusted"), ("tool_result", "a3", "trusted"),
-        ("tool_call", "a4", "rejected"), ("tool_result", "a4", "rejected"),
+        ("tool_call", "a1", "sandboxed"),
+        ("tool_result", "a1", "sandboxed"),
+        ("tool_call", "a2", "sandboxed"),
+        ("tool_result", "a2", "sandboxed"),
+        ("tool_call", "a3", "trusted"),
+        ("tool_result", "a3", "trusted"),
+        ("tool_call", "a4", "rejected"),
+        ("tool_result", "a4", "rejected"),
     ]
     # The model was offered the sandboxed and the trusted tools.
     offered = set(model.calls[0].tool_names)
-    assert {"read_file", "write_file", "run_python", "run_tests", "search_files",
-            "remember", "recall", "forget"} <= offered
+    assert {
+        "read_file",
+        "write_file",
+        "run_python",
+        "run_tests",
+        "search_files",
+        "remember",
+        "recall",
+        "forget",
+    } <= offered
 
 
 async def test_async_agent_path(router: ToolRouter, session: SessionContext) -> None:
@@ -270,8 +340,9 @@ def _attempt_area(root: Path, name: str) -> tuple[ToolRouter, SessionContext]:
     staging = root / name / "staging"
     staging.mkdir(parents=True)
     scope = ToolScope(staging=staging, owner=("r1", name, 1))
-    session = SessionContext(session_id="r1", project_id="proj", run_id="r1", step_id=name,
-                             attempt=1)
+    session = SessionContext(
+        session_id="r1", project_id="proj", run_id="r1", step_id=name, attempt=1
+    )
     return ToolRouter(create_file_tools(scope), scope=scope), session
 
 
@@ -288,13 +359,15 @@ def test_one_shared_agent_keeps_concurrent_runs_in_their_own_staging(tmp_path: P
     # Latency interleaves the two runs' calls on the one agent.
     model = ScriptedChatModel(respond=respond, latency_s=0.05)
     router, session = routers["left"]
-    agent = create_agent(model, middleware=[RoutingMiddleware(router.tools(session))],
-                         context_schema=RouteContext)
+    agent = create_agent(
+        model, middleware=[RoutingMiddleware(router.tools(session))], context_schema=RouteContext
+    )
 
     def run_one(name: str) -> list[Any]:
         router, session = routers[name]
-        out = agent.invoke({"messages": [("user", name)]},
-                           context=RouteContext(router=router, session=session))
+        out = agent.invoke(
+            {"messages": [("user", name)]}, context=RouteContext(router=router, session=session)
+        )
         return list(out["messages"])
 
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -325,7 +398,9 @@ def test_schema_stand_ins_show_the_tool_and_refuse_to_run(
     for stand_in in stand_ins:
         original = real[stand_in.name]
         assert (stand_in.description, stand_in.args_schema) == (
-            original.description, original.args_schema)
+            original.description,
+            original.args_schema,
+        )
     write = next(t for t in stand_ins if t.name == "write_file")
     with pytest.raises(ToolConfigError, match="schema stand-in"):
         write.invoke({"path": "impl.py", "content": "x"})

@@ -24,8 +24,9 @@ ByName = Callable[[list[BaseTool]], dict[str, BaseTool]]
 @pytest.fixture
 def files(area: dict[str, Path]) -> dict[str, Path]:
     staging = area["staging"]
-    (staging / "impl.py").write_text("class LRUCache:\n    def get(self, key):\n"
-                                     "        return self.data.get(key)\n")
+    (staging / "impl.py").write_text(
+        "class LRUCache:\n    def get(self, key):\n        return self.data.get(key)\n"
+    )
     (staging / "pkg").mkdir()
     (staging / "pkg" / "util.py").write_text("def helper():\n    return 'get me'\n")
     (staging / "blob.bin").write_bytes(b"\x00get\x00" * 10)
@@ -38,8 +39,10 @@ def test_literal_search_reports_file_and_line(
     tool = by_name(create_search_tools(scope))["search_files"]
     status, out = call(tool, pattern="get(")
     assert status == "success"
-    assert out["matches"] == ["impl.py:2:     def get(self, key):",
-                              "impl.py:3:         return self.data.get(key)"]
+    assert out["matches"] == [
+        "impl.py:2:     def get(self, key):",
+        "impl.py:3:         return self.data.get(key)",
+    ]
     _, out = call(tool, pattern="return")
     assert "deps/base/base.py:2:     return 'base'" in out["matches"]
     assert "pkg/util.py:2:     return 'get me'" in out["matches"]
@@ -65,8 +68,9 @@ def test_regex_search_and_bad_regex(
     assert status == "error"
 
 
-def test_results_are_capped(scope: ToolScope, area: dict[str, Path], call: Call,
-                            by_name: ByName) -> None:
+def test_results_are_capped(
+    scope: ToolScope, area: dict[str, Path], call: Call, by_name: ByName
+) -> None:
     (area["staging"] / "many.txt").write_text("hit\n" * 500)
     tool = by_name(create_search_tools(scope, max_results=10))["search_files"]
     _, out = call(tool, pattern="hit")
@@ -90,28 +94,54 @@ class KeywordMemory:
     records: list[Record]
     calls: list[tuple[SessionContext, str | None, str, int]] = field(default_factory=list)
 
-    def recall(self, session: SessionContext, query: str | None = None, *, type: str = "all",
-               min_confidence: float = 0.5, limit: int = 10,
-               include_superseded: bool = False) -> Sequence[Record]:
+    def recall(
+        self,
+        session: SessionContext,
+        query: str | None = None,
+        *,
+        type: str = "all",
+        min_confidence: float = 0.5,
+        limit: int = 10,
+        include_superseded: bool = False,
+    ) -> Sequence[Record]:
         self.calls.append((session, query, type, limit))
         words = set((query or "").lower().split())
-        hits = [r for r in self.records if r.confidence >= min_confidence
-                and (type == "all" or r.type == type) and words & set(r.content.lower().split())]
+        hits = [
+            r
+            for r in self.records
+            if r.confidence >= min_confidence
+            and (type == "all" or r.type == type)
+            and words & set(r.content.lower().split())
+        ]
         return hits[:limit]
 
 
 def test_search_memory_against_the_protocol(
     scope: ToolScope, session: SessionContext, call: Call, by_name: ByName
 ) -> None:
-    memory = KeywordMemory([Record("m1", "tests use pytest fixtures", "convention", 0.9),
-                            Record("m2", "cache eviction is LRU", "decision", 0.8)])
+    memory = KeywordMemory(
+        [
+            Record("m1", "tests use pytest fixtures", "convention", 0.9),
+            Record("m2", "cache eviction is LRU", "decision", 0.8),
+        ]
+    )
     recall: MemoryRecall = memory
     tool = by_name(create_search_tools(scope, recall, session))["search_memory"]
     status, out = call(tool, query="which pytest style", type="convention", limit=3)
     assert status == "success"
-    assert out == {"query": "which pytest style", "count": 1, "memories": [
-        {"id": "m1", "content": "tests use pytest fixtures", "type": "convention",
-         "confidence": 0.9, "created_at": "2026-01-02T00:00:00+00:00"}]}
+    assert out == {
+        "query": "which pytest style",
+        "count": 1,
+        "memories": [
+            {
+                "id": "m1",
+                "content": "tests use pytest fixtures",
+                "type": "convention",
+                "confidence": 0.9,
+                "created_at": "2026-01-02T00:00:00+00:00",
+            }
+        ],
+    }
     assert memory.calls == [(session, "which pytest style", "convention", 3)]
     status, out = call(tool, query="x", limit=99)
     assert status == "error" and "limit" in out["error"]
@@ -124,13 +154,20 @@ def manager(tmp_path: Path) -> Iterator[MemoryManager]:
 
 
 def test_search_memory_with_the_real_memory_manager(
-    scope: ToolScope, session: SessionContext, manager: MemoryManager, call: Call,
-    by_name: ByName
+    scope: ToolScope, session: SessionContext, manager: MemoryManager, call: Call, by_name: ByName
 ) -> None:
-    manager.remember(session, "The project uses pytest and plain assert statements",
-                     type="convention", confidence=0.9)
-    manager.remember(session, "The LRU cache must evict the least recently used key",
-                     type="decision", confidence=0.8)
+    manager.remember(
+        session,
+        "The project uses pytest and plain assert statements",
+        type="convention",
+        confidence=0.9,
+    )
+    manager.remember(
+        session,
+        "The LRU cache must evict the least recently used key",
+        type="decision",
+        confidence=0.8,
+    )
     other = SessionContext(session_id="s9", project_id="other-project")
     manager.remember(other, "Other project: tests use unittest", type="convention")
     tool = by_name(create_search_tools(scope, manager, session))["search_memory"]
@@ -142,8 +179,9 @@ def test_search_memory_with_the_real_memory_manager(
     assert [m["type"] for m in out["memories"]] == ["decision"]
 
 
-def test_optional_tools_are_opt_in(scope: ToolScope, session: SessionContext, call: Call,
-                                   by_name: ByName) -> None:
+def test_optional_tools_are_opt_in(
+    scope: ToolScope, session: SessionContext, call: Call, by_name: ByName
+) -> None:
     assert list(by_name(create_search_tools(scope))) == ["search_files"]
     with pytest.raises(ToolConfigError, match="session"):
         create_search_tools(scope, KeywordMemory([]))

@@ -22,10 +22,19 @@ def conversation() -> list[object]:
             {"type": "text", "text": "Writing impl.py", "extras": {"signature": "abc"}},
         ],
         id="run-123",
-        tool_calls=[{"name": "write_file", "args": {"path": "impl.py", "content": "x = 1\n"},
-                     "id": "call_1", "type": "tool_call"}],
-        response_metadata={"model_name": "gemini-2.5-pro", "finish_reason": "STOP",
-                           "safety_ratings": []},
+        tool_calls=[
+            {
+                "name": "write_file",
+                "args": {"path": "impl.py", "content": "x = 1\n"},
+                "id": "call_1",
+                "type": "tool_call",
+            }
+        ],
+        response_metadata={
+            "model_name": "gemini-2.5-pro",
+            "finish_reason": "STOP",
+            "safety_ratings": [],
+        },
         usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
         additional_kwargs={"__gemini_function_call_thought_signatures__": {"call_1": "sig"}},
     )
@@ -33,29 +42,57 @@ def conversation() -> list[object]:
         SystemMessage(content="You are the executor.", id="sys-1"),
         HumanMessage(content="Implement an LRU cache.", id="h-1"),
         ai,
-        ToolMessage(content='{"written": "impl.py"}', tool_call_id="call_1", name="write_file",
-                    id="t-1", status="success", artifact={"big": "x" * 100}),
-        ToolMessage(content='{"error": "no such file"}', tool_call_id="call_2",
-                    name="read_file", status="error"),
-        AIMessage(content="Done.", id="run-124",
-                  usage_metadata={"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}),
+        ToolMessage(
+            content='{"written": "impl.py"}',
+            tool_call_id="call_1",
+            name="write_file",
+            id="t-1",
+            status="success",
+            artifact={"big": "x" * 100},
+        ),
+        ToolMessage(
+            content='{"error": "no such file"}',
+            tool_call_id="call_2",
+            name="read_file",
+            status="error",
+        ),
+        AIMessage(
+            content="Done.",
+            id="run-124",
+            usage_metadata={"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+        ),
     ]
 
 
 def test_cleaning_drops_provider_bookkeeping_and_keeps_tool_traffic() -> None:
     cleaned = [clean_message(m) for m in conversation()]  # type: ignore[arg-type]
     text = json.dumps(cleaned)
-    for gone in ("run-123", "sys-1", "usage", "response_metadata", "gemini-2.5-pro",
-                 "signature", "c2lnbmF0dXJl", "thought_signatures", "artifact", "additional"):
+    for gone in (
+        "run-123",
+        "sys-1",
+        "usage",
+        "response_metadata",
+        "gemini-2.5-pro",
+        "signature",
+        "c2lnbmF0dXJl",
+        "thought_signatures",
+        "artifact",
+        "additional",
+    ):
         assert gone not in text, gone
     assert [m["type"] for m in cleaned] == ["system", "human", "ai", "tool", "tool", "ai"]
     ai = cleaned[2]
-    assert ai["tool_calls"] == [{"name": "write_file",
-                                 "args": {"path": "impl.py", "content": "x = 1\n"},
-                                 "id": "call_1"}]
+    assert ai["tool_calls"] == [
+        {"name": "write_file", "args": {"path": "impl.py", "content": "x = 1\n"}, "id": "call_1"}
+    ]
     assert ai["content"][0] == {"type": "thinking", "thinking": "plan it"}
-    assert cleaned[3] == {"type": "tool", "content": '{"written": "impl.py"}',
-                          "name": "write_file", "tool_call_id": "call_1", "status": "success"}
+    assert cleaned[3] == {
+        "type": "tool",
+        "content": '{"written": "impl.py"}',
+        "name": "write_file",
+        "tool_call_id": "call_1",
+        "status": "success",
+    }
     assert cleaned[4]["status"] == "error"
 
 
@@ -73,8 +110,9 @@ def test_history_round_trip_and_replacement(tmp_path: Path) -> None:
     step = ws.create_step(ws.create_run("r1", task="t"), "s1")
     attempt = ws.new_attempt(step)
     # A stale file (e.g. from a crashed earlier process) is replaced, never appended to.
-    attempt.history_json.write_text('{"schema_version": 1, "messages": [{"type": "human", '
-                                    '"content": "stale"}]}')
+    attempt.history_json.write_text(
+        '{"schema_version": 1, "messages": [{"type": "human", "content": "stale"}]}'
+    )
     ws.write_history(attempt, conversation())  # type: ignore[arg-type]
     stored = ws.read_history(attempt)
     assert len(stored) == 6 and "stale" not in json.dumps(stored)
@@ -116,8 +154,13 @@ else:
 
 
 def crash_in_child(ws: Workspace, what: str, attempt: int, target: str) -> None:
-    done = subprocess.run([sys.executable, "-c", CRASH, str(ws.root), what, str(attempt), target],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", CRASH, str(ws.root), what, str(attempt), target],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 

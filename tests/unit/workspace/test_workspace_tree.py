@@ -24,8 +24,9 @@ def ws(tmp_path: Path) -> Workspace:
 
 def test_layout_matches_the_design(ws: Workspace) -> None:
     run = ws.create_run("r1", task="add an LRU cache", models={"executor": "local"})
-    step = ws.create_step(run, "cache", depends_on=[], title="cache module",
-                          acceptance_criteria=["get/put work"])
+    step = ws.create_step(
+        run, "cache", depends_on=[], title="cache module", acceptance_criteria=["get/put work"]
+    )
     attempt = ws.new_attempt(step)
     root = ws.root
     assert run.run_json == root / "runs/r1/run.json"
@@ -49,8 +50,13 @@ def test_every_json_file_carries_a_schema_version(ws: Workspace) -> None:
     ws.write_plan(run, {"steps": []})
     ws.write_verdict(attempt, {"passed": True})
     ws.write_history(attempt, [])
-    for path in (run.run_json, run.plan_json, step.step_json, attempt.verdict_json,
-                 attempt.history_json):
+    for path in (
+        run.run_json,
+        run.plan_json,
+        step.step_json,
+        attempt.verdict_json,
+        attempt.history_json,
+    ):
         assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION
 
 
