@@ -54,6 +54,26 @@ def _attempts(workspace: Workspace, run_id: str) -> int:
     return sum(len(workspace.list_attempts(s)) for s in workspace.list_steps(run))
 
 
+def attempt_sources(workspace: Workspace, run_id: str, problem: Problem) -> list[str]:
+    """Every attempt's staged impl.py that defines the entry point, in the order written.
+
+    A commit copies its staging, so this is every attempt the verifier saw.
+    """
+    try:
+        run = workspace.run(run_id)
+    except WorkspaceError:
+        return []
+    sources: list[str] = []
+    for step in workspace.list_steps(run):
+        for attempt in workspace.list_attempts(step):
+            impl = attempt.staging / "impl.py"
+            if impl.is_file():
+                text = impl.read_text(encoding="utf-8", errors="replace")
+                if f"def {problem.entry_point}" in text:
+                    sources.append(text)
+    return sources
+
+
 def run_humaneval(
     problems: list[Problem],
     ctx: Context,
@@ -92,12 +112,21 @@ def run_humaneval(
         result = results.get(problem.slug, {})
         source = committed_source(workspace, str(result.get("run_id", "")), problem)
         agent = score(problem, source, runner, limits) if source else None
+        passed = bool(agent and agent.passed)
         row: dict[str, Any] = {
             "task_id": problem.task_id,
-            "agent_passed": bool(agent and agent.passed),
+            "agent_passed": passed,
             "agent_detail": agent.detail if agent else "no committed implementation",
             "agent_status": result.get("status"),
             "attempts": _attempts(workspace, str(result.get("run_id", ""))),
+            # Attempts whose code passes check() though the agent did not commit it: the
+            # verifier (the model's own tests, the judge) rejected correct code.
+            "rejected_correct_attempts": 0
+            if passed
+            else sum(
+                score(problem, code, runner, limits).passed
+                for code in attempt_sources(workspace, str(result.get("run_id", "")), problem)
+            ),
             "agent_tokens": int((result.get("usage") or {}).get("total_tokens", 0)),
             "agent_seconds": result.get("duration_s"),
         }
@@ -163,6 +192,9 @@ def _summary(rows: list[dict[str, Any]], *, baseline: bool) -> dict[str, Any]:
         "attempts_per_task": round(sum(r["attempts"] for r in rows) / n, 2),
         "agent_tokens": sum(r["agent_tokens"] for r in rows),
         "agent_seconds_per_task": round(sum(timed) / len(timed), 2) if timed else None,
+        # Failed problems where some attempt wrote code that passes check(): the verifier's
+        # false rejections (a generator problem otherwise).
+        "rejected_correct": [r["task_id"] for r in rows if r["rejected_correct_attempts"]],
     }
     if baseline:
         out.update(

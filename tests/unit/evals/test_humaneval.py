@@ -132,3 +132,39 @@ def test_tasks_show_the_code_to_keep_and_the_docstring_as_the_spec() -> None:
     text = task_text(problems[0])
     assert "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n```" in text
     assert "    >>> has_close_elements([1.0, 2.0, 3.0], 0.5)\n    False" in text
+
+
+def test_correct_code_rejected_by_a_wrong_own_test_is_counted_apart(tmp_path: Path) -> None:
+    # /0: right code, but the model's own test expects the wrong value, so nothing is
+    # committed. /2: wrong code with a test that agrees with it (committed, fails check()).
+    problems = load_problems(["0", "2"])
+    by_entry = {p.entry_point: p for p in problems}
+
+    def executor_reply(messages: list[BaseMessage]) -> AIMessage:
+        text = str(next(m for m in messages if isinstance(m, HumanMessage)).content)
+        name = re.search(r"Implement the Python function `(\w+)`", text).group(1)  # type: ignore[union-attr]
+        p = by_entry[name]
+        if p.task_id == "HumanEval/0":
+            impl = p.prompt + p.canonical_solution
+            wrong = f"assert {name}([1.0, 1.05], 0.1) is False"  # they are closer than 0.1
+            test = f"from impl import {name}\n\ndef test_close():\n    {wrong}\n"
+        else:
+            impl = p.prompt + "    return 0.0\n"
+            test = f"from impl import {name}\n\ndef test_zero():\n    assert {name}(3.5) == 0.0\n"
+        return ExecutorScript({}, default=lambda: passing_attempt(impl, test))(messages)
+
+    roles = models([Plan(steps=[step("solve")])] * 2, ExecutorScript({}))
+    roles["executor"] = ScriptedChatModel(respond=executor_reply)
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=2, max_replans=0)
+    try:
+        summary = run_humaneval(problems, ctx, tmp_path / "eval", models=roles, baseline=False)
+    finally:
+        close_all()
+
+    assert summary["agent_pass@1"] == 0.0
+    assert summary["rejected_correct"] == ["HumanEval/0"]
+    rows = json.loads((tmp_path / "eval" / "eval.json").read_text())["problems"]
+    assert [(r["agent_status"], r["attempts"], r["rejected_correct_attempts"]) for r in rows] == [
+        ("failed", 2, 2),
+        ("done", 1, 0),
+    ]
