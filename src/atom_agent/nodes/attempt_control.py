@@ -28,6 +28,7 @@ from langgraph.runtime import Runtime
 from atom_agent.errors import ToolConfigError
 from atom_agent.models import LocalChatModel
 from atom_agent.models.local import allowed_tools_choice
+from atom_agent.nodes.salvage import salvage_write
 from atom_agent.telemetry import emit
 from atom_agent.tools.files import ToolScope
 from atom_agent.tools.router import RouteContext, route_context
@@ -118,14 +119,19 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Until impl.py and test.py exist, the model must call a tool (no early answers).
 
         A reply whose tool call is broken (cut off at the token limit, malformed JSON) would
-        end the loop as if the model had answered: it is asked once more, told why.
+        end the loop as if the model had answered. A ``write_file`` cut off at the token limit
+        is kept up to its last complete line (:mod:`.salvage`) and the model is told on its
+        next call; any other broken call is asked once more, told why.
         """
-        request = self._require_tools(request)
+        request = _salvage_note(self._require_tools(request))
         response = handler(request)
+        if (kept := _salvaged(response)) is not None:
+            return kept
         again = _reask_broken_call(request, response)
         if again is None:
             return response
-        return _spent_too(handler(again), response)
+        retry = _spent_too(handler(again), response)
+        return _salvaged(retry) or retry
 
     async def awrap_model_call(
         self,
@@ -133,12 +139,15 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
-        request = self._require_tools(request)
+        request = _salvage_note(self._require_tools(request))
         response = await handler(request)
+        if (kept := _salvaged(response)) is not None:
+            return kept
         again = _reask_broken_call(request, response)
         if again is None:
             return response
-        return _spent_too(await handler(again), response)
+        retry = _spent_too(await handler(again), response)
+        return _salvaged(retry) or retry
 
     def _require_tools(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         # Small models often "answer" the task in prose on the first turn; an attempt that
@@ -248,6 +257,68 @@ def _spent_too(response: ModelResponse[Any], wasted: ModelResponse[Any]) -> Mode
         result=[*response.result[:-1], last.model_copy(update={"usage_metadata": usage})],
         structured_response=response.structured_response,
     )
+
+
+SALVAGED = "atom_salvaged"
+"""``response_metadata`` key of a reply rebuilt from a cut-off write (what was kept)."""
+
+SALVAGED_NOTE = (
+    "Your last write_file reply was cut off at the token limit. {path} was saved with its "
+    "first {kept} complete lines{repeats}. Check it (read_file, run_tests) and fix what is "
+    "missing with a shorter write: keep each file under 60 lines, with fewer, distinct cases."
+)
+
+
+def _salvaged(response: ModelResponse[Any]) -> ModelResponse[Any] | None:
+    """`response` with its cut-off write_file turned into the call that writes what is usable."""
+    last = response.result[-1] if response.result else None
+    if not isinstance(last, AIMessage) or _broken_call(response) is None:
+        return None
+    if (last.response_metadata or {}).get("finish_reason") != "length":
+        return None
+    kept = salvage_write(str(last.invalid_tool_calls[0].get("args") or ""))
+    if kept is None:
+        return None
+    emit("executor.salvaged_write", path=kept.path, lines=kept.kept, repeats=kept.dropped_repeats)
+    call = {
+        "name": "write_file",
+        "args": {"path": kept.path, "content": kept.content},
+        "id": last.invalid_tool_calls[0].get("id") or "call_salvaged",
+        "type": "tool_call",
+    }
+    metadata = {
+        **(last.response_metadata or {}),
+        SALVAGED: {"path": kept.path, "lines": kept.kept, "repeats": kept.dropped_repeats},
+    }
+    message = AIMessage(
+        content="",
+        tool_calls=[call],
+        usage_metadata=last.usage_metadata,
+        response_metadata=metadata,
+        id=last.id,
+    )
+    return ModelResponse(
+        result=[*response.result[:-1], message],
+        structured_response=response.structured_response,
+    )
+
+
+def _salvage_note(request: ModelRequest[Any]) -> ModelRequest[Any]:
+    """On the call right after a salvaged write, say what was kept (for this call)."""
+    messages = request.messages
+    at = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
+    if at < 0 or at + 1 >= len(messages) or not isinstance(messages[at + 1], ToolMessage):
+        return request  # no reply yet, or not right after its tool result
+    kept = (messages[at].response_metadata or {}).get(SALVAGED)
+    if not isinstance(kept, dict):
+        return request
+    repeats = kept.get("repeats") or 0
+    note = SALVAGED_NOTE.format(
+        path=kept.get("path"),
+        kept=kept.get("lines"),
+        repeats=f" ({repeats} repeated test lines left out)" if repeats else "",
+    )
+    return request.override(messages=[*request.messages, HumanMessage(note)])
 
 
 def _rewrote_unchanged(messages: Sequence[BaseMessage]) -> bool:

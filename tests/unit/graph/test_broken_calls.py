@@ -11,7 +11,7 @@ from atom_agent.state import Plan
 from atom_agent.testing import ScriptedChatModel
 from atom_agent.workspace import Workspace
 
-from .scripts import ExecutorScript, models, passing_attempt, step
+from .scripts import ADD_TEST, ExecutorScript, models, passing_attempt, step
 
 CUT_OFF = '{"name": "write_file", "arguments": {"path": "test.py", "content": "from impl import'
 
@@ -76,3 +76,38 @@ def test_a_reply_broken_twice_ends_the_attempt_without_looping(ctx: Context) -> 
 
     assert outcome.status == "failed"
     assert len(calls) == 2  # asked once more, then the attempt ended
+
+
+def _cut_off(text: str) -> AIMessage:
+    broken = _broken()
+    call = {**broken.invalid_tool_calls[0], "args": text}
+    return broken.model_copy(update={"content": text, "invalid_tool_calls": [call]})
+
+
+def test_a_cut_off_write_keeps_its_complete_lines_and_the_attempt_goes_on(ctx: Context) -> None:
+    # A small model repeating one assertion until the token limit: what it wrote before the
+    # repeats is a good test file. It is written, and the model is told, without a re-ask.
+    repeating = ADD_TEST + "    assert add(2, 3) == 5\n" * 60
+    raw = json.dumps({"name": "write_file", "arguments": {"path": "test.py", "content": repeating}})
+    script = ExecutorScript({("adder", 1): passing_attempt()})
+    calls: list[list[BaseMessage]] = []
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        calls.append(list(messages))
+        if sum(isinstance(m, AIMessage) for m in messages) == 1:
+            return _cut_off(raw[:400])
+        return script(messages)
+
+    roles = models([Plan(steps=[step("adder")])], script)
+    roles["executor"] = ScriptedChatModel(respond=respond)
+    outcome = run_task("add numbers", ctx, models=roles)
+
+    assert outcome.status == "done", outcome
+    assert len(calls) == 3  # impl.py, the cut-off test.py, run_tests: nothing asked again
+    note = calls[2][-1]
+    assert isinstance(note, HumanMessage) and "cut off at the token limit" in str(note.content)
+    assert "test.py was saved with its first 5 complete lines" in str(note.content)
+    ws = Workspace(ctx.workspace)
+    committed = ws.step(ws.run(outcome.run_id), "adder").artifacts / "test.py"
+    assert committed.read_text() == ADD_TEST
+    assert outcome.usage["total_tokens"] >= 2024  # the cut-off call's tokens count
