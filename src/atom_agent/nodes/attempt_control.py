@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.messages.ai import add_usage
 from langgraph.runtime import Runtime
 
+from atom_agent.checks.examples import ExamplesReport, examples_feedback
 from atom_agent.errors import ToolConfigError
 from atom_agent.models import LocalChatModel
 from atom_agent.models.local import allowed_tools_choice
@@ -63,10 +64,14 @@ class AttemptContext(RouteContext):
     Attributes:
         scope: the attempt's files (where impl.py and test.py must appear).
         max_tool_calls: the attempt's tool-call budget.
+        check_examples: runs the task's ``>>>`` examples against the staged impl.py (None
+            when the task has none); after a failing test run its verdict tells the model
+            which side is wrong, the code or its own test.
     """
 
     scope: ToolScope
     max_tool_calls: int
+    check_examples: Callable[[], ExamplesReport] | None = None
 
 
 def attempt_of(runtime: Any) -> AttemptContext:
@@ -123,7 +128,7 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         is kept up to its last complete line (:mod:`.salvage`) and the model is told on its
         next call; any other broken call is asked once more, told why.
         """
-        request = _salvage_note(self._require_tools(request))
+        request = _examples_note(_salvage_note(self._require_tools(request)))
         response = handler(request)
         if (kept := _salvaged(response)) is not None:
             return kept
@@ -139,7 +144,7 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
-        request = _salvage_note(self._require_tools(request))
+        request = _examples_note(_salvage_note(self._require_tools(request)))
         response = await handler(request)
         if (kept := _salvaged(response)) is not None:
             return kept
@@ -319,6 +324,26 @@ def _salvage_note(request: ModelRequest[Any]) -> ModelRequest[Any]:
         repeats=f" ({repeats} repeated test lines left out)" if repeats else "",
     )
     return request.override(messages=[*request.messages, HumanMessage(note)])
+
+
+def _examples_note(request: ModelRequest[Any]) -> ModelRequest[Any]:
+    """After a failing test run, what the task's examples say of impl.py (for this call).
+
+    A small model takes a failing test for a wrong implementation and rewrites correct code,
+    while its own test holds the wrong expected value; the task's examples settle which.
+    """
+    last = request.messages[-1] if request.messages else None
+    if not isinstance(last, ToolMessage) or last.name != "run_tests":
+        return request
+    check = attempt_of(request.runtime).check_examples
+    if check is None or tests_passed(str(last.content)):
+        return request
+    lines = examples_feedback(check(), tests_failed=True)
+    if not lines:
+        return request
+    emit("executor.examples_note", fix="code" if "fix the code" in lines[0] else "test")
+    note = HumanMessage("What the task's own examples say: " + " ".join(lines))
+    return request.override(messages=[*request.messages, note])
 
 
 def _rewrote_unchanged(messages: Sequence[BaseMessage]) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain.agents import create_agent
@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from atom_agent import prompts
+from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError
 from atom_agent.models import LocalChatModel
@@ -95,6 +96,27 @@ def ask_user_tool() -> BaseTool:
     )
 
 
+def _examples_check(
+    svc: Services, scope: ToolScope, examples: list[tuple[str, str]]
+) -> Callable[[], ExamplesReport] | None:
+    """Runs `examples` against the attempt's staged impl.py (None without examples)."""
+    if not examples:
+        return None
+
+    def check() -> ExamplesReport:
+        if not (scope.staging / "impl.py").is_file():
+            return ExamplesReport()
+        return run_examples(
+            examples,
+            staging=scope.staging,
+            runner=svc.runner,
+            limits=svc.limits,
+            python_path=scope.python_path(),
+        )
+
+    return check
+
+
 def make_executor(models: Models | None) -> Any:
     """The executor node, closed over the model override of `build_graph`."""
 
@@ -138,7 +160,13 @@ def make_executor(models: Models | None) -> Any:
         )
         agent = attempt_agent(svc, model, router.tools(session))
         context = AttemptContext(
-            router=router, session=session, scope=scope, max_tool_calls=ctx.max_tool_calls
+            router=router,
+            session=session,
+            scope=scope,
+            max_tool_calls=ctx.max_tool_calls,
+            check_examples=_examples_check(
+                svc, scope, task_examples(state["task"], step.description)
+            ),
         )
         messages, stopped = _run(agent, prompt.text, context)
         svc.workspace.write_history(attempt, messages)

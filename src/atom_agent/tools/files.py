@@ -265,7 +265,8 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
             result["unchanged"] = True
             result["note"] = (
                 "the file already had exactly this content: nothing changed. "
-                "If its tests fail, change the code."
+                "If its tests fail, change whichever is wrong: the code, or the test's "
+                "expected values (check them against the task)."
             )
         _add_problems(result, path, content)
         return to_json(result)

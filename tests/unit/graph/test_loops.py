@@ -5,16 +5,28 @@ from __future__ import annotations
 import json
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent import Context, run_task
 from atom_agent.errors import WorkspaceError
 from atom_agent.run import resume_run
 from atom_agent.state import CriterionVerdict, Judgement, Plan, PlanStep
-from atom_agent.testing import tool_call
+from atom_agent.testing import ScriptedChatModel, tool_call
 from atom_agent.workspace import Workspace
 
-from .scripts import ExecutorScript, all_met, failing_attempt, models, passing_attempt, step
+from .scripts import (
+    ADD_IMPL,
+    ADD_TEST,
+    BAD_TEST,
+    ExecutorScript,
+    all_met,
+    failing_attempt,
+    models,
+    passing_attempt,
+    run_tests,
+    step,
+    write,
+)
 
 
 def test_fail_then_pass_on_retry_with_feedback_in_the_prompt(ctx: Context) -> None:
@@ -48,6 +60,41 @@ def test_the_tasks_examples_tell_the_retry_to_fix_a_wrong_test(ctx: Context) -> 
         "passed": 1, "failed": [], "not_applicable": 0, "error": ""
     }  # fmt: skip
     assert "fix the test, not the code" in executor.prompts[("adder", 2)]
+
+
+@pytest.mark.parametrize(
+    ("impl", "test", "says"),
+    [
+        (ADD_IMPL, BAD_TEST, "fix the test, not the code"),  # add(2, 3) == 6 is the wrong side
+        ("def add(a, b):\n    return a * b\n", ADD_TEST, "got `6` (fix the code)"),
+    ],
+)
+def test_a_failing_test_run_inside_the_attempt_is_told_what_the_examples_say(
+    tmp_path, impl: str, test: str, says: str
+) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    task = "Write add(a, b).\n\n    >>> add(2, 3)\n    5\n"
+    fixed = [write("impl.py", ADD_IMPL), write("test.py", ADD_TEST), run_tests()]
+    executor = ExecutorScript({("adder", 1): passing_attempt(impl, test) + fixed})
+    calls: list[list[BaseMessage]] = []
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        calls.append(list(messages))
+        return executor(messages)
+
+    roles = models([Plan(steps=[step("adder")])], executor)
+    roles["executor"] = ScriptedChatModel(respond=respond)
+    outcome = run_task(task, ctx, models=roles)
+
+    assert outcome.status == "done"  # in its one attempt
+    note = calls[3][-1]  # after impl.py, test.py and the failing run
+    assert isinstance(note, HumanMessage)
+    assert str(note.content).startswith("What the task's own examples say:") and says in str(
+        note.content
+    )
+    assert not any(
+        "task's own examples" in str(m.content) for c in calls[4:] for m in c[-1:]
+    )  # only after a failing run
 
 
 def test_claimed_success_with_failing_tests_is_a_failure(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -40,7 +40,7 @@ def test_write_read_round_trip(
     assert out["created"] is False and out["lines"] == 1
     assert "unchanged" not in out
     _, out = call(tools["write_file"], path="pkg/impl.py", content="z = 3")
-    assert out["unchanged"] is True and "change the code" in out["note"]
+    assert out["unchanged"] is True and "change whichever is wrong" in out["note"]
 
 
 def test_dependency_artifacts_are_readable(tools: dict[str, BaseTool], call: Call) -> None:
