@@ -55,6 +55,10 @@ class ModelIntegrityError(ModelError):
     """Model weights failed their sha256 check; they are never loaded."""
 
 
+class ContextWindowError(ModelError):
+    """The prompt does not fit the model's context window (nothing was generated)."""
+
+
 # --- memory --------------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
+from atom_agent.errors import ContextWindowError
 from atom_agent.models import LocalChatModel, load_chat_model
 from atom_agent.models.weights import QWEN_CODER_1_5B, ensure_weights
 
@@ -102,3 +103,9 @@ def test_async_invoke(model: LocalChatModel) -> None:
     reply = asyncio.run(model.ainvoke([HumanMessage("Say OK.")], max_tokens=8))
     assert isinstance(reply, AIMessage)
     assert reply.usage_metadata is not None and 0 < reply.usage_metadata["output_tokens"] <= 8
+
+
+def test_a_prompt_longer_than_the_window_is_a_typed_error() -> None:
+    small = load_chat_model("local", n_ctx=512, max_tokens=16)
+    with pytest.raises(ContextWindowError, match="context window"):
+        small.invoke([HumanMessage("word " * 2000)])

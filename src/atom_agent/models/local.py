@@ -33,7 +33,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from atom_agent.errors import ModelError, ModelUnavailableError
+from atom_agent.errors import ContextWindowError, ModelError, ModelUnavailableError
 from atom_agent.models._tools import openai_tool
 from atom_agent.models.weights import INSTALL_HINT, resolve_local_weights
 
@@ -194,7 +194,12 @@ class LocalChatModel(BaseChatModel):
         llama, lock = self._engine()
         started = time.perf_counter()
         with lock:
-            out = llama.create_chat_completion(**request)
+            try:
+                out = llama.create_chat_completion(**request)
+            except ValueError as exc:  # llama.cpp checks the prompt's length before decoding
+                if "context window" in str(exc):
+                    raise ContextWindowError(f"{exc} (n_ctx={self.n_ctx})") from exc
+                raise
         elapsed = time.perf_counter() - started
         text: str = out["choices"][0]["message"].get("content") or ""
         finish = out["choices"][0].get("finish_reason")

@@ -26,7 +26,7 @@ from langchain_core.messages.ai import add_usage
 from langgraph.runtime import Runtime
 
 from atom_agent.checks.examples import ExamplesReport, examples_feedback
-from atom_agent.errors import ToolConfigError
+from atom_agent.errors import ContextWindowError, ToolConfigError
 from atom_agent.models import LocalChatModel
 from atom_agent.models.local import allowed_tools_choice
 from atom_agent.nodes.salvage import salvage_write
@@ -123,13 +123,24 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Until impl.py and test.py exist, the model must call a tool (no early answers).
 
+        A conversation that outgrows the model's context window is sent again without the
+        attempt's earlier turns (the files keep their work); if even that does not fit, the
+        attempt ends there and the reflector judges the files as they are.
+
         A reply whose tool call is broken (cut off at the token limit, malformed JSON) would
         end the loop as if the model had answered. A ``write_file`` cut off at the token limit
         is kept up to its last complete line (:mod:`.salvage`) and the model is told on its
         next call; any other broken call is asked once more, told why.
         """
         request = _examples_note(_salvage_note(self._require_tools(request)))
-        response = handler(request)
+        try:
+            response = handler(request)
+        except ContextWindowError:
+            shorter = _without_earlier_turns(request)
+            try:
+                response = handler(shorter) if shorter is not None else _out_of_room()
+            except ContextWindowError:
+                response = _out_of_room()
         if (kept := _salvaged(response)) is not None:
             return kept
         again = _reask_broken_call(request, response)
@@ -145,7 +156,14 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         request = _examples_note(_salvage_note(self._require_tools(request)))
-        response = await handler(request)
+        try:
+            response = await handler(request)
+        except ContextWindowError:
+            shorter = _without_earlier_turns(request)
+            try:
+                response = await handler(shorter) if shorter is not None else _out_of_room()
+            except ContextWindowError:
+                response = _out_of_room()
         if (kept := _salvaged(response)) is not None:
             return kept
         again = _reask_broken_call(request, response)
@@ -324,6 +342,34 @@ def _salvage_note(request: ModelRequest[Any]) -> ModelRequest[Any]:
         repeats=f" ({repeats} repeated test lines left out)" if repeats else "",
     )
     return request.override(messages=[*request.messages, HumanMessage(note)])
+
+
+EARLIER_TURNS_NOTE = (
+    "This attempt's earlier tool calls and results were left out: the conversation outgrew "
+    "the model's context window. Your files are as you last wrote them (read_file shows them)."
+)
+OUT_OF_ROOM = "The conversation no longer fits the model's context window: the attempt ends here."
+
+
+def _without_earlier_turns(request: ModelRequest[Any]) -> ModelRequest[Any] | None:
+    """`request` with only the attempt's prompt and its last turn (None if that is all it has).
+
+    The last turn starts at the last AI reply, so a tool call keeps its result and the notes
+    after it.
+    """
+    messages = request.messages
+    last_ai = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
+    if last_ai <= 1:
+        return None
+    emit("executor.context_full", dropped=last_ai - 1)
+    kept = [messages[0], HumanMessage(EARLIER_TURNS_NOTE), *messages[last_ai:]]
+    return request.override(messages=kept)
+
+
+def _out_of_room() -> ModelResponse[Any]:
+    """A final reply that ends the attempt (the loop stops at a reply without tool calls)."""
+    emit("executor.context_full", dropped=None)
+    return ModelResponse(result=[AIMessage(content=OUT_OF_ROOM)])
 
 
 def _examples_note(request: ModelRequest[Any]) -> ModelRequest[Any]:
