@@ -9,10 +9,10 @@ context (:class:`AttemptContext`), so one compiled agent serves every attempt.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -132,22 +132,18 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         is kept up to its last complete line (:mod:`.salvage`) and the model is told on its
         next call; any other broken call is asked once more, told why.
         """
-        request = _examples_note(_salvage_note(self._require_tools(request)))
+        calls = self._calls(request)
         try:
-            response = handler(request)
-        except ContextWindowError:
-            shorter = _without_earlier_turns(request)
-            try:
-                response = handler(shorter) if shorter is not None else _out_of_room()
-            except ContextWindowError:
-                response = _out_of_room()
-        if (kept := _salvaged(response)) is not None:
-            return kept
-        again = _reask_broken_call(request, response)
-        if again is None:
-            return response
-        retry = _spent_too(handler(again), response)
-        return _salvaged(retry) or retry
+            call = next(calls)
+            while True:
+                try:
+                    response = handler(call)
+                except ContextWindowError as exc:
+                    call = calls.throw(exc)
+                else:
+                    call = calls.send(response)
+        except StopIteration as done:
+            return cast("ModelResponse[Any]", done.value)
 
     async def awrap_model_call(
         self,
@@ -155,13 +151,34 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
+        calls = self._calls(request)
+        try:
+            call = next(calls)
+            while True:
+                try:
+                    response = await handler(call)
+                except ContextWindowError as exc:
+                    call = calls.throw(exc)
+                else:
+                    call = calls.send(response)
+        except StopIteration as done:
+            return cast("ModelResponse[Any]", done.value)
+
+    def _calls(
+        self, request: ModelRequest[Any]
+    ) -> Generator[ModelRequest[Any], ModelResponse[Any], ModelResponse[Any]]:
+        """The model calls of one step, written once for the sync and async paths.
+
+        Yields each request to send; receives its response (a context-window refusal is
+        thrown in); returns the response the agent gets.
+        """
         request = _examples_note(_salvage_note(self._require_tools(request)))
         try:
-            response = await handler(request)
+            response = yield request
         except ContextWindowError:
             shorter = _without_earlier_turns(request)
             try:
-                response = await handler(shorter) if shorter is not None else _out_of_room()
+                response = (yield shorter) if shorter is not None else _out_of_room()
             except ContextWindowError:
                 response = _out_of_room()
         if (kept := _salvaged(response)) is not None:
@@ -169,7 +186,7 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         again = _reask_broken_call(request, response)
         if again is None:
             return response
-        retry = _spent_too(await handler(again), response)
+        retry = _spent_too((yield again), response)
         return _salvaged(retry) or retry
 
     def _require_tools(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
