@@ -43,6 +43,13 @@ class Context:
     """Model for the reflector's judgement; empty falls back to `model`."""
     temperature: float = field(default=0.0, metadata=_doc("Sampling temperature, 0–2."))
     """Sampling temperature passed to every model (0 = deterministic where supported)."""
+    model_profile: str = field(
+        default="", metadata=_doc("Model profile: small, standard, or empty = auto.")
+    )
+    """How the agent works with the executor model: ``small`` (whole-file drafts in a fenced
+    block, warming retries, no tool loop, no model judge), ``standard`` (the tool loop and a
+    judge), or empty to pick by the size the model's name states (≤ 8B is small; the
+    embedded model is small)."""
 
     # --- workspace ---
     workspace: str = field(default="atom_workspace", metadata=_doc("Workspace directory."))
@@ -123,6 +130,10 @@ class Context:
         _check_range(self, "memory_recall_limit", 1, 50)
         _check_range(self, "memory_min_confidence", 0.0, 1.0)
         _check_range(self, "memory_promotion_threshold", 0.0, 1.0)
+        if self.model_profile.strip() not in ("", "small", "standard"):
+            raise ConfigError(
+                f"model_profile: {self.model_profile!r} is not small, standard or empty (auto)"
+            )
         if not self.workspace.strip():
             raise ConfigError("workspace: must not be empty")
         if not self.project_id.strip():

@@ -11,6 +11,14 @@ ONE step.
 - Every step writes both the code and its tests: never plan a step that only writes tests.
 - Every step has a unique short id (lowercase slug), a title, a precise description, and \
 acceptance criteria that a test can check.
+- `defines` lists the public functions and classes the step's impl.py defines. Every step \
+defines something new; a step that changes a function of an earlier step depends on it.
+- `checks` make the criteria executable, before any code exists: 2-6 per step, each a Python \
+`call` of the step's code with the exact `expect`ed result (a Python literal) or the exception \
+it `raises`, and the `criterion` it proves. Work each expected value out carefully from the \
+task; for example {{"call": "slugify('Hello World')", "expect": "'hello-world'", "criterion": \
+"spaces become hyphens"}} or {{"call": "parse('')", "raises": "ValueError", "criterion": \
+"empty input is rejected"}}.
 - `depends_on` lists the ids of earlier steps whose committed code this step imports or reads.
 - The dependencies must form a DAG: no cycles, only ids of steps in the plan."""
 
@@ -109,3 +117,43 @@ test.py:
 ```
 
 Judge every criterion (verbatim), with evidence. If any is unmet, say what to change."""
+
+DRAFT_TASK = """\
+{task}
+{step}{dependencies}{earlier}
+Write the complete Python module `impl.py` for this: only the implementation, no tests or \
+usage examples (the tests are written separately). Reply with the whole file in one \
+```python block, nothing else."""
+
+DRAFT_STEP = """
+This is one step of a larger plan: {title}
+{description}
+It must define: {defines}
+"""
+
+DRAFT_DEPENDENCIES = """
+Code of earlier steps you can import:
+{dependencies}
+"""
+
+DRAFT_EARLIER = """
+An earlier attempt was rejected: {feedback}
+"""
+
+DRAFT_RETRY = """\
+That code was run against the step's checks: {summary}.
+{failures}
+Reply with the corrected whole impl.py in one ```python block, nothing else."""
+
+CONTRACT_TASK = """\
+{task}
+{step}
+Before any code exists, write the tests for {names}: 4 to 8 pytest `assert` lines with concrete \
+inputs and the exact expected results, worked out carefully from the task. Cover the normal \
+case, edge cases, and the errors it must raise (`with pytest.raises(...)`). Reply with one \
+```python block, nothing else."""
+
+CONTRACT_STEP = """
+The tests are for one step of a larger plan: {title}
+{description}
+"""

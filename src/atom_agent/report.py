@@ -39,6 +39,30 @@ def _node(step_id: str) -> str:
     return "s_" + step_id.replace("-", "_")
 
 
+def criteria_summary(criteria: list[dict[str, Any]]) -> str:
+    """``2 verified, 1 judged`` (statuses in a fixed order; older verdicts count as judged)."""
+    counts: dict[str, int] = {}
+    for c in criteria:
+        status = str(c.get("status") or "judged")
+        counts[status] = counts.get(status, 0) + 1
+    order = ("verified", "failed", "suspect", "judged", "unverified")
+    return ", ".join(f"{counts[s]} {s}" for s in order if counts.get(s))
+
+
+def _evidence_section(step_id: str, verdict: dict[str, Any]) -> str:
+    lines = [f"### {step_id} (attempt {verdict.get('attempt', '?')}: {verdict.get('outcome')})"]
+    for c in verdict.get("criteria") or []:
+        lines.append(f"- **{c.get('status', 'judged')}** — {c.get('criterion', '')}")
+        for item in (c.get("evidence") or [])[:6]:
+            lines.append(f"  - {str(item)[:300]}")
+    cross = verdict.get("cross_examination") or {}
+    for s in cross.get("suspect_checks") or []:
+        lines.append(f"- suspect check: `{s.get('check', '')[:200]}` — {s.get('reason', '')}")
+    if cross.get("tests_suspect"):
+        lines.append(f"- test.py suspect: {cross.get('tests_reason', '')}")
+    return "\n".join(lines)
+
+
 def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> str:
     """The markdown report of a run, from its state and its files."""
     info = workspace.read_run(run)
@@ -67,24 +91,27 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
     lines += [
         "## Steps",
         "",
-        "| step | status | attempts | tests | criteria met | artifacts |",
-        "|---|---|---|---|---|---|",
+        "| step | status | attempts | checks (contract) | tests | criteria | artifacts |",
+        "|---|---|---|---|---|---|---|",
     ]
     artifacts: list[str] = []
+    evidence: list[str] = []
     for step in plan.steps:
         try:
             ref = workspace.step(run, step.id)
         except WorkspaceError:  # a step the run never reached has no directory
-            lines.append(f"| {step.id} | {statuses.get(step.id, 'pending')} | 0 | – | – | – |")
+            lines.append(f"| {step.id} | {statuses.get(step.id, 'pending')} | 0 | – | – | – | – |")
             continue
         attempts = workspace.list_attempts(ref)
-        tests, criteria = "–", "–"
+        tests, criteria, checks = "–", "–", "–"
         if attempts and attempts[-1].verdict_json.exists():
             verdict = workspace.read_verdict(attempts[-1])
             tests = str((verdict.get("tests") or {}).get("summary", "–"))
+            checks = str((verdict.get("contract") or {}).get("summary", "–"))
             judged = verdict.get("criteria") or []
             if judged:
-                criteria = f"{sum(1 for c in judged if c.get('met'))}/{len(judged)}"
+                criteria = criteria_summary(judged)
+                evidence.append(_evidence_section(step.id, verdict))
         files = (
             sorted(p.name for p in ref.artifacts.iterdir() if p.is_file())
             if ref.artifacts.is_dir()
@@ -92,10 +119,24 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         )
         artifacts += [f"- `{ref.artifacts / f}`" for f in files]
         lines.append(
-            f"| {step.id} | {statuses.get(step.id, 'pending')} | {len(attempts)} | {tests} | "
-            f"{criteria} | {', '.join(files) or '–'} |"
+            f"| {step.id} | {statuses.get(step.id, 'pending')} | {len(attempts)} | {checks} | "
+            f"{tests} | {criteria} | {', '.join(files) or '–'} |"
         )
-    lines += ["", "## Artifacts", "", *(artifacts or ["None committed."]), ""]
+    lines += [
+        "",
+        "## Verification (last attempt of each step)",
+        "",
+        "*verified*: a check ran in the sandbox and held; *failed*: it ran and did not; "
+        "*suspect*: every independent implementation contradicted its checks, so they were not "
+        "used; *judged*: only a model's opinion, nothing executed; *unverified*: nothing backs it.",
+        "",
+        *(evidence or ["No verdicts."]),
+        "",
+        "## Artifacts",
+        "",
+        *(artifacts or ["None committed."]),
+        "",
+    ]
     written = state.get("memories_written") or []
     lines += ["## Memories written", "", f"{len(written)} long-term memories"]
     lines += [f"- `{m}`" for m in written[:50]]

@@ -20,8 +20,41 @@ StepStatus = Literal["pending", "committed", "failed", "blocked"]
 RunStatus = Literal["planning", "running", "done", "failed", "budget_exhausted", "rejected"]
 
 
-class PlanStep(BaseModel):
-    """One step of a plan: a unit of code with its own tests."""
+class Check(BaseModel):
+    """One executable acceptance check: a call and the result (or exception) it must give.
+
+    Written before any code (by the planner, extracted from the task by code, or edited by a
+    user at plan approval) and run by the reflector against the staged code in the sandbox.
+    """
+
+    call: str = Field(
+        description="a Python expression calling the step's code, e.g. \"slugify('A b')\"; "
+        "setup statements may come first, one per line, the last line is the expression"
+    )
+    expect: str = Field(
+        default="",
+        description="a Python expression for the expected result, e.g. \"'a-b'\" "
+        "(empty when `raises` is set)",
+    )
+    raises: str = Field(
+        default="", description="the exception class the call must raise, e.g. 'ValueError'"
+    )
+    criterion: str = Field(
+        default="", description="the acceptance criterion this check proves (verbatim)"
+    )
+    origin: Literal["task", "planner", "user"] = Field(
+        default="planner",
+        description="who wrote it: stated in the task (extracted by code), the planner, a user",
+    )
+
+    def describe(self) -> str:
+        """``call == expect`` / ``call raises X``, on one line."""
+        call = " ; ".join(line.strip() for line in self.call.strip().splitlines())
+        return f"{call} raises {self.raises}" if self.raises else f"{call} == {self.expect}"
+
+
+class ProposedStep(BaseModel):
+    """One step of a plan as the planner model proposes it: a unit of code with its tests."""
 
     id: str = Field(description="short unique slug, e.g. 'lru-core' (lowercase, digits, - or _)")
     title: str = Field(description="a short title")
@@ -32,10 +65,37 @@ class PlanStep(BaseModel):
     depends_on: list[str] = Field(
         default_factory=list, description="ids of earlier steps whose code this step uses"
     )
+    defines: list[str] = Field(
+        default_factory=list,
+        description="the public functions and classes this step's impl.py defines (names)",
+    )
+
+
+class PlanStep(ProposedStep):
+    """One step of a plan: a unit of code, its tests, and its contract (executable checks)."""
+
     expected_files: list[str] = Field(
         default_factory=lambda: ["impl.py", "test.py"],
         description="files the step writes; impl.py and test.py at least",
     )
+    checks: list[Check] = Field(
+        default_factory=list,
+        description="executable checks of the acceptance criteria: calls with their expected "
+        "results or exceptions",
+    )
+
+
+class ProposedPlan(BaseModel):
+    """The planner model's answer: ordered steps forming a DAG (code adds the contracts)."""
+
+    steps: list[ProposedStep] = Field(description="the steps, in an order that respects depends_on")
+    rationale: str = Field(default="", description="why the task is split this way, briefly")
+
+    def to_plan(self) -> Plan:
+        """The plan these steps make (no checks yet)."""
+        return Plan(
+            steps=[PlanStep(**s.model_dump()) for s in self.steps], rationale=self.rationale
+        )
 
 
 class Plan(BaseModel):
@@ -75,7 +135,47 @@ def plan_problems(plan: Plan, *, max_steps: int = MAX_PLAN_STEPS) -> list[str]:
         cycle = find_cycle(plan)
         if cycle:
             problems.append("the dependencies form a cycle: " + " -> ".join(cycle))
+    if not problems:
+        problems += _definition_problems(plan)
     return problems
+
+
+def _definition_problems(plan: Plan) -> list[str]:
+    """Every step adds a public function or class; redefining one means building on it."""
+    problems: list[str] = []
+    defined_by: dict[str, str] = {}
+    for step in plan.steps:
+        if not step.defines:
+            problems.append(
+                f"step {step.id!r} defines no public function or class: every step adds code "
+                "(tests go into the step whose code they test, never into a step of their own)"
+            )
+            continue
+        earlier = {n: defined_by[n] for n in step.defines if n in defined_by}
+        if len(earlier) == len(set(step.defines)):
+            problems.append(
+                f"step {step.id!r} adds no new public behaviour: "
+                f"{', '.join(sorted(earlier))} are defined by earlier steps; merge it into them"
+            )
+        for name, owner in sorted(earlier.items()):
+            if owner not in _ancestors(plan, step.id):
+                problems.append(
+                    f"step {step.id!r} redefines {name} of step {owner!r}: it must depend on "
+                    f"{owner!r} and import it"
+                )
+        for name in step.defines:
+            defined_by.setdefault(name, step.id)
+    return problems
+
+
+def _ancestors(plan: Plan, step_id: str) -> set[str]:
+    deps = {s.id: set(s.depends_on) for s in plan.steps}
+    found: set[str] = set()
+    frontier = set(deps.get(step_id, set()))
+    while frontier:
+        found |= frontier
+        frontier = {d for f in frontier for d in deps.get(f, set())} - found
+    return found
 
 
 def find_cycle(plan: Plan) -> list[str]:

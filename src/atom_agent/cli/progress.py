@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from atom_agent.state import Check
+
 _VERDICT = {"passed": "[green]passed[/green]", "failed": "[red]failed[/red]"}
 
 
@@ -44,6 +46,14 @@ class Progress:
             c.print(f"  → {chunk.get('tool_name')} {escape(str(shown))}", highlight=False)
         elif event == "tool_result" and chunk.get("status") == "error":
             c.print(f"    [red]error[/red] {escape(str(chunk.get('error', ''))[:160])}")
+        elif event == "executor.draft":
+            mark = "passed" if chunk.get("passed") else "failed"
+            c.print(f"  draft {chunk['candidate']} (temperature {chunk['temperature']}): "
+                    f"contract {escape(str(chunk['summary']))} → {mark}")  # fmt: skip
+        elif event == "reflector.cross_examination":
+            c.print(f"  cross-examined by {chunk['witnesses']} independent implementation(s): "
+                    f"{chunk['suspect']} check(s) suspect"
+                    + (", test.py suspect" if chunk.get("tests_suspect") else ""))  # fmt: skip
         elif event == "reflector.verdict":
             outcome = _VERDICT.get(chunk["outcome"], chunk["outcome"])
             c.print(f"  verdict: {outcome} → {chunk['decision']}")
@@ -54,7 +64,7 @@ class Progress:
 
     def _plan(self, plan: dict[str, Any], revision: int) -> None:
         table = Table(title=f"Plan (revision {revision})", show_lines=False)
-        for column in ("step", "title", "after", "criteria"):
+        for column in ("step", "title", "after", "criteria", "checks"):
             table.add_column(column)
         for s in plan.get("steps", []):
             table.add_row(
@@ -62,5 +72,11 @@ class Progress:
                 escape(s["title"]),
                 ", ".join(s.get("depends_on", [])) or "–",
                 str(len(s.get("acceptance_criteria", []))),
+                str(len(s.get("checks", []))),
             )
         self.console.print(table)
+        for s in plan.get("steps", []):
+            for check in s.get("checks", [])[:12]:
+                shown = Check.model_validate(check).describe()
+                self.console.print(f"  [dim]{s['id']} check ({check.get('origin')}):[/dim] "
+                                   f"{escape(shown[:140])}")  # fmt: skip

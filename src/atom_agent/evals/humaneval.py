@@ -7,13 +7,11 @@ function, with no plan, tools or retries, and is scored the same way.
 
 from __future__ import annotations
 
-import ast
 import gzip
 import importlib.resources
 import json
 import re
 import tempfile
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +19,12 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
+from atom_agent.checks.contract import run_contract
+from atom_agent.checks.extract import task_checks
+from atom_agent.checks.names import defined_in_code
 from atom_agent.errors import InvalidInputError, ModelUnavailableError
 from atom_agent.sandbox import Limits, SandboxRunner
+from atom_agent.state import Check
 
 _FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -81,48 +83,15 @@ def load_problems(ids: list[str] | None = None, limit: int | None = None) -> lis
 
 
 def task_text(problem: Problem) -> str:
-    """The problem as an atom_agent task: the code to keep, then the docstring as the spec.
+    """The problem as an atom_agent task: the function to complete, as HumanEval gives it.
 
-    The prompt is not shown as a stub to fill in: a small model asked to write a file copies
-    a signature-plus-docstring verbatim (measured: the 1.5B local model's first impl.py of
-    HumanEval/0 was the bare stub), while the same function shown as a header and a spec is
-    written with its body. Prompts this cannot split (no docstring, code after the function)
-    are shown whole.
+    The prompt is shown whole (imports, signature, docstring with its examples), the way one
+    plain call of the model gets it, so the agent's first draft starts from the same text.
     """
-    split = _header_and_spec(problem)
-    if split is None:
-        return (
-            f"Implement the Python function `{problem.entry_point}` in impl.py: keep the "
-            f"imports, name and signature below and write its complete body, with pytest "
-            f"tests in test.py:\n\n```python\n{problem.prompt}```"
-        )
-    header, spec = split
     return (
-        f"Implement the Python function `{problem.entry_point}` in impl.py, with pytest tests "
-        f"in test.py.\n\nIts code starts like this (keep these imports, any code given here, "
-        f"the name and the signature):\n\n```python\n{header}\n```\n\n"
-        f"What it must do (its docstring, with examples):\n\n{textwrap.indent(spec, '    ')}\n"
+        f"Complete the Python function `{problem.entry_point}` below (keep its imports, name "
+        f"and signature), with pytest tests.\n\n```python\n{problem.prompt}```\n"
     )
-
-
-def _header_and_spec(problem: Problem) -> tuple[str, str] | None:
-    """The prompt up to the entry point's signature, and its docstring; None if not that shape."""
-    try:
-        tree = ast.parse(problem.prompt)
-    except SyntaxError:
-        return None
-    entry = next(
-        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == problem.entry_point),
-        None,
-    )
-    if entry is None or tree.body[-1] is not entry:
-        return None
-    spec = ast.get_docstring(entry)
-    first = entry.body[0]
-    if not spec or len(entry.body) != 1:
-        return None
-    header = "\n".join(problem.prompt.splitlines()[: first.lineno - 1]).strip("\n").rstrip()
-    return header, spec
 
 
 @dataclass(frozen=True)
@@ -160,15 +129,20 @@ def extract_code(reply: str, problem: Problem) -> str:
     return code
 
 
-def single_shot(problem: Problem, model: BaseChatModel) -> tuple[str, dict[str, int]]:
+def single_shot(
+    problem: Problem, model: BaseChatModel, temperature: float | None = None
+) -> tuple[str, dict[str, int]]:
     """Ask `model` once for the function; returns (code, token usage)."""
-    reply = model.invoke(
-        [
-            HumanMessage(
-                "Complete this Python function. Reply with the whole function in one "
-                f"```python block, nothing else.\n\n```python\n{problem.prompt}```"
-            )
-        ]
+    messages = [
+        HumanMessage(
+            "Complete this Python function. Reply with the whole function in one "
+            f"```python block, nothing else.\n\n```python\n{problem.prompt}```"
+        )
+    ]
+    reply = (
+        model.invoke(messages)
+        if temperature is None
+        else model.invoke(messages, temperature=temperature)
     )
     usage: dict[str, Any] = {}
     if isinstance(reply, AIMessage) and reply.usage_metadata:
@@ -177,3 +151,55 @@ def single_shot(problem: Problem, model: BaseChatModel) -> tuple[str, dict[str, 
         "input_tokens": int(usage.get("input_tokens", 0)),
         "output_tokens": int(usage.get("output_tokens", 0)),
     }
+
+
+WARMING_TEMPERATURES = (0.0, 0.3, 0.6, 0.9, 1.2)
+"""The warming baseline's samples (Kapoor et al., "AI Agents That Matter", 2025)."""
+
+
+@dataclass(frozen=True)
+class Warmed:
+    """What the warming baseline did on one problem."""
+
+    code: str
+    input_tokens: int
+    output_tokens: int
+    samples: int
+    examples_passed: bool
+
+
+def visible_checks(problem: Problem) -> list[Check]:
+    """The examples the problem's prompt states, as checks (the same extractor the agent uses)."""
+    return task_checks(problem.prompt, names=defined_in_code(problem.prompt))
+
+
+def warming(
+    problem: Problem,
+    model: BaseChatModel,
+    runner: SandboxRunner,
+    limits: Limits,
+    temperatures: tuple[float, ...] = WARMING_TEMPERATURES,
+) -> Warmed:
+    """Single shots at rising temperature until the prompt's visible examples pass.
+
+    The last sample is kept when none passes (as the baseline is defined); without visible
+    examples the first sample is final.
+    """
+    checks = visible_checks(problem)
+    names = defined_in_code(problem.prompt)
+    tokens_in = tokens_out = 0
+    code = ""
+    for n, temperature in enumerate(temperatures, 1):
+        code, usage = single_shot(problem, model, temperature=temperature)
+        tokens_in += usage["input_tokens"]
+        tokens_out += usage["output_tokens"]
+        if not checks:
+            return Warmed(code, tokens_in, tokens_out, n, False)
+        with tempfile.TemporaryDirectory(prefix="warming-") as tmp:
+            (Path(tmp) / "impl.py").write_text(code, encoding="utf-8")
+            report = run_contract(
+                checks, staging=Path(tmp), runner=runner, limits=limits, defines=names
+            )
+        if report.all_passed():
+            return Warmed(code, tokens_in, tokens_out, n, True)
+    return Warmed(code, tokens_in, tokens_out, len(temperatures), False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from atom_agent.batch import BatchOptions, run_batch
 from atom_agent.context import Context
 from atom_agent.errors import WorkspaceError
-from atom_agent.evals.humaneval import Problem, score, single_shot, task_text
+from atom_agent.evals.humaneval import Problem, score, single_shot, task_text, warming
 from atom_agent.sandbox import Limits, SandboxRunner, SubprocessRunner
 from atom_agent.services import Models, services_for
 from atom_agent.workspace import Workspace
@@ -81,11 +82,16 @@ def run_humaneval(
     *,
     models: Models | None = None,
     baseline: bool = True,
+    warm: bool = True,
     concurrency: int = 1,
     runner: SandboxRunner | None = None,
     on_progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the agent (and the baseline) on `problems`; returns and writes ``eval.json``."""
+    """Run the agent, the single-shot and the warming baselines on `problems`.
+
+    Every arm uses the same model and is scored by the problem's own ``check()``; returns the
+    summary and writes ``eval.json``. Each arm resumes from its own file.
+    """
     runner = runner or SubprocessRunner()
     limits = Limits(timeout_s=10.0, cpu_s=10, memory_mb=512)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -101,9 +107,19 @@ def run_humaneval(
     )
     # The baseline first, one scored line per problem: cheap, and kept when a long agent run
     # is stopped; a re-run skips what is already scored (like the agent batch resumes).
-    model = _baseline_model(ctx, models) if baseline else None
-    baselines = _run_baseline(problems, model, out_dir / "baseline.jsonl", runner, limits,
-                              on_progress) if model is not None else {}  # fmt: skip
+    model = _baseline_model(ctx, models) if baseline or warm else None
+    baselines: dict[str, dict[str, Any]] = {}
+    warmed: dict[str, dict[str, Any]] = {}
+    if model is not None and baseline:
+        single = _single_shot_arm(model)
+        baselines = _run_arm(
+            "baseline", problems, out_dir / "baseline.jsonl", single, runner, limits, on_progress
+        )
+    if model is not None and warm:
+        warms = _warming_arm(model, runner, limits)
+        warmed = _run_arm(
+            "warming", problems, out_dir / "warming.jsonl", warms, runner, limits, on_progress
+        )
     run_batch(tasks, out_dir / "results.jsonl", BatchOptions(ctx, concurrency, models=models))
     results = _read_jsonl(out_dir / "results.jsonl")
     workspace = Workspace(Path(ctx.workspace).expanduser())
@@ -129,14 +145,20 @@ def run_humaneval(
             ),
             "agent_tokens": int((result.get("usage") or {}).get("total_tokens", 0)),
             "agent_seconds": result.get("duration_s"),
+            "first_draft_passed": first_draft_passed(workspace, str(result.get("run_id", ""))),
         }
-        if model is not None:
+        # Committed code that fails check(): the verifier accepted wrong code.
+        row["accepted_wrong"] = bool(source) and not passed
+        if baselines:
             row.update({k: v for k, v in baselines[problem.slug].items() if k != "id"})
+        if warmed:
+            row.update({k: v for k, v in warmed[problem.slug].items() if k != "id"})
         rows.append(row)
         if on_progress is not None:
             on_progress(f"{problem.task_id}: agent {row['agent_passed']}"
-                        + (f", baseline {row['baseline_passed']}" if model else ""))  # fmt: skip
-    summary = _summary(rows, baseline=model is not None)
+                        + (f", single-shot {row['baseline_passed']}" if baselines else "")
+                        + (f", warming {row['warming_passed']}" if warmed else ""))  # fmt: skip
+    summary = _summary(rows, baseline=bool(baselines), warm=bool(warmed))
     (out_dir / "eval.json").write_text(
         json.dumps({"summary": summary, "problems": rows}, indent=2) + "\n", encoding="utf-8"
     )
@@ -152,62 +174,134 @@ def _read_jsonl(path: Path) -> dict[str, dict[str, Any]]:
     return {str(r["id"]): r for r in records if isinstance(r, dict) and "id" in r}
 
 
-def _run_baseline(
+def _run_arm(
+    arm: str,
     problems: list[Problem],
-    model: BaseChatModel,
     path: Path,
+    solve: Callable[[Problem], tuple[str, int, dict[str, Any]]],
     runner: SandboxRunner,
     limits: Limits,
     on_progress: Callable[[str], None] | None,
 ) -> dict[str, dict[str, Any]]:
-    """Single-shot answers scored by the problems' tests; appended to `path` as they finish."""
+    """One baseline arm: `solve` each problem (code, tokens, extras), score it by its tests.
+
+    Records are appended to `path` as they finish, so a re-run skips what is scored.
+    """
     done = _read_jsonl(path)
     for problem in problems:
         if problem.slug in done:
             continue
         t0 = time.monotonic()
-        code, usage = single_shot(problem, model)
-        base = score(problem, code, runner, limits)
+        code, tokens, extra = solve(problem)
+        result = score(problem, code, runner, limits)
         record = {
             "id": problem.slug,
-            "baseline_passed": base.passed,
-            "baseline_detail": base.detail,
-            "baseline_tokens": usage["input_tokens"] + usage["output_tokens"],
-            "baseline_seconds": round(time.monotonic() - t0, 2),
+            f"{arm}_passed": result.passed,
+            f"{arm}_detail": result.detail,
+            f"{arm}_tokens": tokens,
+            f"{arm}_seconds": round(time.monotonic() - t0, 2),
+            **extra,
         }
         with path.open("a", encoding="utf-8") as out:
             out.write(json.dumps(record) + "\n")
         done[problem.slug] = record
         if on_progress is not None:
-            on_progress(f"{problem.task_id}: baseline {base.passed}")
+            on_progress(f"{problem.task_id}: {arm} {result.passed}")
     return done
 
 
-def _summary(rows: list[dict[str, Any]], *, baseline: bool) -> dict[str, Any]:
-    n = len(rows) or 1
-    timed = [float(r["agent_seconds"]) for r in rows if r.get("agent_seconds") is not None]
-    out: dict[str, Any] = {
-        "problems": len(rows),
-        "agent_pass@1": round(sum(r["agent_passed"] for r in rows) / n, 4),
-        "attempts_per_task": round(sum(r["attempts"] for r in rows) / n, 2),
-        "agent_tokens": sum(r["agent_tokens"] for r in rows),
-        "agent_seconds_per_task": round(sum(timed) / len(timed), 2) if timed else None,
-        # Failed problems where some attempt wrote code that passes check(): the verifier's
-        # false rejections (a generator problem otherwise).
-        "rejected_correct": [r["task_id"] for r in rows if r["rejected_correct_attempts"]],
-    }
-    if baseline:
-        out.update(
-            {
-                "baseline_pass@1": round(sum(r["baseline_passed"] for r in rows) / n, 4),
-                "baseline_tokens": sum(r["baseline_tokens"] for r in rows),
-                "baseline_seconds_per_task": round(sum(r["baseline_seconds"] for r in rows) / n, 2),
-                "fixed_by_agent": [
-                    r["task_id"] for r in rows if r["agent_passed"] and not r["baseline_passed"]
-                ],
-                "broken_by_agent": [
-                    r["task_id"] for r in rows if r["baseline_passed"] and not r["agent_passed"]
-                ],
-            }
-        )
+def _single_shot_arm(model: BaseChatModel) -> Callable[[Problem], tuple[str, int, dict[str, Any]]]:
+    def solve(problem: Problem) -> tuple[str, int, dict[str, Any]]:
+        code, usage = single_shot(problem, model)
+        return code, usage["input_tokens"] + usage["output_tokens"], {}
+
+    return solve
+
+
+def _warming_arm(
+    model: BaseChatModel, runner: SandboxRunner, limits: Limits
+) -> Callable[[Problem], tuple[str, int, dict[str, Any]]]:
+    def solve(problem: Problem) -> tuple[str, int, dict[str, Any]]:
+        warmed = warming(problem, model, runner, limits)
+        tokens = warmed.input_tokens + warmed.output_tokens
+        return warmed.code, tokens, {"warming_samples": warmed.samples}
+
+    return solve
+
+
+def _summary(rows: list[dict[str, Any]], *, baseline: bool, warm: bool) -> dict[str, Any]:
+    out = _arm_summary(rows, baseline=baseline, warm=warm)
+    if len(rows) > 20:
+        # Problems in blocks of 20 (HumanEval/0-19, 20-39, …): later ones are harder.
+        out["slices"] = {
+            f"{rows[i]['task_id']}..{rows[min(i + 19, len(rows) - 1)]['task_id']}": _arm_summary(
+                rows[i : i + 20], baseline=baseline, warm=warm, brief=True
+            )
+            for i in range(0, len(rows), 20)
+        }
     return out
+
+
+def _arm_summary(
+    rows: list[dict[str, Any]], *, baseline: bool, warm: bool, brief: bool = False
+) -> dict[str, Any]:
+    n = len(rows) or 1
+    out: dict[str, Any] = {"problems": len(rows)}
+    arms = [("agent", "agent")]
+    if baseline:
+        arms.append(("single_shot", "baseline"))
+    if warm:
+        arms.append(("warming", "warming"))
+    for name, key in arms:
+        timed = [float(r[f"{key}_seconds"]) for r in rows if r.get(f"{key}_seconds") is not None]
+        out[f"{name}_pass@1"] = round(sum(bool(r[f"{key}_passed"]) for r in rows) / n, 4)
+        if brief:
+            continue
+        out[f"{name}_tokens_per_task"] = round(sum(r[f"{key}_tokens"] for r in rows) / n, 1)
+        out[f"{name}_seconds_per_task"] = round(sum(timed) / len(timed), 2) if timed else None
+        out[f"{name}_median_seconds"] = round(statistics.median(timed), 2) if timed else None
+    if brief:
+        return out
+    out["attempts_per_task"] = round(sum(r["attempts"] for r in rows) / n, 2)
+    # Failed problems where some attempt wrote code that passes check(): the verifier's
+    # false rejections (a generator problem otherwise); and wrong code it committed.
+    out["rejected_correct"] = [r["task_id"] for r in rows if r["rejected_correct_attempts"]]
+    out["accepted_wrong"] = [r["task_id"] for r in rows if r.get("accepted_wrong")]
+    first = [r for r in rows if r.get("first_draft_passed")]
+    out["first_draft_passed"] = len(first)
+    if baseline and first:
+        agent = sum(r["agent_tokens"] for r in first)
+        single = sum(r["baseline_tokens"] for r in first) or 1
+        out["first_draft_tokens_vs_single_shot"] = round(agent / single, 2)
+    if baseline:
+        out["fixed_by_agent"] = [
+            r["task_id"] for r in rows if r["agent_passed"] and not r["baseline_passed"]
+        ]
+        out["broken_by_agent"] = [
+            r["task_id"] for r in rows if r["baseline_passed"] and not r["agent_passed"]
+        ]
+        med_agent, med_single = out["agent_median_seconds"], out["single_shot_median_seconds"]
+        if med_agent and med_single:
+            out["median_seconds_vs_single_shot"] = round(med_agent / med_single, 2)
+    return out
+
+
+def first_draft_passed(workspace: Workspace, run_id: str) -> bool:
+    """Whether the run's first attempt's first draft passed its contract (drafts.json)."""
+    try:
+        run = workspace.run(run_id)
+    except WorkspaceError:
+        return False
+    for step in workspace.list_steps(run):
+        attempts = workspace.list_attempts(step)
+        if not attempts:
+            continue
+        record = attempts[0].path / "drafts.json"
+        if not record.is_file():
+            return False
+        try:
+            candidates = json.loads(record.read_text(encoding="utf-8")).get("candidates") or []
+        except (OSError, ValueError):
+            return False
+        return bool(candidates) and bool(candidates[0].get("passed"))
+    return False

@@ -27,8 +27,8 @@ from langgraph.runtime import Runtime
 
 from atom_agent.checks.examples import ExamplesReport, examples_feedback
 from atom_agent.errors import ContextWindowError, ToolConfigError
-from atom_agent.models import LocalChatModel
 from atom_agent.models.local import allowed_tools_choice
+from atom_agent.models.profiles import STANDARD, ModelProfile
 from atom_agent.nodes.salvage import salvage_write
 from atom_agent.telemetry import emit
 from atom_agent.tools.files import ToolScope
@@ -64,6 +64,7 @@ class AttemptContext(RouteContext):
     Attributes:
         scope: the attempt's files (where impl.py and test.py must appear).
         max_tool_calls: the attempt's tool-call budget.
+        profile: the executor model's profile (whether code steers its tool calls).
         check_examples: runs the task's ``>>>`` examples against the staged impl.py (None
             when the task has none); after a failing test run its verdict tells the model
             which side is wrong, the code or its own test.
@@ -71,6 +72,7 @@ class AttemptContext(RouteContext):
 
     scope: ToolScope
     max_tool_calls: int
+    profile: ModelProfile = STANDARD
     check_examples: Callable[[], ExamplesReport] | None = None
 
 
@@ -192,14 +194,15 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _require_tools(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         # Small models often "answer" the task in prose on the first turn; an attempt that
         # wrote nothing can only fail, so the answer option is taken away until it has.
-        scope = attempt_of(request.runtime).scope
+        attempt = attempt_of(request.runtime)
+        scope, steer = attempt.scope, attempt.profile.steer_tools
         written = all((scope.staging / f).is_file() for f in REQUIRED_FILES)
         if not request.tools:
             return request
         if written:
             # A small model "gives up" in prose after a failing test run; code decides when
             # its attempt ends (tests pass or the tool budget is spent), so it must keep working.
-            if not isinstance(request.model, LocalChatModel):
+            if not steer:
                 return request
             if _rewrote_unchanged(request.messages):
                 # Greedy decoding is stuck rewriting the same failing file: sample instead.
@@ -207,7 +210,7 @@ class StopMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 return request.override(tool_choice="any", model_settings=settings)
             return request.override(tool_choice="any")
         request = _missing_files_note(request, scope.staging)
-        if isinstance(request.model, LocalChatModel):
+        if steer:
             # A small model also wanders (reading files that do not exist yet): until the
             # files exist it may only write them, or read what its dependencies committed.
             allowed = {"write_file", *(("read_file",) if scope.dependencies else ())}
@@ -279,7 +282,7 @@ def _reask_broken_call(
         return None
     emit("executor.broken_call", reason=why)
     note = HumanMessage(BROKEN_CALL_NOTE.format(why=why))
-    if isinstance(request.model, LocalChatModel):
+    if attempt_of(request.runtime).profile.steer_tools:
         settings = {**request.model_settings, "temperature": UNSTUCK_TEMPERATURE}
         return request.override(messages=[*request.messages, note], model_settings=settings)
     return request.override(messages=[*request.messages, note])

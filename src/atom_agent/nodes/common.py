@@ -12,6 +12,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from atom_agent.checks.names import defined_in_code
 from atom_agent.context import ENV_PREFIX, Context
 from atom_agent.services import Models, Services, services_for
 from atom_agent.session import SessionContext
@@ -62,6 +63,16 @@ def _resolved(
         if getattr(given, f.name) != f.default
     }
     return Context.from_env(source, **explicit)
+
+
+def available_names(artifacts: dict[str, Path]) -> list[str]:
+    """Public names the dependencies' committed impl.py files define (a check may use them)."""
+    names: list[str] = []
+    for path in artifacts.values():
+        impl = path / "impl.py"
+        if impl.is_file():
+            names += defined_in_code(impl.read_text(errors="replace"))
+    return names
 
 
 def run_ref(svc: Services, state: State) -> RunRef:

@@ -19,14 +19,15 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from atom_agent import prompts
+from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError
-from atom_agent.models import LocalChatModel
+from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.reconstruct import reconstruct_context
 from atom_agent.services import Models, Services
 from atom_agent.session import SessionContext
-from atom_agent.state import State
+from atom_agent.state import Check, State
 from atom_agent.telemetry import emit
 from atom_agent.tools.code import create_code_tools
 from atom_agent.tools.files import ToolScope, create_file_tools
@@ -39,13 +40,24 @@ from atom_agent.tools.router import (
 from atom_agent.tools.search import create_search_tools
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
+from atom_agent.workspace._atomic import atomic_write_json, atomic_write_text
 
 from .attempt_control import (
     ASK_USER,
     AttemptContext,
     StopMiddleware,
 )
-from .common import attempt_scope, plan_of, run_ref, services, step_session
+from .common import (
+    AttemptScope,
+    attempt_scope,
+    available_names,
+    plan_of,
+    python_ident,
+    run_ref,
+    services,
+    step_session,
+)
+from .drafting import Drafts, dependency_lines, draft_prompt, temperatures, write_drafts
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +65,13 @@ LEAN_TOOLS = frozenset({"write_file", "read_file", "edit_file", "list_files", "r
 """The executor's tools for small local models: write, read, fix and test."""
 
 
-def select_tools(available: set[str], setting: str, model: object) -> set[str]:
+def select_tools(available: set[str], setting: str, profile: ModelProfile) -> set[str]:
     """The tool names ``Context.executor_tools`` selects (see its docstring).
 
     Raises:
         ConfigError: the setting names a tool that does not exist.
     """
-    if setting.strip() == "all" or (not setting.strip() and not isinstance(model, LocalChatModel)):
+    if setting.strip() == "all" or (not setting.strip() and not profile.lean_tools):
         return set(available)
     wanted = (
         set(LEAN_TOOLS)
@@ -135,7 +147,42 @@ def make_executor(models: Models | None) -> Any:
         session = step_session(state, ctx, step.id, attempt.n)
         scope = attempt_scope(svc.workspace, step_ref, attempt)
         model = svc.model("executor")
-        router = attempt_router(svc, scope, session, model)
+        profile = profile_for(model, ctx.model_profile)
+        router = attempt_router(svc, scope, session, profile)
+        available = available_names(svc.workspace.dependency_artifacts(step_ref))
+        runnable = [
+            c
+            for c in step.checks
+            if not check_problems(c, defines=step.defines, available=available)
+        ]
+        # A draft is only worth more than a tool loop when a contract can prove it.
+        drafts = (
+            _draft(svc, state["task"], plan, step, step_ref, attempt, scope, model, runnable)
+            if profile.draft_first and runnable
+            else None
+        )
+        best = drafts.best if drafts is not None else None
+        passed = drafts is not None and best is not None and drafts.passes(best)
+        if drafts is not None and (passed or not profile.tool_loop):
+            # The draft passed its contract (or this model does worse in a tool loop): the
+            # attempt is the draft, and the reflector proves it.
+            messages = drafts.spent
+            svc.workspace.write_history(attempt, messages)
+            emit(
+                "executor.done",
+                run_id=state["run_id"],
+                step_id=step.id,
+                attempt=attempt.n,
+                tool_calls=0,
+                question=None,
+                stopped="draft passed" if passed else "drafts only",
+            )
+            return {
+                "attempts": {step.id: attempt.n},
+                "usage": usage_of(messages, model_name_of(model)),
+                "question": None,
+                "used_memories": [],
+            }
         prompt = reconstruct_context(
             ctx=ctx,
             task=state["task"],
@@ -163,12 +210,15 @@ def make_executor(models: Models | None) -> Any:
             router=router,
             session=session,
             scope=scope,
+            profile=profile,
             max_tool_calls=ctx.max_tool_calls,
             check_examples=_examples_check(
                 svc, scope, task_examples(state["task"], step.description)
             ),
         )
         messages, stopped = _run(agent, prompt.text, context)
+        if drafts is not None:
+            messages = [*drafts.spent, *messages]
         svc.workspace.write_history(attempt, messages)
         question = _question(messages)
         if question:
@@ -197,7 +247,7 @@ def make_executor(models: Models | None) -> Any:
 
 
 def attempt_router(
-    svc: Services, scope: ToolScope, session: SessionContext, model: BaseChatModel
+    svc: Services, scope: ToolScope, session: SessionContext, profile: ModelProfile
 ) -> ToolRouter:
     """The router of one attempt: its sandboxed tools bound to `scope`, memory tools trusted."""
     memory = svc.memory
@@ -208,7 +258,7 @@ def attempt_router(
         ask_user_tool(),
     ]
     chosen = select_tools(
-        {t.name for t in sandboxed} | TRUSTED_TOOLS, svc.ctx.executor_tools, model
+        {t.name for t in sandboxed} | TRUSTED_TOOLS, svc.ctx.executor_tools, profile
     )
     trusted_names = chosen & TRUSTED_TOOLS
     return ToolRouter(
@@ -265,6 +315,78 @@ def _run(
     except GraphRecursionError:
         return messages, "recursion limit"
     return list(result["messages"]), ""
+
+
+DRAFTS_FILE = "drafts.json"
+"""An attempt's drafting record (candidates, temperatures, contract summaries), beside staging."""
+
+
+def _draft(
+    svc: Services,
+    task: str,
+    plan: Any,
+    step: Any,
+    step_ref: StepRef,
+    attempt: AttemptRef,
+    scope: AttemptScope,
+    model: BaseChatModel,
+    checks: list[Check],
+) -> Drafts:
+    """The attempt's drafts; the best goes to staging with the contract's tests beside it."""
+    artifacts = svc.workspace.dependency_artifacts(step_ref)
+    deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
+    prompt = draft_prompt(task, plan, step, deps, _last_feedback(svc.workspace, step_ref, attempt))
+    available = available_names(artifacts)
+    profile = profile_for(model, svc.ctx.model_profile)
+    drafts = write_drafts(
+        model=model,
+        prompt=prompt,
+        temps=temperatures(profile.warming, attempt.n),
+        checks=checks,
+        task=task,
+        defines=step.defines,
+        available=available,
+        folder=attempt.path / "candidates",
+        python_path=scope.python_path()[1:],
+        runner=svc.runner,
+        limits=svc.limits,
+        witnesses=profile.cross_samples,
+    )
+    best = drafts.best
+    if best is not None:
+        atomic_write_text(scope.staging / "impl.py", best.source)
+        # The contract as pytest, without the checks every witness contradicted.
+        trusted = [c for i, c in enumerate(checks) if i not in drafts.suspect]
+        atomic_write_text(scope.staging / "test.py", contract_tests(trusted))
+    atomic_write_json(
+        attempt.path / DRAFTS_FILE,
+        {
+            "prompt": prompt,
+            "candidates": [
+                {
+                    "k": c.k,
+                    "temperature": c.temperature,
+                    "informed": c.informed,
+                    "passed": drafts.passes(c),
+                    "contract": c.report.summary() if c.report is not None else None,
+                    "path": str(c.path) if c.path is not None else None,
+                }
+                for c in drafts.candidates
+            ],
+            "kept": best.k if best is not None else None,
+            "suspect": {str(i): why for i, why in drafts.suspect.items()},
+        },
+    )
+    return drafts
+
+
+def _last_feedback(workspace: Workspace, step_ref: StepRef, attempt: AttemptRef) -> str:
+    """The reflector's feedback on the step's latest earlier attempt ('' on the first)."""
+    earlier = [a for a in workspace.list_attempts(step_ref) if a.n < attempt.n]
+    for previous in reversed(earlier):
+        if previous.verdict_json.exists():
+            return str(workspace.read_verdict(previous).get("feedback") or "")
+    return ""
 
 
 def _unfinished_attempt(workspace: Workspace, step_ref: StepRef) -> AttemptRef | None:

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
 from atom_agent.memory import WorkingMemory
-from atom_agent.report import render_report
+from atom_agent.report import criteria_summary, render_report
 from atom_agent.services import Models
 from atom_agent.session import SessionContext
 from atom_agent.state import RunStatus, State
@@ -36,6 +36,10 @@ def make_finish(models: Models | None) -> Any:
         budget = exhausted_budget(state, ctx)
         if status not in ("failed", "rejected"):  # else the planner already said why
             status, reason = _outcome(statuses, budget, reason)
+        verification = _verification(svc, run, statuses)
+        if verification:
+            # What the outcome rests on: executed checks, or only a model's opinion.
+            reason += f" (criteria of committed steps: {verification})"
         promoted = _promote(svc, state)
         final = {**state, "status": status, "stop_reason": reason}
         final["memories_written"] = [*(state.get("memories_written") or []), *promoted]
@@ -48,12 +52,28 @@ def make_finish(models: Models | None) -> Any:
             duration_s=round(time.time() - started, 2),
             usage=dict(state.get("usage") or {}),
             steps=statuses,
+            verification=verification,
         )
         report = svc.workspace.write_report(run, render_report(svc.workspace, run, final))
         emit("run.finish", run_id=state["run_id"], status=status, reason=reason, report=str(report))
         return {"status": status, "stop_reason": reason, "memories_written": promoted}
 
     return finish
+
+
+def _verification(svc: Any, run: Any, statuses: Mapping[str, str]) -> str:
+    """``3 verified, 1 judged`` over the committed steps' final verdicts ('' if none)."""
+    criteria: list[dict[str, Any]] = []
+    for step_id, status in statuses.items():
+        if status != "committed":
+            continue
+        try:
+            attempts = svc.workspace.list_attempts(svc.workspace.step(run, step_id))
+        except AtomAgentError:
+            continue
+        if attempts and attempts[-1].verdict_json.exists():
+            criteria += svc.workspace.read_verdict(attempts[-1]).get("criteria") or []
+    return criteria_summary(criteria) if criteria else ""
 
 
 def _outcome(statuses: Mapping[str, str], budget: str | None, reason: str) -> tuple[RunStatus, str]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
+from pydantic import ValidationError
 
 from atom_agent.context import Context
 from atom_agent.errors import InvalidInputError, WorkspaceError
@@ -16,6 +17,7 @@ from atom_agent.state import Plan, State, plan_problems, topological_order
 from atom_agent.telemetry import emit
 
 from .common import plan_of, services
+from .planner import finalize_plan
 
 
 def new_run_id() -> str:
@@ -64,7 +66,13 @@ def approve_plan(state: State) -> dict[str, Any]:
     if answer is True or (isinstance(answer, str) and answer.strip().lower() in ("approve", "yes")):
         return {"decision": None, "plan_feedback": ""}
     if isinstance(answer, dict) and "plan" in answer:
-        plan = Plan.model_validate(answer["plan"])
+        try:
+            plan = finalize_plan(Plan.model_validate(answer["plan"]), state["task"])
+        except ValidationError as exc:
+            return {
+                "decision": "replan",
+                "plan_feedback": f"edited plan invalid: {str(exc).splitlines()[0][:300]}",
+            }
         problems = plan_problems(plan)
         if problems:
             return {

@@ -3,25 +3,39 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from langchain_core.messages import (
+    AIMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
 )
 from langgraph.runtime import Runtime
+from pydantic import ValidationError
 
 from atom_agent import prompts
+from atom_agent.checks.extract import TASK_CRITERION, task_checks
+from atom_agent.checks.names import called_names, code_blocks, defined_in_code, named_in_text
 from atom_agent.context import Context
 from atom_agent.models.structured import invoke_structured
 from atom_agent.services import Models
-from atom_agent.state import Plan, PlanStep, State, outline, plan_problems
+from atom_agent.state import (
+    Check,
+    Plan,
+    PlanStep,
+    ProposedPlan,
+    State,
+    outline,
+    plan_problems,
+)
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 
 from .common import plan_of, run_ref, services
+from .contracts import write_contracts
 
 logger = logging.getLogger(__name__)
 
@@ -46,9 +60,13 @@ def make_planner(models: Models | None) -> Any:
             replan_text = prompts.PLANNER_REPLAN.format(
                 committed=listed, failure=state.get("plan_feedback") or "(no details)"
             )
-        if svc.ctx.max_plan_steps == 1 and not state.get("plan"):
-            # One step can only be the task itself: no model call needed to plan it.
-            return _accept(svc, state, run, single_step_plan(state["task"]), "initial plan", {})
+        if not state.get("plan") and (svc.ctx.max_plan_steps == 1 or single_unit(state["task"])):
+            # One step can only be the task itself (one function or class, or a plan held to
+            # one step): no model call is needed to plan it, only its contract.
+            only = finalize_plan(single_step_plan(state["task"]), state["task"])
+            only, replies = write_contracts(model, state["task"], only)
+            usage = usage_of(replies, model_name_of(model))
+            return _accept(svc, state, run, only, "initial plan", usage)
         feedback = state.get("plan_feedback", "") if not replan_text else ""
         messages: list[BaseMessage] = [
             SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=svc.ctx.max_plan_steps)),
@@ -62,7 +80,7 @@ def make_planner(models: Models | None) -> Any:
                 )
             ),
         ]
-        structured = svc.structured("planner", Plan)
+        structured = svc.structured("planner", ProposedPlan)
         spent: list[BaseMessage] = []
         problems: list[str] = []
         plan: Plan | None = None
@@ -75,9 +93,10 @@ def make_planner(models: Models | None) -> Any:
             if parsed is None:
                 problems = [f"the answer did not match the Plan schema: {reply.error}"]
             else:
-                candidate = Plan.model_validate(parsed)
+                candidate = _proposed(parsed, raw)
                 if svc.ctx.max_plan_steps == 1 and not committed:
                     candidate = merge_into_one_step(candidate)
+                candidate = finalize_plan(candidate, state["task"], committed=committed)
                 merged = _keep_committed(committed, candidate)
                 problems = plan_problems(merged, max_steps=svc.ctx.max_plan_steps)
                 if not problems:
@@ -96,6 +115,11 @@ def make_planner(models: Models | None) -> Any:
                     prompts.PLANNER_INVALID.format(problems="\n".join(f"- {p}" for p in problems))
                 )
             )
+        if plan is not None:
+            plan, contracts = write_contracts(
+                model, state["task"], plan, skip={s.id for s in committed}
+            )
+            spent += contracts
         usage = usage_of(spent, model_name_of(model))
         if plan is None:
             reason = f"the planner gave no valid plan in {MAX_PLAN_TRIES} tries: " + "; ".join(
@@ -105,6 +129,18 @@ def make_planner(models: Models | None) -> Any:
         return _accept(svc, state, run, plan, "replan" if replan_text else "initial plan", usage)
 
     return planner
+
+
+def _proposed(parsed: Any, raw: AIMessage | None) -> Plan:
+    """The plan a reply proposes; checks it wrote itself are kept when they are well formed."""
+    proposal = ProposedPlan.model_validate(parsed).to_plan()
+    args = raw.tool_calls[0]["args"] if raw is not None and raw.tool_calls else None
+    if isinstance(args, dict):
+        try:
+            return Plan.model_validate(args)
+        except ValidationError:
+            return proposal
+    return proposal
 
 
 def _accept(
@@ -140,7 +176,6 @@ def _accept(
 
 SINGLE_STEP_CRITERIA = (
     "impl.py implements exactly what the task asks (names and signatures as given)",
-    "test.py has pytest tests of that behaviour, including edge cases, and they pass",
 )
 
 
@@ -161,6 +196,7 @@ def single_step_plan(task: str) -> Plan:
                 acceptance_criteria=list(SINGLE_STEP_CRITERIA),
                 depends_on=[],
                 expected_files=["impl.py", "test.py"],
+                defines=task_names(task),
             )
         ],
         rationale="max_plan_steps=1: the whole task is one step",
@@ -178,6 +214,8 @@ def merge_into_one_step(plan: Plan) -> Plan:
     first = plan.steps[0]
     criteria = list(dict.fromkeys(c for s in plan.steps for c in s.acceptance_criteria))
     files = list(dict.fromkeys(f for s in plan.steps for f in s.expected_files))
+    defines = list(dict.fromkeys(n for s in plan.steps for n in s.defines))
+    checks = list({c.describe(): c for s in plan.steps for c in s.checks}.values())
     return Plan(
         steps=[
             PlanStep(
@@ -187,6 +225,8 @@ def merge_into_one_step(plan: Plan) -> Plan:
                 acceptance_criteria=criteria,
                 depends_on=[],
                 expected_files=files,
+                defines=defines,
+                checks=checks,
             )
         ],
         rationale=plan.rationale,
@@ -200,3 +240,68 @@ def _keep_committed(committed: list[PlanStep], plan: Plan) -> Plan:
     kept = {s.id for s in committed}
     rest = [s for s in plan.steps if s.id not in kept]
     return Plan(steps=[*committed, *rest], rationale=plan.rationale)
+
+
+def task_names(task: str) -> list[str]:
+    """The functions and classes a task asks for: those its code defines, else those it names."""
+    in_code = [n for block in code_blocks(task) for n in defined_in_code(block)]
+    return list(dict.fromkeys(in_code)) or named_in_text(task)
+
+
+def single_unit(task: str) -> bool:
+    """Whether the task asks for one function, or one class (its methods are not units)."""
+    names = task_names(task)
+    classes = [n for n in names if n[:1].isupper()]
+    functions = [n for n in names if not n[:1].isupper()]
+    if not classes:
+        return len(functions) == 1
+    standalone = [n for n in functions if re.search(_STANDALONE.format(n=re.escape(n)), task)]
+    return len(classes) == 1 and not standalone
+
+
+_STANDALONE = r"\bdef\s+{n}\b|\bfunctions?\s+`?{n}\b|\b{n}\s*\([^)]*\)`?\s+function\b"
+
+
+def finalize_plan(plan: Plan, task: str, *, committed: list[PlanStep] | None = None) -> Plan:
+    """Code's share of planning, whatever the model proposed.
+
+    A task that asks for one function or class is one step. Steps that do not say what they
+    define get the names their checks call or their text names. The checks the task itself
+    states (its examples, extracted by code) join the step that defines what they call.
+    """
+    if not committed and len(plan.steps) > 1 and single_unit(task):
+        plan = merge_into_one_step(plan)
+    names = task_names(task)
+    steps = [
+        s if s.defines else s.model_copy(update={"defines": _inferred_defines(s, names)})
+        for s in plan.steps
+    ]
+    kept = {s.id for s in committed or []}
+    stated: dict[int, list[Check]] = {}
+    for check in task_checks(task, names=names):
+        called = set(called_names(check.call))
+        target = next(
+            (i for i, s in enumerate(steps) if s.id not in kept and called & set(s.defines)),
+            None,
+        )
+        if target is not None and not any(
+            c.describe() == check.describe() for c in steps[target].checks
+        ):
+            stated.setdefault(target, []).append(check)
+    for target, checks in stated.items():
+        step = steps[target]
+        criteria = step.acceptance_criteria
+        if TASK_CRITERION not in criteria:
+            criteria = [*criteria, TASK_CRITERION]
+        steps[target] = step.model_copy(
+            update={"checks": [*checks, *step.checks], "acceptance_criteria": criteria}
+        )
+    return Plan(steps=steps, rationale=plan.rationale)
+
+
+def _inferred_defines(step: PlanStep, task_level: list[str]) -> list[str]:
+    """What a step defines when the model did not say: names its checks call, or its text names."""
+    called = [n for c in step.checks for n in called_names(c.call)]
+    named = named_in_text(f"{step.title}\n{step.description}")
+    preferred = [n for n in [*called, *named] if n in task_level]
+    return list(dict.fromkeys(preferred or named))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any, Literal
@@ -10,20 +11,43 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from atom_agent import prompts
+from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.examples import examples_feedback, run_examples, task_examples
 from atom_agent.checks.hardcoding import check_file
 from atom_agent.context import Context
-from atom_agent.errors import AtomAgentError
+from atom_agent.errors import (
+    AtomAgentError,
+    MissingCredentialsError,
+    ModelError,
+    ModelSpecError,
+    ModelUnavailableError,
+)
+from atom_agent.models.profiles import profile_for
 from atom_agent.models.structured import invoke_structured
 from atom_agent.sandbox import RunResult
 from atom_agent.services import Models, Services
 from atom_agent.session import SessionContext
-from atom_agent.state import Judgement, PlanStep, State
+from atom_agent.state import Judgement, Plan, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
+from atom_agent.workspace import AttemptRef, StepRef
 
 from .attempt_control import REQUIRED_FILES
-from .common import attempt_scope, dependants, plan_of, run_ref, services, step_session
+from .common import (
+    AttemptScope,
+    attempt_scope,
+    available_names,
+    dependants,
+    plan_of,
+    python_ident,
+    run_ref,
+    services,
+    step_session,
+)
+from .crossexam import MIN_WITNESSES, Testimony, cross_examine
+from .drafting import WITNESS_TEMPERATURE, dependency_lines, draft_prompt, independent_samples
+from .evidence import criteria_verdicts, feedback_of, first_failure, tests_evidence, uncovered
+from .executor import DRAFTS_FILE
 
 logger = logging.getLogger(__name__)
 
@@ -47,12 +71,26 @@ def make_reflector(models: Models | None) -> Any:
         session = step_session(state, ctx, step.id, attempt.n)
         missing = [f for f in REQUIRED_FILES if not (staging / f).is_file()]
         scope = attempt_scope(svc.workspace, step_ref, attempt)
+        available = available_names(svc.workspace.dependency_artifacts(step_ref))
+        model = svc.model("executor")
+        profile = profile_for(model, ctx.model_profile)
         result: RunResult | None = None
         if not missing:
             result = svc.runner.run_pytest(
                 cwd=staging, limits=svc.limits, targets=["test.py"], python_path=scope.python_path()
             )
         tests_ok = _tests_ok(result)
+        contract: ContractReport | None = None
+        if step.checks and "impl.py" not in missing:
+            contract = run_contract(
+                step.checks,
+                staging=staging,
+                runner=svc.runner,
+                limits=svc.limits,
+                python_path=scope.python_path(),
+                defines=step.defines,
+                available=available,
+            )
         examples = None
         wanted = task_examples(state["task"], step.description)
         if wanted and "impl.py" not in missing:
@@ -66,12 +104,31 @@ def make_reflector(models: Models | None) -> Any:
         hard = check_file(staging / "impl.py") if "impl.py" not in missing else None
         hard_ok = hard is None or hard.ok
 
-        judgement: Judgement | None = None
         usage: dict[str, float] = {}
-        if tests_ok and hard_ok:
-            judgement, usage = _judge(svc, step, staging, result)
-        criteria_ok = judgement is not None and _all_met(step, judgement)
-        passed = tests_ok and hard_ok and criteria_ok
+        testimony = Testimony()
+        if contract is not None and (contract.failed or (result is not None and not tests_ok)):
+            testimony, spent = _cross_examine(
+                svc, state["task"], plan, step, step_ref, attempt, scope, contract, result,
+                tests_ok, profile.cross_samples, available,
+            )  # fmt: skip
+            usage = _sum_usage(usage, usage_of(spent, model_name_of(model)))
+        suspect = set(testimony.suspect_checks)
+        contract_ok = contract is None or contract.holds(ignore=suspect)
+        own_tests_ok = tests_ok or testimony.tests_suspect
+        executed_ok = (
+            not missing
+            and hard_ok
+            and contract_ok
+            and own_tests_ok
+            and (tests_ok or (contract is not None and bool(contract.passed)))
+        )
+        judgement: Judgement | None = None
+        unbacked = uncovered(step, contract, suspect)
+        if executed_ok and profile.judge and unbacked:
+            judgement, spent_usage = _judge(svc, step, staging, result, unbacked)
+            usage = _sum_usage(usage, spent_usage)
+        criteria = criteria_verdicts(step, contract, suspect, result, tests_ok, judgement)
+        passed = executed_ok
 
         failures = (state.get("failures") or {}).get(step.id, 0) + (0 if passed else 1)
         decision: Decision
@@ -83,24 +140,28 @@ def make_reflector(models: Models | None) -> Any:
             decision = "replan"
         else:
             decision = "fail"
-        skipped = _skipped(step, judgement) if judgement is not None else []
         # The task's own examples come first: they say which side a failure is on.
         hints = (
             examples_feedback(examples, result is not None and not tests_ok)
-            if examples is not None
+            if examples is not None and not testimony.tests_suspect
             else []
         )
-        feedback = _feedback(missing, result, hard, judgement, tests_ok, hard_ok, skipped, hints)
+        feedback = feedback_of(
+            missing, result, hard, contract, testimony, step.checks, tests_ok, hard_ok,
+            criteria, hints,
+        )  # fmt: skip
         verdict = {
             "outcome": "passed" if passed else "failed",
             "decision": decision,
             "attempt": attempt.n,
             "missing_files": missing,
-            "tests": _tests_evidence(result),
+            "contract": contract.to_dict() if contract is not None else None,
+            "cross_examination": testimony.to_dict(step.checks),
+            "tests": tests_evidence(result),
             "task_examples": examples.to_dict() if examples is not None else None,
             "hardcoding": hard.summary().splitlines() if hard is not None and not hard.ok else [],
             "hardcoding_report": hard.to_dict() if hard is not None else None,
-            "criteria": [c.model_dump() for c in judgement.criteria] if judgement else [],
+            "criteria": criteria,
             "feedback": feedback,
             "lesson": judgement.lesson if judgement else "",
         }
@@ -112,6 +173,7 @@ def make_reflector(models: Models | None) -> Any:
             attempt=attempt.n,
             outcome=verdict["outcome"],
             decision=decision,
+            suspect=len(suspect),
         )
         used = list(state.get("used_memories") or [])
         statuses = dict(state.get("step_status") or {})
@@ -151,7 +213,7 @@ def make_reflector(models: Models | None) -> Any:
                 candidates.append(
                     {
                         "content": f"In steps like '{step.title}', tests failed: "
-                        f"{_first_failure(result)}",
+                        f"{first_failure(result)}",
                         "type": "lesson_learned",
                         "importance": 0.4,
                     }
@@ -191,54 +253,28 @@ def _tests_ok(result: RunResult | None) -> bool:
     return t.passed > 0 and t.failed == 0 and t.errors == 0
 
 
-def _tests_evidence(result: RunResult | None) -> dict[str, Any]:
-    if result is None:
-        return {"ran": False, "summary": "not run: impl.py or test.py is missing"}
-    counts = result.tests
-    summary = (
-        f"{counts.passed} passed, {counts.failed} failed, {counts.errors} errors"
-        if counts is not None
-        else "no test counts"
-    )
-    if result.timed_out:
-        summary += f"; killed at the {result.limit_hit} limit"
-    elif result.exit_code not in (0, None) and counts is not None and counts.total == 0:
-        summary += f"; pytest exited {result.exit_code} (nothing collected?)"
-    return {
-        "ran": True,
-        "summary": summary,
-        "exit_code": result.exit_code,
-        "timed_out": result.timed_out,
-        "duration_s": round(result.duration_s, 3),
-        "counts": None if counts is None else {**counts.__dict__, "total": counts.total},
-        "output_tail": result.output[-_OUTPUT_TAIL:],
-    }
-
-
-def _first_failure(result: RunResult) -> str:
-    for line in result.output.splitlines():
-        if line.startswith(("FAILED", "ERROR", "E ")):
-            return line.strip()[:300]
-    return "see the test output"
-
-
 def _read(path: Path) -> str:
     text = path.read_text(errors="replace") if path.is_file() else "(missing)"
     return text if len(text) <= _SOURCE_CHARS else text[:_SOURCE_CHARS] + "\n# … (truncated)"
 
 
 def _judge(
-    svc: Services, step: PlanStep, staging: Path, result: RunResult | None
+    svc: Services,
+    step: PlanStep,
+    staging: Path,
+    result: RunResult | None,
+    criteria: list[str],
 ) -> tuple[Judgement | None, dict[str, float]]:
+    """The reflector model's opinion of the criteria no check executed (labelled *judged*)."""
     model = svc.model("reflector")
-    evidence = _tests_evidence(result)
+    evidence = tests_evidence(result)
     messages = [
         SystemMessage(prompts.REFLECTOR_SYSTEM),
         HumanMessage(
             prompts.REFLECTOR_TASK.format(
                 title=step.title,
                 description=step.description,
-                criteria="\n".join(f"- {c}" for c in step.acceptance_criteria),
+                criteria="\n".join(f"- {c}" for c in criteria),
                 test_summary=evidence["summary"],
                 test_output=str(evidence.get("output_tail", ""))[-1200:],
                 impl=_read(staging / "impl.py"),
@@ -251,7 +287,9 @@ def _judge(
     for _ in range(2):  # once more if the judgement skipped criteria
         try:
             reply = invoke_structured(svc.structured("reflector", Judgement), messages)
-        except AtomAgentError as exc:
+        except ModelError as exc:
+            if isinstance(exc, MissingCredentialsError | ModelSpecError | ModelUnavailableError):
+                raise  # configuration, not the model's answer: the run must fail with the fix
             logger.warning("reflector judgement failed: %s", exc)
             break
         if reply.raw is not None:
@@ -260,7 +298,7 @@ def _judge(
             logger.warning("reflector judgement did not parse: %s", reply.error)
             break
         judgement = Judgement.model_validate(reply.parsed)
-        skipped = _skipped(step, judgement)
+        skipped = _skipped(criteria, judgement)
         if not skipped:
             break
         emit("reflector.skipped_criteria", step_id=step.id, skipped=len(skipped))
@@ -268,59 +306,98 @@ def _judge(
             *messages,
             HumanMessage(
                 f"Your judgement covered {len(judgement.criteria)} of the "
-                f"{len(step.acceptance_criteria)} criteria. Judge every criterion, one entry "
-                "each, in this order:\n" + "\n".join(f"- {c}" for c in step.acceptance_criteria)
+                f"{len(criteria)} criteria. Judge every criterion, one entry "
+                "each, in this order:\n" + "\n".join(f"- {c}" for c in criteria)
             ),
         ]
     return judgement, usage_of(spent, model_name_of(model))
 
 
-def _skipped(step: PlanStep, judgement: Judgement) -> list[str]:
-    """The step's criteria the judgement has no entry for (judged ones matched by text)."""
-    if len(judgement.criteria) >= len(step.acceptance_criteria):
+def _skipped(criteria: list[str], judgement: Judgement) -> list[str]:
+    """The criteria the judgement has no entry for (judged ones matched by text)."""
+    if len(judgement.criteria) >= len(criteria):
         return []
     judged = {c.criterion.strip().lower() for c in judgement.criteria}
-    missing = [c for c in step.acceptance_criteria if c.strip().lower() not in judged]
-    return missing or list(step.acceptance_criteria[len(judgement.criteria) :])
+    missing = [c for c in criteria if c.strip().lower() not in judged]
+    return missing or list(criteria[len(judgement.criteria) :])
 
 
-def _all_met(step: PlanStep, judgement: Judgement) -> bool:
-    """Every criterion judged and met; a judgement that skips criteria does not pass."""
-    return not _skipped(step, judgement) and all(c.met for c in judgement.criteria)
-
-
-def _feedback(
-    missing: list[str],
+def _cross_examine(
+    svc: Services,
+    task: str,
+    plan: Plan,
+    step: PlanStep,
+    step_ref: StepRef,
+    attempt: AttemptRef,
+    scope: AttemptScope,
+    contract: ContractReport,
     result: RunResult | None,
-    hard: Any,
-    judgement: Judgement | None,
     tests_ok: bool,
-    hard_ok: bool,
-    skipped: list[str],
-    hints: list[str],
-) -> str:
-    parts: list[str] = list(hints)
-    if missing:
-        parts.append(f"missing files: {', '.join(missing)} (write both impl.py and test.py)")
-    if result is not None and not tests_ok:
-        parts.append(f"tests did not pass: {_tests_evidence(result)['summary']}")
-        parts.append(f"first failure: {_first_failure(result)}")
-    if not hard_ok and hard is not None:
-        parts.append("hard-coded outputs found, compute them instead: " + hard.summary())
-    if judgement is not None:
-        if skipped:
-            parts.append(
-                "the reviewer did not judge these criteria (make the tests show each one): "
-                + "; ".join(skipped)
-            )
-        unmet = [c for c in judgement.criteria if not c.met]
-        for c in unmet:
-            parts.append(f"criterion not met: {c.criterion} ({c.evidence})")
-        if judgement.feedback.strip() and unmet:
-            parts.append(judgement.feedback.strip())
-    elif tests_ok and hard_ok:
-        parts.append("the reviewer could not judge the criteria; make tests name each criterion")
-    return "\n".join(parts)
+    samples: int,
+    available: list[str],
+) -> tuple[Testimony, list[AIMessage]]:
+    """Independent implementations (uninformed drafts, fresh samples) testify on the failures."""
+    witnesses = _uninformed_drafts(attempt, exclude=scope.staging / "impl.py")
+    spent: list[AIMessage] = []
+    wanted = max(0, MIN_WITNESSES - len(witnesses))
+    if samples and wanted:
+        artifacts = svc.workspace.dependency_artifacts(step_ref)
+        deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
+        prompt = draft_prompt(task, plan, step, deps, "")
+        fresh, spent = independent_samples(
+            svc.model("executor"),
+            prompt,
+            n=min(samples, wanted),
+            temperature=WITNESS_TEMPERATURE,
+            task=task,
+            defines=step.defines,
+        )
+        witnesses += fresh
+    testimony = cross_examine(
+        checks=step.checks,
+        examined=contract,
+        witnesses=witnesses,
+        tests_failed=result is not None and not tests_ok,
+        test_file=scope.staging / "test.py",
+        runner=svc.runner,
+        limits=svc.limits,
+        python_path=scope.python_path()[1:],
+        defines=step.defines,
+        available=available,
+    )
+    emit(
+        "reflector.cross_examination",
+        step_id=step.id,
+        witnesses=testimony.witnesses,
+        suspect=len(testimony.suspect_checks),
+        tests_suspect=testimony.tests_suspect,
+    )
+    return testimony, spent
+
+
+def _uninformed_drafts(attempt: AttemptRef, exclude: Path) -> list[str]:
+    """Sources of this attempt's drafts written before any check result was shown."""
+    record = attempt.path / DRAFTS_FILE
+    if not record.is_file():
+        return []
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    examined = exclude.read_text(errors="replace") if exclude.is_file() else None
+    sources = []
+    for candidate in data.get("candidates", []):
+        path = candidate.get("path")
+        if candidate.get("informed") or not path or not (Path(path) / "impl.py").is_file():
+            continue
+        source = (Path(path) / "impl.py").read_text(errors="replace")
+        if source != examined:
+            sources.append(source)
+    return sources
+
+
+def _sum_usage(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    return {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}
 
 
 def _adjust(

@@ -80,7 +80,7 @@ def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
             p = next(p for name, p in by_entry.items() if f"def {name}" in text)
             body = "    return False\n" if p.task_id == "HumanEval/0" else p.canonical_solution
             return AIMessage(content=f"```python\n{p.prompt}{body}```")
-        name = re.search(r"Implement the Python function `(\w+)`", text).group(1)  # type: ignore[union-attr]
+        name = re.search(r"Complete the Python function `(\w+)`", text).group(1)  # type: ignore[union-attr]
         p = by_entry[name]
         test = f"from impl import {name}\n\ndef test_runs():\n    assert {name} is not None\n"
         return ExecutorScript(
@@ -91,11 +91,11 @@ def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
     roles["executor"] = ScriptedChatModel(respond=executor_reply)
     ctx = Context(workspace=str(tmp_path / "ws"))
     try:
-        summary = run_humaneval(problems, ctx, tmp_path / "eval", models=roles)
+        summary = run_humaneval(problems, ctx, tmp_path / "eval", models=roles, warm=False)
     finally:
         close_all()
     assert summary["agent_pass@1"] == 1.0
-    assert summary["baseline_pass@1"] == 0.5
+    assert summary["single_shot_pass@1"] == 0.5
     assert summary["fixed_by_agent"] == ["HumanEval/0"] and summary["broken_by_agent"] == []
     assert summary["attempts_per_task"] == 1.0
     details = json.loads((tmp_path / "eval" / "eval.json").read_text())
@@ -103,35 +103,43 @@ def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
     assert len((tmp_path / "eval" / "baseline.jsonl").read_text().splitlines()) == 2
     # Run again (as after an interruption): nothing is asked or run twice, the figures hold.
     try:
-        again = run_humaneval(problems, ctx, tmp_path / "eval", models=roles)
+        again = run_humaneval(problems, ctx, tmp_path / "eval", models=roles, warm=False)
     finally:
         close_all()
     assert len(single_shots) == 2
-    assert again["agent_pass@1"] == 1.0 and again["baseline_pass@1"] == 0.5
+    assert again["agent_pass@1"] == 1.0 and again["single_shot_pass@1"] == 0.5
 
 
-def test_tasks_show_the_code_to_keep_and_the_docstring_as_the_spec() -> None:
-    import ast
+def test_tasks_show_the_prompt_whole_and_its_examples_become_the_contract() -> None:
+    from atom_agent.checks.extract import TASK_CRITERION
+    from atom_agent.evals.humaneval import task_text
+    from atom_agent.nodes.planner import finalize_plan, single_step_plan
 
-    from atom_agent.evals.humaneval import _header_and_spec, task_text
+    problem = load_problems(["0"])[0]
+    text = task_text(problem)
+    assert f"```python\n{problem.prompt}```" in text  # as one plain call of the model gets it
+    (only,) = finalize_plan(single_step_plan(text), text).steps
+    assert only.defines == ["has_close_elements"]
+    assert [c.describe() for c in only.checks] == [
+        "has_close_elements([1.0, 2.0, 3.0], 0.5) == False",
+        "has_close_elements([1.0, 2.8, 3.0, 4.0, 5.0, 2.0], 0.3) == True",
+    ]
+    assert TASK_CRITERION in only.acceptance_criteria
 
-    problems = load_problems(None)
-    assert len(problems) == 164
-    whole = []
-    for problem in problems:
-        split = _header_and_spec(problem)
-        if split is None:
-            whole.append(problem.task_id)
-            assert problem.prompt in task_text(problem)
-            continue
-        header, spec = split
-        assert header.endswith(":") and spec and '"""' not in header.splitlines()[-1]
-        # The header is exactly what the reference body completes.
-        ast.parse(header + "\n" + problem.canonical_solution)
-    assert whole == ["HumanEval/115"]  # its prompt has no docstring-only shape to split
-    text = task_text(problems[0])
-    assert "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n```" in text
-    assert "    >>> has_close_elements([1.0, 2.0, 3.0], 0.5)\n    False" in text
+
+def test_the_warming_baseline_samples_warmer_until_the_visible_examples_pass(
+    tmp_path: Path,
+) -> None:
+    from atom_agent.evals.humaneval import warming
+
+    problem = load_problems(["2"])[0]  # truncate_number(3.5) == 0.5
+    wrong = f"```python\n{problem.prompt}    return 0.0\n```"
+    right = f"```python\n{problem.prompt}{problem.canonical_solution}```"
+    model = ScriptedChatModel(responses=[wrong, wrong, right, wrong])
+    warmed = warming(problem, model, RUNNER, Limits(timeout_s=20.0))
+    assert warmed.samples == 3 and warmed.examples_passed
+    assert [c.kwargs.get("temperature") for c in model.calls] == [0.0, 0.3, 0.6]
+    assert score(problem, warmed.code, RUNNER).passed
 
 
 def test_correct_code_rejected_by_a_wrong_own_test_is_counted_apart(tmp_path: Path) -> None:
@@ -142,27 +150,33 @@ def test_correct_code_rejected_by_a_wrong_own_test_is_counted_apart(tmp_path: Pa
 
     def executor_reply(messages: list[BaseMessage]) -> AIMessage:
         text = str(next(m for m in messages if isinstance(m, HumanMessage)).content)
-        name = re.search(r"Implement the Python function `(\w+)`", text).group(1)  # type: ignore[union-attr]
+        if "in one ```python block" in text:
+            return AIMessage(content="I cannot.")  # no independent witness to cross-examine with
+        name = re.search(r"Complete the Python function `(\w+)`", text).group(1)  # type: ignore[union-attr]
         p = by_entry[name]
         if p.task_id == "HumanEval/0":
             impl = p.prompt + p.canonical_solution
             wrong = f"assert {name}([1.0, 1.05], 0.1) is False"  # they are closer than 0.1
             test = f"from impl import {name}\n\ndef test_close():\n    {wrong}\n"
         else:
-            impl = p.prompt + "    return 0.0\n"
-            test = f"from impl import {name}\n\ndef test_zero():\n    assert {name}(3.5) == 0.0\n"
+            # Right on the prompt's example (3.5 -> 0.5), wrong on check()'s 1.33.
+            impl = p.prompt + "    return round(number % 1.0, 1)\n"
+            test = f"from impl import {name}\n\ndef test_half():\n    assert {name}(3.5) == 0.5\n"
         return ExecutorScript({}, default=lambda: passing_attempt(impl, test))(messages)
 
     roles = models([Plan(steps=[step("solve")])] * 2, ExecutorScript({}))
     roles["executor"] = ScriptedChatModel(respond=executor_reply)
     ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=2, max_replans=0)
     try:
-        summary = run_humaneval(problems, ctx, tmp_path / "eval", models=roles, baseline=False)
+        summary = run_humaneval(
+            problems, ctx, tmp_path / "eval", models=roles, baseline=False, warm=False
+        )
     finally:
         close_all()
 
     assert summary["agent_pass@1"] == 0.0
     assert summary["rejected_correct"] == ["HumanEval/0"]
+    assert summary["accepted_wrong"] == ["HumanEval/2"]
     rows = json.loads((tmp_path / "eval" / "eval.json").read_text())["problems"]
     assert [(r["agent_status"], r["attempts"], r["rejected_correct_attempts"]) for r in rows] == [
         ("failed", 2, 2),

@@ -7,7 +7,7 @@ import os
 from atom_agent.state import CriterionVerdict, Judgement, Plan
 from atom_agent.testing import ScriptedChatModel
 
-from .scripts import ExecutorScript, models, passing_attempt, step
+from .scripts import ExecutorScript, models, passing_attempt, planner_model, step
 
 
 def two_slow_steps() -> dict[str, ScriptedChatModel]:
@@ -79,7 +79,7 @@ def batch_models() -> dict[str, ScriptedChatModel]:
     roles = models([], script, latency_s=latency)
     if os.environ.get("ATOM_TEST_LESSONS"):
         roles["reflector"] = ScriptedChatModel(respond=_judge_with_a_lesson, latency_s=latency)
-    roles["planner"] = ScriptedChatModel(respond=plan, latency_s=latency)
+    roles["planner"] = planner_model([plan([])] * 1000, latency_s=latency)
     roles["executor"] = ScriptedChatModel(respond=execute)  # sleeps in `execute`
     return roles
 

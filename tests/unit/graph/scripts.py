@@ -20,7 +20,10 @@ BAD_TEST = "from impl import add\n\n\ndef test_add():\n    assert add(2, 3) == 6
 
 
 def step(
-    step_id: str, depends_on: Sequence[str] = (), criteria: Sequence[str] = ("add(2, 3) == 5",)
+    step_id: str,
+    depends_on: Sequence[str] = (),
+    criteria: Sequence[str] = ("add(2, 3) == 5",),
+    defines: Sequence[str] | None = None,
 ) -> PlanStep:
     return PlanStep(
         id=step_id,
@@ -28,6 +31,8 @@ def step(
         description=f"Implement {step_id}.",
         acceptance_criteria=list(criteria),
         depends_on=list(depends_on),
+        # Each scripted step adds its own name, so plans of several steps stay valid.
+        defines=list(defines) if defines is not None else [f"{step_id.replace('-', '_')}_api"],
     )
 
 
@@ -107,10 +112,36 @@ def models(
         else ScriptedChatModel(respond=_judge_everything_met, **kwargs)
     )
     return {
-        "planner": ScriptedChatModel(responses=list(plans), **kwargs),
+        "planner": planner_model(plans, **kwargs),
         "executor": ScriptedChatModel(respond=executor, **kwargs),
         "reflector": reflector,
     }
+
+
+CONTRACT_REQUEST = "Before any code exists, write the tests for"
+
+
+def planner_model(
+    plans: Sequence[Plan | AIMessage], contracts: Sequence[str] = (), **kwargs: Any
+) -> ScriptedChatModel:
+    """Plans in turn for planning calls; `contracts` (test code) in turn for contract calls.
+
+    A contract call beyond `contracts` gets a reply without asserts: the step keeps no checks
+    and is proved by its tests, as before contracts existed.
+    """
+    queue, tests = list(plans), list(contracts)
+
+    def respond(messages: list[BaseMessage]) -> Any:
+        if CONTRACT_REQUEST in str(messages[-1].content):
+            code = tests.pop(0) if tests else "# no asserts\n"
+            return AIMessage(content=f"```python\n{code}```")
+        if not queue:
+            raise AssertionError("the planner was asked for more plans than scripted")
+        reply = queue.pop(0)
+        # The planner model answers in the ProposedPlan schema; checks it adds are kept.
+        return tool_call("ProposedPlan", reply.model_dump()) if isinstance(reply, Plan) else reply
+
+    return ScriptedChatModel(respond=respond, **kwargs)
 
 
 def _judge_everything_met(messages: list[BaseMessage]) -> Judgement:

@@ -44,7 +44,7 @@ def test_token_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
 
 def test_cost_budget_keeps_what_was_committed(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # Priced like gemini-2.5-pro: step one's tokens cost more than the budget allows.
-    ctx = Context(workspace=str(tmp_path / "ws"), max_cost_usd=0.002)
+    ctx = Context(workspace=str(tmp_path / "ws"), max_cost_usd=0.003)
     plan, executor = _two_steps()
     outcome = run_task("t", ctx, models=models([plan], executor, model_name="gemini-2.5-pro"))
     _assert_budget_stop(ctx, outcome, "cost budget")

@@ -48,18 +48,27 @@ def test_fail_then_pass_on_retry_with_feedback_in_the_prompt(ctx: Context) -> No
 def test_the_tasks_examples_tell_the_retry_to_fix_a_wrong_test(ctx: Context) -> None:
     # impl.py is right and test.py expects add(2, 3) == 6: the task's example says 5.
     task = "Write add(a, b).\n\n    >>> add(2, 3)\n    5\n"
-    executor = ExecutorScript({("adder", 1): failing_attempt(), ("adder", 2): passing_attempt()})
-    outcome = run_task(task, ctx, models=models([Plan(steps=[step("adder")])], executor))
+    executor = ExecutorScript({("step1", 1): failing_attempt(), ("step1", 2): passing_attempt()})
+    roles = models([Plan(steps=[step("step1")])], executor)
+
+    def no_witness(messages: list[BaseMessage]) -> AIMessage:
+        if "in one ```python block" in str(messages[0].content):
+            return AIMessage(content="No.")  # no independent implementation to testify
+        return executor(messages)
+
+    # Without witnesses the failing test is not contradicted, so it still decides.
+    roles["executor"] = ScriptedChatModel(respond=no_witness)
+    outcome = run_task(task, ctx, models=roles)
 
     assert outcome.status == "done"
     ws = Workspace(ctx.workspace)
-    first = ws.list_attempts(ws.step(ws.run(outcome.run_id), "adder"))[0]
+    first = ws.list_attempts(ws.step(ws.run(outcome.run_id), "step1"))[0]
     verdict = ws.read_verdict(first)
     assert verdict["outcome"] == "failed"  # the tests still decide
     assert verdict["task_examples"] == {
         "passed": 1, "failed": [], "not_applicable": 0, "error": ""
     }  # fmt: skip
-    assert "fix the test, not the code" in executor.prompts[("adder", 2)]
+    assert "fix the test, not the code" in executor.prompts[("step1", 2)]
 
 
 @pytest.mark.parametrize(
@@ -75,14 +84,14 @@ def test_a_failing_test_run_inside_the_attempt_is_told_what_the_examples_say(
     ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
     task = "Write add(a, b).\n\n    >>> add(2, 3)\n    5\n"
     fixed = [write("impl.py", ADD_IMPL), write("test.py", ADD_TEST), run_tests()]
-    executor = ExecutorScript({("adder", 1): passing_attempt(impl, test) + fixed})
+    executor = ExecutorScript({("step1", 1): passing_attempt(impl, test) + fixed})
     calls: list[list[BaseMessage]] = []
 
     def respond(messages: list[BaseMessage]) -> AIMessage:
         calls.append(list(messages))
         return executor(messages)
 
-    roles = models([Plan(steps=[step("adder")])], executor)
+    roles = models([Plan(steps=[step("step1")])], executor)
     roles["executor"] = ScriptedChatModel(respond=respond)
     outcome = run_task(task, ctx, models=roles)
 
@@ -102,14 +111,18 @@ def test_claimed_success_with_failing_tests_is_a_failure(tmp_path) -> None:  # t
     plan = Plan(steps=[step("adder"), step("user", depends_on=["adder"])])
     executor = ExecutorScript({("adder", 1): failing_attempt()})
     # The reflector model would say every criterion is met: tests failing must still fail it.
-    outcome = run_task("add", ctx, models=models([plan], executor, [all_met(plan.steps[0])]))
+    roles = models([plan], executor, [all_met(plan.steps[0])])
+    outcome = run_task("add", ctx, models=roles)
 
     assert outcome.status == "failed"
     assert outcome.step_status == {"adder": "failed", "user": "blocked"}
+    assert roles["reflector"].calls == []
     ws = Workspace(ctx.workspace)
     run = ws.run(outcome.run_id)
     verdict = ws.read_verdict(ws.attempt(ws.step(run, "adder"), 1))
-    assert verdict["outcome"] == "failed" and verdict["criteria"] == []
+    assert verdict["outcome"] == "failed"
+    # The judge is never asked once executed evidence failed: nothing backs the criterion.
+    assert [c["status"] for c in verdict["criteria"]] == ["unverified"]
     assert not ws.step(run, "adder").artifacts.exists()
     assert json.loads(run.run_json.read_text())["status"] == "failed"
     assert "blocked" in run.report_md.read_text()
@@ -131,7 +144,8 @@ def test_exhausted_attempts_trigger_a_replan_that_keeps_committed_steps(tmp_path
 
     assert outcome.status == "done", outcome
     assert outcome.step_status == {"base": "committed", "easier": "committed"}
-    replan_prompt = str(planner_models["planner"].calls[1].messages[-1].content)
+    planning = [c for c in planner_models["planner"].calls if c.tool_names]  # not contracts
+    replan_prompt = str(planning[1].messages[-1].content)
     assert "- base: Step base" in replan_prompt  # committed steps are listed to keep
     assert "step 'hard' (Step hard) failed 1 attempts" in replan_prompt
     ws = Workspace(ctx.workspace)
@@ -234,7 +248,8 @@ def test_a_one_step_replan_merges_the_models_steps(tmp_path) -> None:  # type: i
     roles = models([Plan(steps=[code, tests])], executor)
     outcome = run_task("add", ctx, models=roles)
     assert outcome.status == "done" and outcome.step_status.get("code") == "committed"
-    assert len(roles["planner"].calls) == 1  # the replan, merged rather than re-asked
+    planning = [c for c in roles["planner"].calls if c.tool_names]  # not contracts
+    assert len(planning) == 1  # the replan, merged rather than re-asked
     prompt = executor.prompts[("code", 1)]
     assert "- add(2, 3) == 5\n- tests cover negatives" in prompt
 
@@ -258,15 +273,22 @@ def test_a_judgement_that_skips_criteria_is_asked_again(ctx: Context) -> None:
     assert "- add(-1, 1) == 0" in str(reasked.content)
 
 
-def test_criteria_never_judged_fail_the_step_with_a_reason(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_criteria_never_judged_are_labelled_unverified_not_passed_off(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # A judge's silence neither accepts nor rejects: the tests ran and passed, so the step
+    # commits, and the criterion nothing backs says so in the verdict and the report.
     ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
     two = step("adder", criteria=["add(2, 3) == 5", "add(-1, 1) == 0"])
     executor = ExecutorScript({("adder", 1): passing_attempt()})
     judges = [_partial(["add(2, 3) == 5"])] * 2
     outcome = run_task("add", ctx, models=models([Plan(steps=[two])], executor, judgements=judges))
 
-    assert outcome.status == "failed"
+    assert outcome.status == "done"
     ws = Workspace(ctx.workspace)
     verdict = ws.read_verdict(ws.attempt(ws.step(ws.run(outcome.run_id), "adder"), 1))
-    assert "did not judge these criteria" in verdict["feedback"]
-    assert "add(-1, 1) == 0" in verdict["feedback"]
+    statuses = {c["criterion"]: c["status"] for c in verdict["criteria"]}
+    assert statuses == {"add(2, 3) == 5": "judged", "add(-1, 1) == 0": "unverified"}
+    assert (
+        "criterion not verified (no check ran, not judged): add(-1, 1) == 0"
+        in (verdict["feedback"])
+    )
+    assert "1 judged, 1 unverified" in ws.run(outcome.run_id).report_md.read_text()

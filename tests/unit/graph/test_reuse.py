@@ -11,6 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from atom_agent import Context, build_graph, run_task
 from atom_agent.errors import ToolConfigError
+from atom_agent.models.profiles import profile_for
 from atom_agent.nodes.attempt_control import AttemptContext
 from atom_agent.nodes.common import attempt_scope, context_of
 from atom_agent.nodes.executor import attempt_agent, attempt_router
@@ -45,7 +46,7 @@ def test_concurrent_attempts_share_one_agent_and_keep_their_files_apart(ctx: Con
     model = ScriptedChatModel(respond=respond, latency_s=0.05)
     svc = services_for(ctx, model)
     attempts = {step_id: _attempt(svc, step_id) for step_id in ("left", "right")}
-    routers = {k: attempt_router(svc, scope, session, model) for k, (scope, session) in
+    routers = {k: attempt_router(svc, scope, session, profile_for(model)) for k, (scope, session) in
                attempts.items()}  # fmt: skip
     agents = {k: attempt_agent(svc, model, routers[k].tools(attempts[k][1])) for k in attempts}
     assert agents["left"] is agents["right"]  # compiled once, for both attempts
@@ -130,6 +131,8 @@ def test_an_attempt_agent_run_without_its_context_is_a_wiring_error(ctx: Context
     model = ScriptedChatModel(responses=[tool_call("list_files", {}), "ok"])
     svc = services_for(ctx, model)
     scope, session = _attempt(svc, "one")
-    agent = attempt_agent(svc, model, attempt_router(svc, scope, session, model).tools(session))
+    agent = attempt_agent(
+        svc, model, attempt_router(svc, scope, session, profile_for(model)).tools(session)
+    )
     with pytest.raises(ToolConfigError, match="RouteContext"):
         agent.invoke({"messages": [HumanMessage("go")]})

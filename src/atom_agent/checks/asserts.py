@@ -1,0 +1,125 @@
+"""Checks from test code a model wrote in its natural format (``assert f(x) == y``).
+
+Asking a small model for a contract as JSON costs many tokens and gives garbage; asking for
+pytest asserts in a fenced block is what it does best. Code reads the asserts back into
+checks: ``assert f(x) == y`` / ``is y``, ``assert f(x)`` / ``assert not f(x)``, and
+``with pytest.raises(E): f(x)``, with the statements before them in a test function as setup.
+Anything else is left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from atom_agent.state import Check
+
+
+def checks_from_tests(source: str, *, criterion: str = "") -> list[Check]:
+    """The checks the asserts of `source` state (unparsable source gives none)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    found: dict[str, Check] = {}
+    bodies = [tree.body]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            bodies += _parametrized(node)
+    for body in bodies:
+        setup: list[str] = []
+        for stmt in body:
+            check = _check_of(stmt, setup, criterion)
+            if check is not None:
+                found.setdefault(check.describe(), check)
+            elif isinstance(stmt, ast.Assign | ast.AugAssign | ast.Expr) and body is not tree.body:
+                setup.append(ast.unparse(stmt))
+    return list(found.values())
+
+
+def _parametrized(func: ast.FunctionDef) -> list[list[ast.stmt]]:
+    """The body of a test function, once per ``@pytest.mark.parametrize`` case (names bound)."""
+    cases: list[dict[str, ast.expr]] = [{}]
+    for decorator in func.decorator_list:
+        if not (
+            isinstance(decorator, ast.Call)
+            and ast.unparse(decorator.func).endswith("parametrize")
+            and len(decorator.args) >= 2
+            and isinstance(decorator.args[0], ast.Constant)
+            and isinstance(decorator.args[0].value, str)
+            and isinstance(decorator.args[1], ast.List | ast.Tuple)
+        ):
+            continue
+        names = [n.strip() for n in decorator.args[0].value.split(",") if n.strip()]
+        values: list[dict[str, ast.expr]] = []
+        for item in decorator.args[1].elts:
+            row = item.elts if isinstance(item, ast.Tuple) and len(names) > 1 else [item]
+            if len(row) == len(names):
+                values.append(dict(zip(names, row, strict=True)))
+        cases = [{**case, **value} for case in cases for value in values]
+    if cases == [{}]:
+        return [func.body]
+    return [[_Bind(case).visit(_copy(stmt)) for stmt in func.body] for case in cases]
+
+
+class _Bind(ast.NodeTransformer):
+    """Replaces the parameter names of a case by their values."""
+
+    def __init__(self, values: dict[str, ast.expr]) -> None:
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if isinstance(node.ctx, ast.Load) and node.id in self.values:
+            value: ast.expr = _copy(self.values[node.id])
+            return value
+        return node
+
+
+def _copy(node: ast.AST) -> Any:
+    return (
+        ast.parse(ast.unparse(node)).body[0]
+        if isinstance(node, ast.stmt)
+        else ast.parse(ast.unparse(node), mode="eval").body
+    )
+
+
+def _check_of(stmt: ast.stmt, setup: list[str], criterion: str) -> Check | None:
+    def call(expr: ast.expr) -> str:
+        return "\n".join([*setup, ast.unparse(expr)])
+
+    if isinstance(stmt, ast.Assert):
+        test = stmt.test
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq | ast.Is)
+        ):
+            return Check(
+                call=call(test.left),
+                expect=ast.unparse(test.comparators[0]),
+                criterion=criterion,
+            )
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return Check(call=call(test.operand), expect="False", criterion=criterion)
+        if isinstance(test, ast.Call):
+            return Check(call=call(test), expect="True", criterion=criterion)
+        return None
+    if isinstance(stmt, ast.With) and len(stmt.items) == 1:
+        ctx = stmt.items[0].context_expr
+        raised = _raises(ctx)
+        last = stmt.body[-1] if stmt.body else None
+        if raised and isinstance(last, ast.Expr):
+            inner = [ast.unparse(s) for s in stmt.body[:-1]]
+            source = "\n".join([*setup, *inner, ast.unparse(last.value)])
+            return Check(call=source, raises=raised, criterion=criterion)
+    return None
+
+
+def _raises(expr: ast.expr) -> str:
+    """``pytest.raises(ValueError)`` → ``ValueError`` ('' for anything else)."""
+    if not isinstance(expr, ast.Call) or not expr.args:
+        return ""
+    func = ast.unparse(expr.func)
+    if func not in ("pytest.raises", "raises"):
+        return ""
+    return ast.unparse(expr.args[0])

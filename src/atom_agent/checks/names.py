@@ -1,0 +1,107 @@
+"""Which public functions and classes a text names or a piece of code defines (pure, no I/O).
+
+Plans, contracts and drafts are validated by code against these names: a check must call
+something its step defines, a step must define something new, a task that names one function
+or class is one step.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+import re
+
+_DEF = re.compile(r"\b(?:def|class)\s+([A-Za-z_]\w*)")
+_CALLED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
+_BACKTICKED = re.compile(r"`([A-Za-z_]\w*)(?:\(|`)")
+_CLASS_WORD = re.compile(r"\b(?:an?|the)\s+([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\s+class\b")
+_CLASS_WORD_AFTER = re.compile(r"\bclass\s+(?:called\s+|named\s+)?`?([A-Z][A-Za-z0-9_]*)")
+_FENCE = re.compile(r"```(?:python|py)?[^\n]*\n(.*?)```", re.DOTALL)
+
+_NOT_NAMES = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {
+    "e", "i", "eg", "ie", "etc", "self", "cls", "impl", "test", "tests", "pytest",
+}  # fmt: skip
+
+
+def is_public(name: str) -> bool:
+    """A name a user would call: an identifier, not private, not a builtin or keyword."""
+    return name.isidentifier() and not name.startswith("_") and name not in _NOT_NAMES
+
+
+def code_blocks(text: str) -> list[str]:
+    """The fenced code blocks of a markdown-ish text."""
+    return _FENCE.findall(text or "")
+
+
+def defined_in_code(source: str) -> list[str]:
+    """Top-level functions and classes `source` defines, in order (empty if it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and is_public(node.name)
+    ]
+
+
+def named_in_text(text: str) -> list[str]:
+    """Functions and classes a task or step description names, in order of first mention.
+
+    ``def f``/``class C``, calls written as ``f(x)`` or ``f(x: int) -> str``, backticked
+    names, and "a Matrix class". Builtins, keywords and names seen only as attributes
+    (``self.x(``, ``re.sub(``) are left out.
+    """
+    found: dict[str, None] = {}
+    text = text or ""
+    for pattern in (_DEF, _CLASS_WORD, _CLASS_WORD_AFTER, _CALLED, _BACKTICKED):
+        for match in pattern.finditer(text):
+            name = match.group(1)
+            if is_public(name) and not name.isupper():
+                found.setdefault(name, None)
+    # Keep the order of first mention in the text.
+    return sorted(found, key=lambda n: _first_index(text, n))
+
+
+def _first_index(text: str, name: str) -> int:
+    match = re.search(rf"(?<![\w.]){re.escape(name)}\b", text)
+    return match.start() if match else len(text)
+
+
+def called_names(source: str) -> list[str]:
+    """Names called as plain functions in `source` (``f(...)``, not ``x.f(...)``)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    names: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            names.setdefault(node.func.id, None)
+    return list(names)
+
+
+def free_names(source: str) -> list[str]:
+    """Names `source` reads that it does not bind itself and that are not builtins."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    bound: set[str] = set()
+    read: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Store | ast.Del):
+                bound.add(node.id)
+            else:
+                read.setdefault(node.id, None)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+    return [n for n in read if n not in bound and n not in dir(builtins)]

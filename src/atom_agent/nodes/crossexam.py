@@ -1,0 +1,169 @@
+"""Cross-examination: before a failing check or test rejects code, other programs testify.
+
+Generated checks and tests are wrong often; agreement between independently sampled programs
+and the checks picks correct code far better than either alone (CodeT, Chen et al. 2022). A
+failing check is run against implementations that never saw it (drafts and fresh samples of
+the plain task). When at least two of them ran it and *all* give the very result the examined
+code gives, the check is contradicted by every independent witness: it is marked *suspect* and
+neither accepts nor rejects the code. A check stated in the task itself is the user's word and
+is never suspect. The model's own test file is suspect the same way: when every independent
+implementation that passes the contract also fails it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.sandbox import Limits, RunResult, SandboxRunner
+from atom_agent.state import Check
+
+MIN_WITNESSES = 2
+"""Independent implementations that must all contradict a check before it is suspect."""
+
+
+@dataclass
+class Testimony:
+    """What the independent implementations said."""
+
+    witnesses: int = 0
+    suspect_checks: list[int] = field(default_factory=list)
+    """Indexes (into the step's checks) of the checks every witness contradicted."""
+    reasons: dict[int, str] = field(default_factory=dict)
+    tests_suspect: bool = False
+    tests_reason: str = ""
+    reports: list[ContractReport] = field(default_factory=list)
+
+    def to_dict(self, checks: Sequence[Check]) -> dict[str, Any]:
+        """JSON-ready (verdict.json)."""
+        return {
+            "witnesses": self.witnesses,
+            "suspect_checks": [
+                {"check": checks[i].describe(), "reason": self.reasons.get(i, "")}
+                for i in self.suspect_checks
+            ],
+            "tests_suspect": self.tests_suspect,
+            "tests_reason": self.tests_reason,
+        }
+
+
+def cross_examine(
+    *,
+    checks: Sequence[Check],
+    examined: ContractReport,
+    witnesses: Sequence[str],
+    tests_failed: bool,
+    test_file: Path | None,
+    runner: SandboxRunner,
+    limits: Limits,
+    python_path: Sequence[Path],
+    defines: Sequence[str],
+    available: Sequence[str],
+) -> Testimony:
+    """Run the examined code's failing checks (and failing test file) against `witnesses`.
+
+    Args:
+        checks: the step's contract.
+        examined: the contract's report on the examined code.
+        witnesses: sources of independent implementations (never shown the checks).
+        tests_failed: the model's own test file failed on the examined code.
+        test_file: that test file (run against witnesses that pass the contract).
+        runner: the sandbox runner.
+        limits: its limits.
+        python_path: directories after the witness's own (the dependencies).
+        defines: what the step defines (for check validation).
+        available: what its dependencies define.
+    """
+    testimony = Testimony(witnesses=len(witnesses))
+    failing = [r for r in examined.failed if r.check.origin != "task"]
+    if not witnesses or not (failing or tests_failed):
+        return testimony
+    with tempfile.TemporaryDirectory(prefix="atom-witness-") as tmp:
+        dirs: list[Path] = []
+        for n, source in enumerate(witnesses):
+            folder = Path(tmp) / str(n)
+            folder.mkdir()
+            (folder / "impl.py").write_text(source, encoding="utf-8")
+            dirs.append(folder)
+            testimony.reports.append(
+                run_contract(
+                    checks,
+                    staging=folder,
+                    runner=runner,
+                    limits=limits,
+                    python_path=[folder, *python_path],
+                    defines=defines,
+                    available=available,
+                )
+            )
+        testimony.reasons = suspects(examined, testimony.reports)
+        testimony.suspect_checks = sorted(testimony.reasons)
+        if tests_failed and test_file is not None and test_file.is_file():
+            _examine_tests(testimony, dirs, test_file, runner, limits, python_path)
+    return testimony
+
+
+def suspects(examined: ContractReport, reports: Sequence[ContractReport]) -> dict[int, str]:
+    """The examined code's failing checks that every witness contradicts, with why.
+
+    A check is suspect when at least MIN_WITNESSES independent implementations ran it, none
+    met it, and every one of them gives exactly the result the examined code gives. Checks
+    the task states are never suspect.
+    """
+    found: dict[int, str] = {}
+    for i, mine in enumerate(examined.results):
+        if mine.status not in ("failed", "error", "timeout") or mine.check.origin == "task":
+            continue
+        said = [r.results[i] for r in reports if i < len(r.results) and r.results[i].executed]
+        if len(said) >= MIN_WITNESSES and all(
+            r.status != "passed" and r.got == mine.got for r in said
+        ):
+            found[i] = (
+                f"all {len(said)} independent implementations give {mine.got or mine.reason} too"
+            )
+    return found
+
+
+def _examine_tests(
+    testimony: Testimony,
+    dirs: list[Path],
+    test_file: Path,
+    runner: SandboxRunner,
+    limits: Limits,
+    python_path: Sequence[Path],
+) -> None:
+    """The test file is suspect when every witness that meets the contract fails it too."""
+    ignore = set(testimony.suspect_checks)
+    sound = [
+        d
+        for d, report in zip(dirs, testimony.reports, strict=True)
+        if report.all_passed(ignore=ignore)
+    ]
+    if len(sound) < MIN_WITNESSES:
+        return
+    outcomes: list[RunResult] = []
+    for folder in sound:
+        (folder / "test.py").write_text(test_file.read_text(errors="replace"), encoding="utf-8")
+        outcomes.append(
+            runner.run_pytest(
+                cwd=folder,
+                limits=limits,
+                targets=["test.py"],
+                python_path=[folder, *python_path],
+            )
+        )
+    if all(not _clean_pass(r) for r in outcomes):
+        testimony.tests_suspect = True
+        testimony.tests_reason = (
+            f"test.py also fails on all {len(outcomes)} independent implementations that meet "
+            "the contract: the test is probably wrong"
+        )
+
+
+def _clean_pass(result: RunResult) -> bool:
+    tests = result.tests
+    return bool(result.ok and tests and tests.passed > 0 and not tests.failed and not tests.errors)

@@ -1,0 +1,391 @@
+"""Draft-first attempts: whole-file drafts in the model's natural format, warmed retries.
+
+Models write measurably worse code inside a JSON tool-call argument than in a fenced block
+(Aider, 2024). An attempt therefore starts the way one plain call of the model would: the task,
+and "reply with the whole impl.py in one ```python block". The draft is run against the step's
+contract at once; a draft that passes is the attempt. One that fails gets the executed evidence
+(which check, what it gave) and is asked again at a higher temperature (warming), until a
+candidate passes or the attempt's candidates are spent; the best is kept (most checks passed).
+The draft itself never sees the checks, so it is an independent implementation that the
+reflector can cross-examine a failing check with.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from atom_agent import prompts
+from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.checks.names import code_blocks, defined_in_code
+from atom_agent.sandbox import Limits, SandboxRunner
+from atom_agent.state import Check, Plan, PlanStep
+from atom_agent.telemetry import emit
+from atom_agent.workspace._atomic import atomic_write_text
+
+from .crossexam import suspects
+
+logger = logging.getLogger(__name__)
+
+_FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_FAILURES_SHOWN = 4
+
+
+def extract_code(reply: str, *, tests: bool = False) -> str:
+    """The code of a reply: the longest fenced block that parses, else the longest block.
+
+    A reply cut off inside its block keeps what it parses to; a reply without a fence is
+    taken whole when it parses as Python. Test code after the implementation is left out
+    unless `tests` (a contract is test code).
+    """
+    keep = (lambda source: source) if tests else without_tests
+    blocks = [b for b in _FENCE.findall(reply or "") if b.strip()]
+    parsing: list[str] = [b for b in blocks if _parses(b)]
+    if parsing:
+        return keep(max(parsing, key=len))
+    if blocks:
+        # A reply cut off at the token limit: keep the longest start that parses.
+        longest = str(max(blocks, key=len))
+        kept = _parsing_prefix(longest)
+        return keep(kept) if kept else longest
+    return keep(reply) if _parses(reply or "") else ""
+
+
+def _parsing_prefix(source: str) -> str:
+    """The longest run of `source`'s first lines that parses ('' if none does)."""
+    lines = source.splitlines(keepends=True)
+    for end in range(len(lines) - 1, 0, -1):
+        head = "".join(lines[:end])
+        if _parses(head):
+            return head
+    return ""
+
+
+def without_tests(source: str) -> str:
+    """`source` without the tests a model puts after its code.
+
+    Top-level ``test_*`` functions, ``Test*`` classes, asserts, ``import pytest`` and an
+    ``if __name__ == "__main__":`` block would run (or fail) on import of impl.py, or be
+    collected as the step's tests; they are not the implementation.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    lines = source.splitlines(keepends=True)
+    drop: list[tuple[int, int]] = []
+    for node in tree.body:
+        if _is_test(node):
+            start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+            drop.append((start, node.end_lineno or node.lineno))
+    for start, end in reversed(drop):
+        del lines[start - 1 : end]
+    kept = "".join(lines).strip("\n").rstrip() + "\n"
+    return kept if _parses(kept) and kept.strip() else source
+
+
+def _is_test(node: ast.stmt) -> bool:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return node.name.startswith("test")
+    if isinstance(node, ast.ClassDef):
+        return node.name.startswith("Test")
+    if isinstance(node, ast.Assert):
+        return True
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return [a.name for a in node.names] == ["pytest"] or getattr(node, "module", "") == "pytest"
+    if isinstance(node, ast.If):
+        return "__name__" in ast.unparse(node.test)
+    return False
+
+
+def complete_from_task(code: str, task: str, defines: Sequence[str]) -> str:
+    """`code` with what the task's own code gave and the reply left out.
+
+    The imports of the task's code blocks the reply lacks are put back (a model often drops
+    ``from typing import List``), and a reply that continued only the body of a function
+    the task wrote out is put under that function's header.
+    """
+    blocks = [b for b in code_blocks(task) if b.strip()]
+    if not blocks or not code.strip():
+        return code
+    given = "\n".join(blocks)
+    wanted = [n for n in defines if n in defined_in_code(given)] or defined_in_code(given)
+    if wanted and not set(wanted) & set(defined_in_code(code)):
+        joined = given.rstrip() + "\n" + code
+        if _parses(joined) and set(wanted) <= set(defined_in_code(joined)):
+            return joined
+    imports = [
+        line
+        for line in given.splitlines()
+        if line.startswith(("import ", "from ")) and line.strip() not in code
+    ]
+    if imports:
+        joined = "\n".join(imports) + "\n" + code
+        if _parses(joined) or not _parses(code):
+            return joined
+    return code
+
+
+def draft_prompt(
+    task: str, plan: Plan, step: PlanStep, dependencies: dict[str, str], earlier: str
+) -> str:
+    """The draft request of one attempt.
+
+    It holds the task, the step (when the plan has several), the dependencies' importable
+    names, and the last rejection's executed evidence.
+    """
+    single = len(plan.steps) == 1
+    step_text = (
+        ""
+        if single
+        else prompts.DRAFT_STEP.format(
+            title=step.title,
+            description=step.description.strip(),
+            defines=", ".join(step.defines) or "(see the description)",
+        )
+    )
+    deps = (
+        prompts.DRAFT_DEPENDENCIES.format(
+            dependencies="\n".join(f"- {line}" for line in dependencies.values())
+        )
+        if dependencies
+        else ""
+    )
+    earlier_text = prompts.DRAFT_EARLIER.format(feedback=earlier.strip()[:1200]) if earlier else ""
+    return prompts.DRAFT_TASK.format(
+        task=task.strip(), step=step_text, dependencies=deps, earlier=earlier_text
+    )
+
+
+@dataclass
+class Candidate:
+    """One sampled implementation and what the contract said of it."""
+
+    k: int
+    source: str
+    temperature: float
+    informed: bool
+    """Whether it was written after seeing check results (then not independent of them)."""
+    report: ContractReport | None = None
+    path: Path | None = None
+
+    @property
+    def score(self) -> int:
+        """Checks it passed (the agreement of this program with the contract)."""
+        return len(self.report.passed) if self.report is not None else 0
+
+
+@dataclass
+class Drafts:
+    """What an attempt's drafting did: the conversation, the candidates, the one kept.
+
+    ``messages`` is the draft's conversation (the draft and its warmed retries); the
+    witnesses are sampled in conversations of their own, whose replies are ``side``.
+    """
+
+    messages: list[BaseMessage] = field(default_factory=list)
+    side: list[AIMessage] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    suspect: dict[int, str] = field(default_factory=dict)
+    """Checks every independent witness contradicted (index → why): they decide nothing."""
+
+    def passes(self, candidate: Candidate) -> bool:
+        """It met every runnable check that is not suspect."""
+        report = candidate.report
+        return report is not None and report.all_passed(ignore=set(self.suspect))
+
+    @property
+    def spent(self) -> list[BaseMessage]:
+        """Every message of the drafting, witnesses' replies last (history and usage)."""
+        return [*self.messages, *self.side]
+
+    @property
+    def best(self) -> Candidate | None:
+        """The first candidate that passed, else the one that passed most checks (earliest)."""
+        usable = [c for c in self.candidates if c.source.strip()]
+        if not usable:
+            return None
+        passing = [c for c in usable if self.passes(c)]
+        if passing:
+            return passing[0]
+        return max(usable, key=lambda c: (c.score, -c.k))
+
+
+def sample(model: BaseChatModel, messages: list[BaseMessage], temperature: float) -> AIMessage:
+    """One reply of `model` at `temperature` (models that take no temperature get none)."""
+    try:
+        reply = model.invoke(messages, temperature=temperature)
+    except TypeError:  # a chat model without a per-call temperature
+        reply = model.invoke(messages)
+    return reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply.content))
+
+
+def temperatures(profile_warming: Sequence[float], attempt: int) -> list[float]:
+    """The draft's and the warming candidates' temperatures for attempt `attempt` (1-based).
+
+    Attempt 1 starts greedy; later attempts start warmer, so a retry does not repeat the
+    rejected greedy draft.
+    """
+    ladder = [0.0, *profile_warming]
+    shift = 0.2 * (attempt - 1)
+    return [round(min(1.2, t + shift), 2) for t in ladder]
+
+
+WITNESS_TEMPERATURE = 0.8
+"""Sampling temperature of the independent implementations that cross-examine a check."""
+
+
+def write_drafts(
+    *,
+    model: BaseChatModel,
+    prompt: str,
+    temps: Sequence[float],
+    checks: Sequence[Check],
+    task: str,
+    defines: Sequence[str],
+    available: Sequence[str],
+    folder: Path,
+    python_path: Sequence[Path],
+    runner: SandboxRunner,
+    limits: Limits,
+    witnesses: int = 0,
+) -> Drafts:
+    """Draft; cross-examine a failing draft; retry with the evidence at rising temperature.
+
+    1. The draft (``temps[0]``). A draft that meets the contract is the attempt.
+    2. `witnesses` independent samples of the same prompt: each is a candidate too, and a
+       failing check that every witness contradicts with the draft's very result is suspect.
+       A draft that meets every check but the suspect ones is the attempt.
+    3. Warming: the draft's conversation goes on with the failed (not suspect) checks and
+       what the code gave, one retry per remaining temperature, until a candidate passes.
+    """
+    drafts = Drafts(messages=[HumanMessage(prompt)])
+
+    def add(reply: AIMessage, temperature: float, informed: bool) -> Candidate:
+        source = complete_from_task(extract_code(reply.text), task, defines)
+        if defines and not set(defines) & set(defined_in_code(source)):
+            source = ""  # tests or prose: nothing the step defines, so not a candidate
+        candidate = Candidate(
+            k=len(drafts.candidates), source=source, temperature=temperature, informed=informed
+        )
+        drafts.candidates.append(candidate)
+        if not source.strip():
+            return candidate
+        candidate.path = folder / str(candidate.k)
+        atomic_write_text(candidate.path / "impl.py", source)
+        candidate.report = run_contract(
+            checks,
+            staging=candidate.path,
+            runner=runner,
+            limits=limits,
+            python_path=[candidate.path, *python_path],
+            defines=defines,
+            available=available,
+        )
+        emit(
+            "executor.draft",
+            candidate=candidate.k,
+            temperature=temperature,
+            summary=candidate.report.summary(),
+            passed=drafts.passes(candidate),
+        )
+        return candidate
+
+    reply = sample(model, drafts.messages, temps[0])
+    drafts.messages.append(reply)
+    draft = add(reply, temps[0], informed=False)
+    if drafts.passes(draft) or not checks:
+        return drafts
+    heard = 0
+    for _ in range(witnesses + 1 if witnesses else 0):  # one spare for a reply without code
+        reply = sample(model, [HumanMessage(prompt)], WITNESS_TEMPERATURE)
+        drafts.side.append(reply)
+        witness = add(reply, WITNESS_TEMPERATURE, informed=False)
+        if drafts.passes(witness):
+            return drafts
+        heard += bool(witness.source.strip())
+        if heard >= witnesses:
+            break
+    if draft.report is not None:
+        reports = [c.report for c in drafts.candidates[1:] if c.report is not None]
+        drafts.suspect = suspects(draft.report, reports)
+        if drafts.passes(draft):
+            return drafts
+    last = draft
+    for temperature in temps[1:]:
+        note = retry_note(last.report, set(drafts.suspect)) if last.report else NO_CODE_NOTE
+        drafts.messages.append(HumanMessage(note))
+        reply = sample(model, drafts.messages, temperature)
+        drafts.messages.append(reply)
+        last = add(reply, temperature, informed=True)
+        if drafts.passes(last):
+            break
+    return drafts
+
+
+NO_CODE_NOTE = (
+    "That reply had no Python code block. Reply with the whole impl.py in one ```python "
+    "block, nothing else."
+)
+
+
+def retry_note(report: ContractReport, suspect: set[int] | None = None) -> str:
+    """What the next candidate is told: the failed checks (not suspect) and what the code gave."""
+    lines = []
+    failed = [r for i, r in enumerate(report.results) if i not in (suspect or set())]
+    for result in [r for r in failed if r.status in ("failed", "error", "timeout")][
+        :_FAILURES_SHOWN
+    ]:
+        why = result.reason or f"got {result.got}"
+        lines.append(f"- {result.check.describe()[:200]}: {why[:200]}")
+    if report.error and not lines:
+        lines.append(f"- {report.error[:300]}")
+    return prompts.DRAFT_RETRY.format(summary=report.summary(), failures="\n".join(lines))
+
+
+def independent_samples(
+    model: BaseChatModel,
+    prompt: str,
+    *,
+    n: int,
+    temperature: float,
+    task: str,
+    defines: Sequence[str],
+) -> tuple[list[str], list[AIMessage]]:
+    """`n` implementations sampled from the plain draft prompt (they never see a check)."""
+    sources: list[str] = []
+    replies: list[AIMessage] = []
+    for _ in range(n):
+        reply = sample(model, [HumanMessage(prompt)], temperature)
+        replies.append(reply)
+        source = complete_from_task(extract_code(reply.text), task, defines)
+        if source.strip():
+            sources.append(source)
+    return sources, replies
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def dependency_lines(artifacts: dict[str, Path], import_of: Any) -> dict[str, str]:
+    """``{dep_id: "from deps.x.impl import f, g"}`` for the dependencies' committed code."""
+    lines: dict[str, str] = {}
+    for dep_id, path in artifacts.items():
+        impl = path / "impl.py"
+        names = defined_in_code(impl.read_text(errors="replace")) if impl.is_file() else []
+        module = import_of(dep_id)
+        lines[dep_id] = f"from {module} import {', '.join(names)}" if names else f"import {module}"
+    return lines

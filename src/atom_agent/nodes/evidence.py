@@ -1,0 +1,201 @@
+"""The evidence of a verdict: each criterion's status, and the feedback the next attempt gets.
+
+A criterion is *verified* only by a check that ran in the sandbox and held; what a model merely
+judged is labelled *judged*; a criterion nothing backs is *unverified*. The feedback lists the
+executed evidence first (which check, what the code gave), then what was only judged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from atom_agent.checks.contract import ContractReport
+from atom_agent.sandbox import RunResult
+from atom_agent.state import Check, Judgement, PlanStep
+
+from .crossexam import Testimony
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+UNSTATED = "further checks of the contract"
+"""The criterion shown for checks that name none."""
+
+
+def _checks_of(step: PlanStep, criterion: str) -> list[int]:
+    """Indexes of the checks that back `criterion` (matched by its text)."""
+    wanted = _norm(criterion)
+    if criterion == UNSTATED:
+        return [i for i, c in enumerate(step.checks) if not c.criterion.strip()]
+    return [
+        i
+        for i, c in enumerate(step.checks)
+        if c.criterion.strip() and (_norm(c.criterion) == wanted or _norm(c.criterion) in wanted)
+    ]
+
+
+def _all_criteria(step: PlanStep) -> list[str]:
+    """The step's criteria, then those only checks state, then checks that state none."""
+    extra = [
+        c.criterion
+        for c in step.checks
+        if c.criterion.strip() and not any(_checks_of_text(c.criterion, step))
+    ]
+    unstated = [UNSTATED] if any(not c.criterion.strip() for c in step.checks) else []
+    return [*step.acceptance_criteria, *dict.fromkeys(extra), *unstated]
+
+
+def _checks_of_text(criterion: str, step: PlanStep) -> list[str]:
+    wanted = _norm(criterion)
+    return [c for c in step.acceptance_criteria if _norm(c) == wanted or wanted in _norm(c)]
+
+
+def uncovered(step: PlanStep, contract: ContractReport | None, suspect: set[int]) -> list[str]:
+    """Criteria that no executed, trusted check backs (the only ones a model may judge)."""
+    out = []
+    for criterion in step.acceptance_criteria:
+        backing = [
+            i
+            for i in _checks_of(step, criterion)
+            if contract is not None and i not in suspect and contract.results[i].executed
+        ]
+        if not backing:
+            out.append(criterion)
+    return out
+
+
+def criteria_verdicts(
+    step: PlanStep,
+    contract: ContractReport | None,
+    suspect: set[int],
+    result: RunResult | None,
+    tests_ok: bool,
+    judgement: Judgement | None,
+) -> list[dict[str, Any]]:
+    """Each criterion's status, with its evidence.
+
+    *verified*: a check ran and held; *failed*: a check ran and did not; *suspect*: its only
+    checks were contradicted by independent code; *judged*: a model's opinion, no check
+    executed; *unverified*: nothing backs it.
+    """
+    judged = {_norm(c.criterion): c for c in (judgement.criteria if judgement else [])}
+    verdicts: list[dict[str, Any]] = []
+    for criterion in _all_criteria(step):
+        indexes = _checks_of(step, criterion)
+        pairs = [(i, contract.results[i]) for i in indexes] if contract is not None else []
+        results = [r for _, r in pairs]
+        trusted = [(i, r) for i, r in pairs if i not in suspect]
+        ran = [r for _, r in trusted if r.executed]
+        evidence = [
+            f"{r.check.describe()[:160]} → {r.status}"
+            + (f" ({r.reason[:160]})" if r.reason else "")
+            for r in results
+        ]
+        if ran and all(r.status == "passed" for r in ran):
+            status = "verified"
+        elif ran:
+            status = "failed"
+        elif results and all(i in suspect for i, _ in pairs):
+            status = "suspect"
+        elif _norm(criterion) in judged:
+            verdict = judged[_norm(criterion)]
+            status = "judged"
+            evidence.append(
+                f"judged {'met' if verdict.met else 'not met'} by the reviewer model "
+                f"(not executed): {verdict.evidence[:300]}"
+            )
+        else:
+            status = "unverified"
+        met = status == "verified" or (status == "judged" and judged[_norm(criterion)].met)
+        verdicts.append(
+            {"criterion": criterion, "status": status, "met": met, "evidence": evidence}
+        )
+    return verdicts
+
+
+def feedback_of(
+    missing: list[str],
+    result: RunResult | None,
+    hard: Any,
+    contract: ContractReport | None,
+    testimony: Testimony,
+    checks: list[Check],
+    tests_ok: bool,
+    hard_ok: bool,
+    criteria: list[dict[str, Any]],
+    hints: list[str],
+) -> str:
+    """What the next attempt is told: executed evidence first, then what was judged."""
+    parts: list[str] = list(hints)
+    if missing:
+        parts.append(f"missing files: {', '.join(missing)} (write both impl.py and test.py)")
+    suspect = set(testimony.suspect_checks)
+    if contract is not None:
+        if contract.error:
+            parts.append(f"the checks could not run normally: {contract.error}")
+        for i, r in enumerate(contract.results):
+            if i in suspect or r.status == "passed":
+                continue
+            if r.status == "invalid":
+                parts.append(f"check cannot run: {r.check.describe()[:200]} ({r.reason[:200]})")
+            elif r.status != "not_run":
+                parts.append(
+                    f"check failed: {r.check.describe()[:200]}: {(r.reason or r.got)[:200]}"
+                )
+        for i in testimony.suspect_checks:
+            parts.append(
+                f"check suspect (not used): {checks[i].describe()[:200]}: "
+                f"{testimony.reasons.get(i, '')}"
+            )
+    if result is not None and not tests_ok:
+        if testimony.tests_suspect:
+            parts.append(f"test.py suspect (not used): {testimony.tests_reason}")
+        else:
+            parts.append(f"tests did not pass: {tests_evidence(result)['summary']}")
+            parts.append(f"first failure: {first_failure(result)}")
+    if not hard_ok and hard is not None:
+        parts.append("hard-coded outputs found, compute them instead: " + hard.summary())
+    for c in criteria:
+        if c["status"] == "judged" and not c["met"]:
+            parts.append(f"criterion judged not met (by the reviewer model): {c['criterion']}")
+        elif c["status"] == "unverified":
+            parts.append(f"criterion not verified (no check ran, not judged): {c['criterion']}")
+    return "\n".join(parts)
+
+
+_OUTPUT_TAIL = 2500
+
+
+def tests_evidence(result: RunResult | None) -> dict[str, Any]:
+    """What a pytest run showed, for verdict.json (``ran``, ``summary``, counts, output tail)."""
+    if result is None:
+        return {"ran": False, "summary": "not run: impl.py or test.py is missing"}
+    counts = result.tests
+    summary = (
+        f"{counts.passed} passed, {counts.failed} failed, {counts.errors} errors"
+        if counts is not None
+        else "no test counts"
+    )
+    if result.timed_out:
+        summary += f"; killed at the {result.limit_hit} limit"
+    elif result.exit_code not in (0, None) and counts is not None and counts.total == 0:
+        summary += f"; pytest exited {result.exit_code} (nothing collected?)"
+    return {
+        "ran": True,
+        "summary": summary,
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "duration_s": round(result.duration_s, 3),
+        "counts": None if counts is None else {**counts.__dict__, "total": counts.total},
+        "output_tail": result.output[-_OUTPUT_TAIL:],
+    }
+
+
+def first_failure(result: RunResult) -> str:
+    """The first failing line of a pytest run's output."""
+    for line in result.output.splitlines():
+        if line.startswith(("FAILED", "ERROR", "E ")):
+            return line.strip()[:300]
+    return "see the test output"

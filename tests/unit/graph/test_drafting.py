@@ -1,0 +1,46 @@
+"""Drafts in the model's natural format: code read from replies, completed from the task."""
+
+from __future__ import annotations
+
+from atom_agent.nodes.drafting import complete_from_task, extract_code, temperatures
+
+CODE = "def add(a, b):\n    return a + b\n"
+
+
+def test_the_longest_fenced_block_that_parses_is_the_code() -> None:
+    reply = f"Sure.\n```python\nx = (\n```\nand\n```python\n{CODE}```\nDone."
+    assert extract_code(reply) == CODE
+    assert extract_code(CODE) == CODE  # no fence, but Python
+    assert extract_code("I cannot do that.") == ""
+
+
+def test_tests_and_demo_code_after_the_implementation_are_left_out() -> None:
+    reply = (
+        f"```python\nimport pytest\n\n{CODE}\n\ndef test_add():\n    assert add(1, 2) == 3\n\n"
+        "assert add(2, 2) == 4\n\nif __name__ == '__main__':\n    print(add(1, 1))\n```"
+    )
+    assert extract_code(reply) == CODE
+
+
+def test_a_reply_cut_off_at_the_token_limit_keeps_what_parses() -> None:
+    repeated = "".join("    assert add(1, 2) == 3\n" for _ in range(30))
+    reply = f"```python\n{CODE}\ndef test_add():\n{repeated}    assert add(1,"
+    assert extract_code(reply) == CODE
+
+
+def test_what_the_task_gave_is_put_back() -> None:
+    task = (
+        "Complete this:\n\n```python\nfrom typing import List\n\n\n"
+        'def total(xs: List[int]) -> int:\n    """Sum."""\n```\n'
+    )
+    body_only = "    return sum(xs)\n"
+    completed = complete_from_task(body_only, task, ["total"])
+    assert "def total(xs: List[int]) -> int:" in completed and completed.endswith(body_only)
+    without_import = "def total(xs: List[int]) -> int:\n    return sum(xs)\n"
+    assert complete_from_task(without_import, task, ["total"]).startswith("from typing import List")
+
+
+def test_each_attempt_starts_warmer() -> None:
+    assert temperatures((0.4, 0.8), 1) == [0.0, 0.4, 0.8]
+    assert temperatures((0.4, 0.8), 2) == [0.2, 0.6, 1.0]
+    assert temperatures((0.4, 0.8), 5) == [0.8, 1.2, 1.2]
