@@ -47,7 +47,13 @@ from atom_agent.context import Context
 from atom_agent.memory.embeddings import DIMENSIONS, Embedder
 from atom_agent.memory.records import decode_vector, encode_vector
 from atom_agent.memory.store import ChromaBackend, collection_name
-from atom_agent.memory.store_index import Entry, StoreIndex, Vector, check_filter, matches
+from atom_agent.memory.store_index import (
+    Entry,
+    StoreIndex,
+    Vector,
+    check_filter,
+    compile_filter,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -113,10 +119,14 @@ class ChromaStore(BaseStore):
         project_id: str = "default",
         chroma_url: str | None = None,
         ttl: TTLConfig | None = None,
+        embed: Embed | None = None,
     ) -> ChromaStore:
-        """Open the store of `workspace` (embedded) or of a Chroma server."""
+        """Open the store of `workspace` (embedded) or of a Chroma server.
+
+        `embed` replaces atom_agent's embedding model (texts to unit vectors, DIMENSIONS wide).
+        """
         backend = ChromaBackend.open(workspace, chroma_url=chroma_url)
-        return cls(backend, project_id=project_id, ttl=ttl)
+        return cls(backend, project_id=project_id, ttl=ttl, embed=embed)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run `ops` in order; reads see the store as it was before this batch's puts."""
@@ -239,12 +249,14 @@ class ChromaStore(BaseStore):
         refresh: dict[str, Entry],
     ) -> list[SearchItem]:
         omit = self._omit()
-        wanted = op.filter
+        test = compile_filter(op.filter) if op.filter else None
+        keep: Callable[[Entry], bool] | None = None
+        if omit or test is not None:
 
-        def keep(entry: Entry) -> bool:
-            if omit and entry.expired(now):
-                return False
-            return not wanted or matches(entry.value, wanted)
+            def keep(entry: Entry) -> bool:
+                if omit and entry.expired(now):
+                    return False
+                return test is None or test(entry.value)
 
         prefix = tuple(op.namespace_prefix)
         page: list[tuple[Entry, float | None]]
@@ -252,14 +264,20 @@ class ChromaStore(BaseStore):
             found = index.within(prefix, keep)
             page = [(e, None) for e in islice(found, op.offset, op.offset + op.limit)]
         else:
-            candidates = list(index.within(prefix, keep))
-            scores = index.scores(query)
-            scored = [(e, scores[e.id]) for e in candidates if e.id in scores]
-            scored.sort(key=lambda pair: pair[1], reverse=True)
-            page = [(e, s) for e, s in scored[op.offset : op.offset + op.limit]]
+            rows, best, position = index.scores(query)
+            if keep is None and index.covers_all(prefix):  # every item is a candidate
+                picked = np.arange(len(rows))
+                unscored = (e for e in index.entries.values() if e.vectors is None)
+            else:
+                candidates = list(index.within(prefix, keep))
+                picked = np.array([position[e.id] for e in candidates if e.id in position])
+                unscored = (e for e in candidates if e.id not in position)
+            # Stable: equal scores keep creation order, as a sorted() of InMemoryStore's list.
+            order = picked[np.argsort(-best[picked], kind="stable")] if len(picked) else picked
+            window = order[op.offset : op.offset + op.limit]
+            page = [(rows[i], float(best[i])) for i in window]
             if len(page) < op.limit:  # as InMemoryStore: unindexed items fill the page
-                unscored = [e for e in candidates if e.id not in scores]
-                page.extend((e, None) for e in unscored[: op.limit - len(page)])
+                page.extend((e, None) for e in islice(unscored, op.limit - len(page)))
         if op.refresh_ttl:
             for entry, _ in page:
                 _note_refresh(entry, now, refresh)

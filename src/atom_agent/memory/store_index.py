@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -78,6 +79,7 @@ class StoreIndex:
         """Item count per namespace (only namespaces that hold items)."""
         self._matrix: Vector | None = None
         self._rows: list[Entry] = []
+        self._position: dict[str, int] = {}
         self._starts: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 
     def __len__(self) -> int:
@@ -113,6 +115,11 @@ class StoreIndex:
 
     # --- reading ---------------------------------------------------------------------------------
 
+    def covers_all(self, prefix: tuple[str, ...]) -> bool:
+        """Whether every stored item's namespace starts with `prefix`."""
+        n = len(prefix)
+        return all(ns[:n] == prefix for ns in self.namespaces)
+
     def within(
         self,
         prefix: tuple[str, ...],
@@ -131,18 +138,19 @@ class StoreIndex:
             if keep is None or keep(entry):
                 yield entry
 
-    def scores(self, query: Vector) -> dict[str, float]:
-        """Best cosine similarity of each indexed item to `query` (max over its vectors)."""
+    def scores(self, query: Vector) -> tuple[list[Entry], Vector, dict[str, int]]:
+        """Indexed items, the best cosine similarity of each to `query`, and their positions."""
         if self._matrix is None:
             self._build_matrix()
         if self._matrix is None or not self._rows:
-            return {}
-        best = np.maximum.reduceat(self._matrix @ query, self._starts)
-        return {entry.id: float(s) for entry, s in zip(self._rows, best, strict=True)}
+            return [], np.zeros(0, dtype=np.float32), {}
+        best: Vector = np.maximum.reduceat(self._matrix @ query, self._starts)
+        return self._rows, best, self._position
 
     def _build_matrix(self) -> None:
         rows = [e for e in self.entries.values() if e.vectors is not None]
         self._rows = rows
+        self._position = {e.id: i for i, e in enumerate(rows)}
         if not rows:
             self._matrix = np.zeros((0, DIMENSIONS), dtype=np.float32)
             self._starts = np.zeros(0, dtype=np.intp)
@@ -234,6 +242,33 @@ def _field(value: dict[str, Any], key: str) -> Any:
             return None
         found = found.get(part)
     return found
+
+
+def compile_filter(filters: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
+    """:func:`matches` for one filter, as one function (a search calls it once per item)."""
+    tests: list[Callable[[dict[str, Any]], bool]] = []
+    for key, wanted in filters.items():
+        if "." in key or isinstance(wanted, dict | list | tuple) or isinstance(wanted, bool):
+            tests.append(partial(_general_test, key, wanted))
+        elif isinstance(wanted, str):
+            tests.append(partial(_str_test, key, wanted))
+        else:  # numbers and None: true must not equal 1
+            tests.append(partial(_scalar_test, key, wanted))
+    if len(tests) == 1:
+        return tests[0]
+    return lambda value: all(test(value) for test in tests)
+
+
+def _general_test(key: str, wanted: Any, value: dict[str, Any]) -> bool:
+    return _matches(_field(value, key), wanted)
+
+
+def _str_test(key: str, wanted: str, value: dict[str, Any]) -> bool:
+    return bool(value.get(key) == wanted)
+
+
+def _scalar_test(key: str, wanted: Any, value: dict[str, Any]) -> bool:
+    return _equal(value.get(key), wanted)
 
 
 def matches(value: dict[str, Any], filters: dict[str, Any]) -> bool:
