@@ -9,9 +9,10 @@ from __future__ import annotations
 import operator
 import re
 from collections import deque
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 STEP_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 MAX_PLAN_STEPS = 12
