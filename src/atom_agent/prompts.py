@@ -32,6 +32,8 @@ PLANNER_REPLAN = """
 This is a replan. These steps are already committed and stay as they are (you may depend on \
 them, do not repeat them):
 {committed}
+Steps the evidence shows wrong or incomplete are not listed: plan them again (same id), with \
+what they lacked.
 
 This step failed after all its attempts; plan the remaining work differently:
 {failure}

@@ -299,6 +299,9 @@ class State(TypedDict, total=False):
     """The step the executor / reflector is working on."""
     replans: int
     """Replans done so far in this run."""
+    reopen: list[str]
+    """Committed steps the evidence implicates (a later step's checks fail in their code): the
+    next replan plans them again instead of keeping them."""
     usage: Annotated[dict[str, float], _add_usage]
     """Accumulated model usage: input_tokens, output_tokens, total_tokens, cost_usd, model_calls."""
     started_at: float

@@ -7,11 +7,13 @@ executed evidence first (which check, what the code gave), then what was only ju
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from atom_agent.checks.contract import ContractReport
+from atom_agent.checks.names import free_names
 from atom_agent.sandbox import RunResult
-from atom_agent.state import Check, Judgement, PlanStep
+from atom_agent.state import Check, Judgement, Plan, PlanStep
 
 from .crossexam import Testimony
 
@@ -166,6 +168,35 @@ def feedback_of(
 
 
 _OUTPUT_TAIL = 2500
+
+
+def implicated_dependencies(
+    plan: Plan, step: PlanStep, contract: ContractReport | None, suspect: set[int]
+) -> dict[str, str]:
+    """Committed dependencies whose code the step's failing checks point at (id → why).
+
+    A check that fails inside a dependency (its error names a class or function the dependency
+    defines, or its ``deps.<step>`` module) or that calls only what a dependency defines shows
+    the dependency is wrong or incomplete, not this step: a replan may reopen it.
+    """
+    if contract is None:
+        return {}
+    found: dict[str, str] = {}
+    owners = {s.id: s for s in plan.steps if s.id in step.depends_on}
+    for i, result in enumerate(contract.results):
+        if i in suspect or result.status not in ("failed", "error", "timeout"):
+            continue
+        used = set(free_names(result.check.call))
+        said = f"{result.reason} {result.got}"
+        for dep_id, dep in owners.items():
+            named = [n for n in dep.defines if re.search(rf"\b{re.escape(n)}\b", said)]
+            only_dep = bool(used & set(dep.defines)) and not used & set(step.defines)
+            if named or f"deps.{dep_id.replace('-', '_')}" in said or only_dep:
+                found.setdefault(
+                    dep_id,
+                    f"{result.check.describe()[:160]}: {(result.reason or result.got)[:200]}",
+                )
+    return found
 
 
 def tests_evidence(result: RunResult | None) -> dict[str, Any]:

@@ -55,7 +55,10 @@ def make_planner(models: Models | None) -> Any:
         if state.get("plan"):
             old = plan_of(state)
             statuses = state.get("step_status") or {}
-            committed = [s for s in old.steps if statuses.get(s.id) == "committed"]
+            reopened = set(state.get("reopen") or [])
+            committed = [
+                s for s in old.steps if statuses.get(s.id) == "committed" and s.id not in reopened
+            ]
             listed = outline(Plan(steps=committed)) if committed else "(none)"
             replan_text = prompts.PLANNER_REPLAN.format(
                 committed=listed, failure=state.get("plan_feedback") or "(no details)"
@@ -149,8 +152,13 @@ def _accept(
     """Write a valid plan's revision and step folders; the state update that adopts it."""
     revision = svc.workspace.write_plan(run, plan.model_dump(), reason=reason)
     old_status = state.get("step_status") or {}
+    reopened = set(state.get("reopen") or [])
     statuses = {
-        s.id: ("committed" if old_status.get(s.id) == "committed" else "pending")
+        s.id: (
+            "committed"
+            if old_status.get(s.id) == "committed" and s.id not in reopened
+            else "pending"
+        )
         for s in plan.steps
     }
     for step in plan.steps:
@@ -161,6 +169,10 @@ def _accept(
             exist_ok=True,
             **{k: v for k, v in step.model_dump().items() if k not in ("id", "depends_on")},
         )
+    for step_id in reopened & set(statuses):
+        # Planned again: its old commit stays on disk until a new attempt replaces it.
+        svc.workspace.update_step(svc.workspace.step(run, step_id), status="pending")
+        emit("plan.reopened", run_id=state["run_id"], step_id=step_id)
     emit("plan.ready", run_id=state["run_id"], revision=revision, steps=len(plan.steps))
     svc.workspace.update_run(run, status="running", plan_revision=revision)
     return {
@@ -171,6 +183,7 @@ def _accept(
         "status": "running",
         "usage": usage,
         "replans": state.get("replans", 0) + (1 if reason == "replan" else 0),
+        "reopen": [],
     }
 
 

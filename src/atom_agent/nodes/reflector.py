@@ -46,7 +46,14 @@ from .common import (
 )
 from .crossexam import MIN_WITNESSES, Testimony, cross_examine
 from .drafting import WITNESS_TEMPERATURE, dependency_lines, draft_prompt, independent_samples
-from .evidence import criteria_verdicts, feedback_of, first_failure, tests_evidence, uncovered
+from .evidence import (
+    criteria_verdicts,
+    feedback_of,
+    first_failure,
+    implicated_dependencies,
+    tests_evidence,
+    uncovered,
+)
 from .executor import DRAFTS_FILE
 
 logger = logging.getLogger(__name__)
@@ -221,9 +228,15 @@ def make_reflector(models: Models | None) -> Any:
             if decision in ("replan", "fail"):
                 _adjust(svc, session, used, up=False, evidence=f"step {step.id} failed: {feedback}")
             if decision == "replan":
+                implicated = implicated_dependencies(plan, step, contract, suspect)
+                update["reopen"] = sorted(implicated)
                 update["plan_feedback"] = (
                     f"step {step.id!r} ({step.title}) failed {failures} attempts. "
                     f"Last feedback: {feedback[:800]}"
+                    + "".join(
+                        f"\nThe evidence implicates committed step {d!r}: {why}"
+                        for d, why in sorted(implicated.items())
+                    )
                 )
             if decision == "fail":
                 blocked = dependants(plan, step.id)

@@ -182,3 +182,35 @@ def test_correct_code_rejected_by_a_wrong_own_test_is_counted_apart(tmp_path: Pa
         ("failed", 2, 2),
         ("done", 1, 0),
     ]
+
+
+def test_the_extracted_contract_holds_for_the_reference_solutions() -> None:
+    # The extractor must read the prompts' examples right: every runnable check it finds holds
+    # for HumanEval's canonical solution, except where the prompt's own example is wrong
+    # (/47: the median of its example is 8.0, not 15.0; /116: the example contradicts the
+    # spec; /148: ("Venus") is a string, the function returns a tuple).
+    import tempfile
+
+    from atom_agent.checks.contract import run_contract
+    from atom_agent.evals.humaneval import task_text
+    from atom_agent.nodes.planner import finalize_plan, single_step_plan
+
+    wrong_in_prompt = {"HumanEval/47", "HumanEval/116", "HumanEval/148"}
+    contradicted: set[str] = set()
+    ran = 0
+    for problem in load_problems([str(i) for i in [*range(40), 47, 116, 148]]):
+        text = task_text(problem)
+        (only,) = finalize_plan(single_step_plan(text), text).steps
+        if not only.checks:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "impl.py").write_text(problem.prompt + problem.canonical_solution)
+            report = run_contract(
+                only.checks, staging=Path(tmp), runner=RUNNER, limits=Limits(timeout_s=30.0),
+                defines=only.defines,
+            )  # fmt: skip
+        ran += len(report.passed) + len(report.failed)
+        if report.failed:
+            contradicted.add(problem.task_id)
+    assert contradicted == wrong_in_prompt
+    assert ran > 80  # checks that ran (passed or not) over the 43 prompts

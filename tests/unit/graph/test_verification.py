@@ -292,3 +292,39 @@ def test_a_one_function_task_gets_its_contract_from_test_code_the_planner_wrote(
     verdict = verdict_of(ctx, outcome.run_id, "step1")
     assert verdict["contract"]["summary"] == "2 passed, 0 failed"
     assert [c["status"] for c in verdict["criteria"]] == ["verified"]
+
+
+def test_a_replan_reopens_the_committed_step_the_evidence_implicates(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=1)
+    no_det = "class Matrix:\n    def __init__(self, rows):\n        self.rows = rows\n"
+    with_det = no_det + "\n    def det(self):\n        return self.rows[0][0]\n"
+    core_test = "from impl import Matrix\n\n\ndef test_rows():\n    assert Matrix([[1]]).rows\n"
+    use_impl = "from deps.core.impl import Matrix\n\n\ndef double_det(m):\n    return 2 * m.det()\n"
+    use_test = (
+        "from impl import double_det\n\n\ndef test_callable():\n    assert callable(double_det)\n"
+    )
+    core = step("core", defines=["Matrix"])
+    use = step("use", depends_on=["core"], defines=["double_det"]).model_copy(
+        update={"checks": [Check(call="double_det(Matrix([[2]]))", expect="4")]}
+    )
+    script = ExecutorScript(
+        {
+            ("core", 1): passing_attempt(no_det, core_test),
+            ("use", 1): passing_attempt(use_impl, use_test),
+            ("core", 2): passing_attempt(with_det, core_test),
+            ("use", 2): passing_attempt(use_impl, use_test),
+        }
+    )
+    roles = models([Plan(steps=[core, use]), Plan(steps=[core, use])], script)
+    roles["executor"] = ScriptedChatModel(respond=drafter(["no code here"], then=script))
+    outcome = run_task("Write a Matrix class and a function double_det(m).", ctx, models=roles)
+
+    assert outcome.status == "done", outcome
+    planning = [c for c in roles["planner"].calls if c.tool_names]
+    replan = str(planning[1].messages[-1].content)
+    assert "The evidence implicates committed step 'core'" in replan
+    assert "no attribute 'det'" in replan
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    assert (ws.step(run, "core").artifacts / "impl.py").read_text() == with_det
+    assert ws.read_step(ws.step(run, "core"))["committed_attempt"] == 2
