@@ -8,7 +8,6 @@ ranking one matrix-vector product (Chroma's `where` costs ≈ 90 ms at 100k reco
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -17,26 +16,21 @@ import numpy as np
 import numpy.typing as npt
 
 from atom_agent.memory.embeddings import DIMENSIONS
+from atom_agent.memory.lexical import LexicalIndex, query_tokens
 from atom_agent.memory.records import TYPE_CODES, MemoryRecord, decode_vector, record_from_metadata
 
-# Ranking weights: semantic similarity dominates; keyword overlap, confidence and recency
-# re-order near-ties. Records less similar than MIN_RELEVANCE to the query are not returned.
-KEYWORD_WEIGHT = 0.03
+# Ranking: the vector ranking and the BM25 ranking are fused by reciprocal rank (RRF_K, each
+# list cut at FUSION_POOL; benchmarks/retrieval_bench.py measures this against a normalised
+# blend), scaled to 0–1; confidence and recency re-order near-ties. A record less similar than
+# MIN_RELEVANCE to the query, and sharing no token with it, is not returned. A query with no
+# lexical match ranks by similarity + confidence + recency alone.
+RRF_K = 60
+LEXICAL_WEIGHT = 1.0
+FUSION_POOL = 100
 CONFIDENCE_WEIGHT = 0.02
 RECENCY_WEIGHT = 0.02
 RECENCY_HALF_LIFE_S = 30 * 86_400.0
 MIN_RELEVANCE = 0.2
-_WORD = re.compile(r"[a-z0-9_]+")
-_STOP = frozenset(
-    "the a an and or of to in on for with is are was were be by it this that these those what "
-    "which who how why when where do does did we you i our use used uses using from at as not "
-    "no can should would will about into than then there their its".split()
-)
-
-
-def keywords(text: str) -> set[str]:
-    """The words of `text` that carry meaning (lower case, stop words dropped)."""
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
 
 
 @dataclass(frozen=True)
@@ -54,7 +48,7 @@ class ProjectIndex:
         self.ids: list[str] = []
         self.docs: list[str] = []
         self.metas: list[dict[str, Any]] = []
-        self.words: list[frozenset[str] | None] = []
+        self.lexical = LexicalIndex()
         self.pos: dict[str, int] = {}
         cap = 64
         self.vecs = np.zeros((cap, DIMENSIONS), dtype=np.float32)
@@ -99,11 +93,11 @@ class ProjectIndex:
                 self.ids.append(memory_id)
                 self.docs.append(doc)
                 self.metas.append(meta)
-                self.words.append(None)
                 self.pos[memory_id] = row
+                self.lexical.changed(row)
             else:
                 if self.docs[row] != doc:
-                    self.words[row] = None
+                    self.lexical.changed(row)
                 self.docs[row] = doc
                 self.metas[row] = meta
             if "vec" in meta:
@@ -121,8 +115,9 @@ class ProjectIndex:
         """Mark rows deleted (their slots are not reused)."""
         for memory_id in ids:
             row = self.pos.get(memory_id)
-            if row is not None:
+            if row is not None and self.alive[row]:
                 self.alive[row] = False
+                self.lexical.removed(row)
 
     def live(self, memory_id: str, now: float) -> int | None:
         """The row of a live (present, unexpired) record, or None."""
@@ -152,8 +147,14 @@ class ProjectIndex:
         limit: int,
         now: float,
         pool: int | None = None,
+        fusion: str = "rrf",
     ) -> list[Hit]:
-        """The best `limit` rows of `keep`: blended relevance, or newest first without a query."""
+        """The best `limit` rows of `keep`: fused relevance, or newest first without a query.
+
+        `pool` is how deep each ranking is read before fusion (default :data:`FUSION_POOL`);
+        `fusion` is ``rrf`` (reciprocal rank), ``blend`` (min-max normalised scores, for the
+        benchmark), ``vector`` or ``lexical`` (one ranking alone, for the benchmark).
+        """
         rows = np.flatnonzero(keep)
         if rows.size == 0:
             return []
@@ -167,56 +168,53 @@ class ProjectIndex:
             cos = self.vecs[rows] @ query_vector
         else:
             cos = (self.vecs[:n] @ query_vector)[rows]
-        words = keywords(query_text) if query_text else set()
-        # Everything but the keyword bonus is cheap to compute for every row; rank by that and
-        # blend keywords into the best few: the exact top of the blend (see below).
+        tokens = query_tokens(query_text) if query_text else []
+        lex = self.lexical.scores(self.docs, tokens, n)[rows] if tokens else None
+        if lex is not None and not lex.any():
+            lex = None
         age = np.maximum(0.0, now - self.created[rows])
-        base = (
-            cos
-            + CONFIDENCE_WEIGHT * self.confidence[rows]
-            + RECENCY_WEIGHT * np.exp(-age * (math.log(2) / RECENCY_HALF_LIFE_S))
+        prior = CONFIDENCE_WEIGHT * self.confidence[rows] + RECENCY_WEIGHT * np.exp(
+            -age * (math.log(2) / RECENCY_HALF_LIFE_S)
         )
-        slack = KEYWORD_WEIGHT if words else 0.0
-        size = min(rows.size, pool or max(limit * 4, 40))
-        for _ in range(2):
-            if size < rows.size:
-                top = np.argpartition(-base, size - 1)[:size]
-            else:
-                top = np.arange(rows.size)
-            hits = self._blend(rows[top], cos[top], base[top], words)[:limit]
-            # A row outside the pool scores below its base + slack: every row that could still
-            # beat the current last hit (or, short of hits, could be relevant at all) has a base
-            # above `reach`. Blend exactly those in one more pass, if any were left out.
-            reach = hits[-1].score - slack if len(hits) == limit else MIN_RELEVANCE
-            need = int(np.count_nonzero(base >= reach))
-            if need <= size:
-                break
-            size = need
-        return hits
-
-    def _blend(
-        self,
-        rows: npt.NDArray[np.intp],
-        cos: npt.NDArray[np.float32],
-        base: npt.NDArray[np.float64],
-        words: set[str],
-    ) -> list[Hit]:
-        if words:
-            keyword = np.array(
-                [len(words & self._keywords(int(r))) / len(words) for r in rows], dtype=np.float32
-            )
+        depth = max(pool or FUSION_POOL, limit)
+        if fusion == "lexical" and lex is None:
+            return []
+        if lex is None or fusion == "vector":
+            # Similarity + confidence + recency; the exact top `limit` of that sum.
+            score = cos + prior
+            top = _top(score, limit, cos >= MIN_RELEVANCE)
+            return [Hit(int(rows[i]), float(score[i])) for i in top]
+        if fusion == "lexical":
+            top = _top(lex, limit, lex > 0)
+            return [Hit(int(rows[i]), float(lex[i])) for i in top]
+        relevant = (cos >= MIN_RELEVANCE) | (lex > 0)
+        by_vec = _top(cos, depth, relevant)
+        by_lex = _top(lex, depth, lex > 0)
+        cand = np.union1d(by_vec, by_lex)
+        if fusion == "blend":
+            top_cos = float(cos[by_vec[0]]) if by_vec.size else 1.0
+            lo = float(cos[cand].min())
+            fused = 0.5 * (cos[cand] - lo) / max(top_cos - lo, 1e-6)
+            fused += 0.5 * lex[cand] / float(lex[by_lex[0]])
         else:
-            keyword = np.zeros(rows.size, dtype=np.float32)
-        score = base + KEYWORD_WEIGHT * keyword
-        relevant = cos >= MIN_RELEVANCE
-        order = np.argsort(-score, kind="stable")
-        return [Hit(int(rows[i]), float(score[i])) for i in order if relevant[i]]
+            vr = np.full(rows.size, np.inf)
+            vr[by_vec] = np.arange(1, by_vec.size + 1)
+            lr = np.full(rows.size, np.inf)
+            lr[by_lex] = np.arange(1, by_lex.size + 1)
+            fused = (1.0 / (RRF_K + vr[cand]) + LEXICAL_WEIGHT / (RRF_K + lr[cand])) * (
+                (RRF_K + 1) / (1.0 + LEXICAL_WEIGHT)
+            )
+        score = fused + prior[cand]
+        order = np.argsort(-score, kind="stable")[:limit]
+        return [Hit(int(rows[cand[i]]), float(score[i])) for i in order]
 
-    def _keywords(self, row: int) -> frozenset[str]:
-        words = self.words[row]
-        if words is None:
-            words = self.words[row] = frozenset(keywords(self.docs[row]))
-        return words
+
+def _top(score: npt.NDArray[Any], k: int, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
+    """Positions of the best `k` scores among those `ok`, best first."""
+    cand = np.flatnonzero(ok)
+    if cand.size > k:
+        cand = cand[np.argpartition(-score[cand], k - 1)[:k]]
+    return cand[np.argsort(-score[cand], kind="stable")]
 
 
 def supersession_chain(index: ProjectIndex, start: MemoryRecord, now: float) -> list[MemoryRecord]:
