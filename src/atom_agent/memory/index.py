@@ -7,8 +7,9 @@ ranking one matrix-vector product (Chroma's `where` costs ≈ 90 ms at 100k reco
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,13 +45,47 @@ class Hit:
     score: float
 
 
+class Metas:
+    """Row metadata; a row loaded from a snapshot stays JSON text until first read.
+
+    (Parsing 100k metadata dicts would cost a fresh process more than everything else it loads.)
+    """
+
+    def __init__(self, items: list[dict[str, Any] | str] | None = None) -> None:
+        self._items: list[dict[str, Any] | str] = items if items is not None else []
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, row: int) -> dict[str, Any]:
+        item = self._items[row]
+        if isinstance(item, str):
+            item = self._items[row] = json.loads(item)
+        return item
+
+    def __setitem__(self, row: int, meta: dict[str, Any]) -> None:
+        self._items[row] = meta
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self[row] for row in range(len(self._items)))
+
+    def append(self, meta: dict[str, Any]) -> None:
+        """Add a row."""
+        self._items.append(meta)
+
+    def text(self, row: int) -> str:
+        """Row `row` as JSON text (not parsed if it was never read)."""
+        item = self._items[row]
+        return item if isinstance(item, str) else json.dumps(item)
+
+
 class ProjectIndex:
     """Arrays over every record of one project, grown by doubling."""
 
     def __init__(self) -> None:
         self.ids: list[str] = []
         self.docs: list[str] = []
-        self.metas: list[dict[str, Any]] = []
+        self.metas = Metas()
         self.lexical = LexicalIndex()
         self.pos: dict[str, int] = {}
         cap = 64
@@ -62,7 +97,9 @@ class ProjectIndex:
         self.superseded = np.zeros(cap, dtype=bool)
         self.alive = np.zeros(cap, dtype=bool)
         self.synced_at = 0.0
-        """Largest `updated_at` seen, for incremental refreshes."""
+        """Largest `updated_at` known to follow every change before it, for refreshes."""
+        self.unsaved = 0
+        """Rows changed since the last snapshot (see :mod:`atom_agent.memory.snapshot`)."""
 
     def __len__(self) -> int:
         return int(self.alive[: len(self.ids)].sum())
@@ -86,9 +123,18 @@ class ProjectIndex:
             grown[:cap] = old
             setattr(self, name, grown)
 
-    def upsert(self, rows: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
-        """Insert or replace rows of (id, document, metadata)."""
-        for memory_id, doc, meta in rows:
+    def upsert(
+        self, rows: Iterable[tuple[str, str, dict[str, Any]]], *, advance: bool = True
+    ) -> None:
+        """Insert or replace rows of (id, document, metadata).
+
+        `advance`: the rows' ``updated_at`` may move :attr:`synced_at` on. Not so for rows this
+        process wrote while its mirror lacked other writers' changes: a refresh from past them
+        would skip those changes.
+        """
+        for memory_id, doc, full in rows:
+            meta = {k: v for k, v in full.items() if k != "vec"}  # the vector lives in `vecs`
+            self.unsaved += 1
             row = self.pos.get(memory_id)
             if row is None:
                 row = len(self.ids)
@@ -103,8 +149,8 @@ class ProjectIndex:
                     self.lexical.changed(row)
                 self.docs[row] = doc
                 self.metas[row] = meta
-            if "vec" in meta:
-                self.vecs[row] = decode_vector(str(meta["vec"]))
+            if "vec" in full:
+                self.vecs[row] = decode_vector(str(full["vec"]))
             self.type_code[row] = TYPE_CODES.get(str(meta.get("type")), -1)
             self.confidence[row] = float(meta.get("confidence", 0.0))
             self.created[row] = float(meta.get("created_at", 0.0))
@@ -112,7 +158,8 @@ class ProjectIndex:
             self.expires[row] = float(expires) if expires is not None else np.inf
             self.superseded[row] = bool(meta.get("superseded", False))
             self.alive[row] = True
-            self.synced_at = max(self.synced_at, float(meta.get("updated_at", 0.0)))
+            if advance:
+                self.synced_at = max(self.synced_at, float(meta.get("updated_at", 0.0)))
 
     def remove(self, ids: Iterable[str]) -> None:
         """Mark rows deleted (their slots are not reused)."""
@@ -120,6 +167,7 @@ class ProjectIndex:
             row = self.pos.get(memory_id)
             if row is not None and self.alive[row]:
                 self.alive[row] = False
+                self.unsaved += 1
                 self.lexical.removed(row)
 
     def live(self, memory_id: str, now: float) -> int | None:

@@ -98,6 +98,8 @@ class LexicalIndex:
         self._lengths: dict[int, int] = {}
         self._delta: set[int] = set()
         self._posted: set[int] = set()
+        self.rebuilds = 0
+        """How many times the base was built (a snapshot is worth saving after one)."""
 
     @property
     def delta_rows(self) -> int:
@@ -185,13 +187,15 @@ class LexicalIndex:
         """Build the bm25s base over every row; the delta empties."""
         rows = len(self.tokens)
         corpus = [self._tokens(docs, r) for r in range(rows)]
-        self._install(_build(corpus), rows, corpus)
+        lengths = [len(t) for t in corpus]
+        self._install(_build(corpus), rows, max(1.0, float(np.mean(lengths))) if rows else 1.0)
+        self.rebuilds += 1
 
-    def _install(self, base: bm25s.BM25 | None, rows: int, corpus: list[list[str]]) -> None:
+    def _install(self, base: bm25s.BM25 | None, rows: int, avgdl: float) -> None:
         self.base = base
         self.base_rows = rows
-        lengths = [len(t) for t in corpus]
-        self.base_avgdl = max(1.0, float(np.mean(lengths))) if lengths else 1.0
+        self.base_avgdl = avgdl
+        self.base_df = np.zeros(0, dtype=np.int64)
         if base is not None:
             indptr = np.asarray(base.scores["indptr"], dtype=np.int64)
             self.base_df = (indptr[1:] - indptr[:-1]).astype(np.int64)
@@ -201,20 +205,21 @@ class LexicalIndex:
         self._lengths.clear()
         self._posted.clear()
 
-    # --- persistence (see ProjectIndex.save) ---------------------------------------------------
+    # --- persistence (see atom_agent.memory.snapshot) -------------------------------------------
 
     def state(self, docs: list[str]) -> tuple[dict[str, npt.NDArray[Any]], dict[str, Any]]:
         """Arrays and JSON-ready fields that :meth:`restore` turns back into this index."""
-        if self._delta:
-            self.rebuild(docs)
         arrays: dict[str, npt.NDArray[Any]] = {}
         if self.base is not None:
             for key in ("data", "indices", "indptr"):
                 arrays[f"bm25_{key}"] = np.asarray(self.base.scores[key])
         fields = {
             "rows": self.base_rows,
+            "avgdl": self.base_avgdl,
             "vocab": self.base.vocab_dict if self.base is not None else None,
-            "tokens": ["\x1f".join(t or []) for t in self.tokens],
+            "stale": sorted(self.stale),
+            # Rows never tokenised stay so (None): tokenising is what a snapshot saves later.
+            "tokens": [None if t is None else _SEP.join(t) for t in self.tokens],
         }
         return arrays, fields
 
@@ -224,8 +229,9 @@ class LexicalIndex:
     ) -> LexicalIndex:
         """The index :meth:`state` described."""
         index = cls()
-        corpus = [t.split("\x1f") if t else [] for t in fields["tokens"]]
-        index.tokens = list(corpus)
+        index.tokens = [
+            None if t is None else (t.split(_SEP) if t else []) for t in fields["tokens"]
+        ]
         base = None
         if fields.get("vocab") is not None:
             base = bm25s.BM25(k1=cls.K1, b=cls.B)
@@ -238,10 +244,13 @@ class LexicalIndex:
             base.vocab_dict = dict(fields["vocab"])
             base.unique_token_ids_set = set(base.vocab_dict.values())
             base.nonoccurrence_array = None
-        index._install(base, int(fields["rows"]), corpus)
+        index._install(base, int(fields["rows"]), float(fields["avgdl"]))
+        index.stale = set(fields["stale"])
+        index._delta |= index.stale
         return index
 
 
+_SEP = "\x1f"
 REBUILD_MIN_ROWS = 2000
 """The delta is folded into the bm25s base when it holds more rows than this …"""
 REBUILD_SHARE = 0.1
