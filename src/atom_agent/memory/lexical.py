@@ -86,8 +86,9 @@ class LexicalIndex:
     B = 0.75
 
     def __init__(self) -> None:
-        self.tokens: list[list[str] | None] = []
-        """Per row; None until needed (tokenising is lazy, so loading the mirror stays cheap)."""
+        self.tokens: list[list[str] | str | None] = []
+        """Per row; None until needed (tokenising is lazy, so loading the mirror stays cheap),
+        or a snapshot's joined string until split."""
         self.base: bm25s.BM25 | None = None
         self.base_rows = 0
         self.base_avgdl = 1.0
@@ -169,6 +170,8 @@ class LexicalIndex:
         found = self.tokens[row]
         if found is None:
             found = self.tokens[row] = tokenize(docs[row])
+        elif isinstance(found, str):  # as a snapshot holds it
+            found = self.tokens[row] = found.split(_SEP) if found else []
         return found
 
     def _post(self, docs: list[str]) -> None:
@@ -213,13 +216,19 @@ class LexicalIndex:
         if self.base is not None:
             for key in ("data", "indices", "indptr"):
                 arrays[f"bm25_{key}"] = np.asarray(self.base.scores[key])
+        # One line a row, tokens joined by _SEP (tokens hold no newline); a row never tokenised
+        # stays so (_UNTOKENISED): tokenising is work a later rebuild does if it needs it.
+        lines = "\n".join(
+            _UNTOKENISED if t is None else t if isinstance(t, str) else _SEP.join(t)
+            for t in self.tokens
+        )
+        arrays["tokens"] = np.frombuffer(lines.encode("utf-8"), dtype=np.uint8)
         fields = {
             "rows": self.base_rows,
+            "count": len(self.tokens),
             "avgdl": self.base_avgdl,
             "vocab": self.base.vocab_dict if self.base is not None else None,
             "stale": sorted(self.stale),
-            # Rows never tokenised stay so (None): tokenising is what a snapshot saves later.
-            "tokens": [None if t is None else _SEP.join(t) for t in self.tokens],
         }
         return arrays, fields
 
@@ -229,9 +238,12 @@ class LexicalIndex:
     ) -> LexicalIndex:
         """The index :meth:`state` described."""
         index = cls()
-        index.tokens = [
-            None if t is None else (t.split(_SEP) if t else []) for t in fields["tokens"]
-        ]
+        count = int(fields["count"])
+        lines = arrays["tokens"].tobytes().decode("utf-8").split("\n") if count else []
+        if len(lines) != count:
+            raise ValueError(f"snapshot holds {len(lines)} token rows, expected {count}")
+        # Split into tokens only when a row is scored or rebuilt (see _tokens).
+        index.tokens = [None if t == _UNTOKENISED else t for t in lines]
         base = None
         if fields.get("vocab") is not None:
             base = bm25s.BM25(k1=cls.K1, b=cls.B)
@@ -251,6 +263,7 @@ class LexicalIndex:
 
 
 _SEP = "\x1f"
+_UNTOKENISED = "\x00"
 REBUILD_MIN_ROWS = 2000
 """The delta is folded into the bm25s base when it holds more rows than this …"""
 REBUILD_SHARE = 0.1

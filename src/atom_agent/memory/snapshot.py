@@ -25,7 +25,7 @@ from atom_agent.memory.lexical import LexicalIndex
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 _ARRAYS = ("type_code", "confidence", "created", "expires", "superseded", "alive")
 
 
@@ -38,21 +38,29 @@ class Capture:
     rows: int
 
 
-def capture(index: ProjectIndex, collection_id: str) -> Capture:
-    """Copy what a snapshot holds; call with the index's lock held, then :func:`write` without."""
+def capture(index: ProjectIndex, collection_id: str, token: str) -> Capture:
+    """Copy what a snapshot holds; call with the index's lock held, then :func:`write` without.
+
+    `token` is the change token the index is known to reflect: a process that finds the store's
+    token unchanged needs no refresh at all.
+    """
     n = len(index.ids)
     lexical_arrays, lexical_fields = index.lexical.state(index.docs)
     header = {
         "format": FORMAT,
         "collection": collection_id,
+        "token": token,
         "synced_at": index.synced_at,
         "ids": list(index.ids),
         "docs": list(index.docs),
-        "metas": [index.metas.text(r) for r in range(n)],
         "lexical": lexical_fields,
     }
     arrays: dict[str, Any] = {name: getattr(index, name)[:n].copy() for name in _ARRAYS}
-    arrays["vecs"] = index.vecs[:n].astype(np.float16)  # as Chroma's metadata holds them
+    # float32 as the mirror holds them: converting float16 costs more than reading twice as much.
+    arrays["vecs"] = index.vecs[:n].copy()
+    # One JSON object a line (json.dumps escapes newlines): splitting beats parsing 100k dicts.
+    metas = "\n".join(index.metas.text(r) for r in range(n))
+    arrays["metas"] = np.frombuffer(metas.encode("utf-8"), dtype=np.uint8)
     arrays.update(lexical_arrays)  # built once, never changed in place
     index.unsaved = 0
     return Capture(arrays, header, n)
@@ -74,8 +82,11 @@ def write(taken: Capture, path: Path) -> None:
     logger.debug("saved a snapshot of %d memories to %s", taken.rows, path)
 
 
-def load(path: Path, collection_id: str) -> ProjectIndex | None:
-    """The index saved at `path` for `collection_id`, or None (absent, stale format, damaged)."""
+def load(path: Path, collection_id: str) -> tuple[ProjectIndex, str] | None:
+    """The index saved at `path` for `collection_id` and the change token it reflects.
+
+    None when there is none, or it is of another collection or format, or damaged.
+    """
     try:
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(data["header"].tobytes().decode("utf-8"))
@@ -87,19 +98,28 @@ def load(path: Path, collection_id: str) -> ProjectIndex | None:
     except (OSError, ValueError, KeyError, json.JSONDecodeError):  # a damaged cache: rebuild it
         logger.warning("ignoring the unreadable memory snapshot %s", path, exc_info=True)
         return None
+    try:
+        return _restore(header, arrays)
+    except (ValueError, KeyError, TypeError):
+        logger.warning("ignoring the inconsistent memory snapshot %s", path, exc_info=True)
+        return None
+
+
+def _restore(header: dict[str, Any], arrays: dict[str, Any]) -> tuple[ProjectIndex, str]:
     index = ProjectIndex()
     ids: list[str] = header["ids"]
     n = len(ids)
-    if arrays["vecs"].shape != (n, DIMENSIONS):
-        return None
+    metas = arrays["metas"].tobytes().decode("utf-8").split("\n") if n else []
+    if arrays["vecs"].shape != (n, DIMENSIONS) or len(metas) != n or len(header["docs"]) != n:
+        raise ValueError(f"snapshot rows disagree (ids {n}, metas {len(metas)})")
     index.ids = ids
     index.docs = header["docs"]
-    index.metas = Metas(header["metas"])
+    index.metas = Metas(list(metas))
     index.pos = {memory_id: row for row, memory_id in enumerate(ids)}
-    index.vecs = arrays["vecs"].astype(np.float32)
+    index.vecs = np.asarray(arrays["vecs"], dtype=np.float32)
     for name in _ARRAYS:
         setattr(index, name, arrays[name])
     index.synced_at = float(header["synced_at"])
     index.lexical = LexicalIndex.restore(arrays, header["lexical"])
     index.unsaved = 0
-    return index
+    return index, str(header["token"])

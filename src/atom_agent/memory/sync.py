@@ -89,30 +89,32 @@ class ProjectSync:
             stale = self.backend.url is not None and clock - self._checked > _SERVER_MAX_STALENESS_S
             token = self.backend.read_token(self.name)  # read before the data it vouches for
             if self._index is None:
-                self._index = self._open()
+                self._index = self._open(token)
             elif token != self._seen or stale:
                 self._refresh(self._index)
             self._seen = token
             self._checked = clock
             return self._index
 
-    def _open(self) -> ProjectIndex:
+    def _open(self, token: str) -> ProjectIndex:
         # A snapshot brought up to date costs a fraction of loading every record from Chroma.
         path = self.backend.snapshot_path(self.name)
         found = None if path is None else snapshot.load(path, str(self.collection.id))
         if found is None:
             return self._load_all()
-        self._index = found
-        self._saved_rebuilds = found.lexical.rebuilds
-        self._refresh(found)  # may start over from Chroma (records were deleted)
+        self._index, saved_token = found
+        self._saved_rebuilds = self._index.lexical.rebuilds
+        if saved_token != token or not token:  # written to since: catch up
+            self._refresh(self._index)  # (starts over from Chroma if records were deleted)
         logger.debug("opened %d memories of %s from %s", len(self._index), self.name, path)
         return self._index
 
-    def save_snapshot(self, *, force: bool = False) -> bool:
+    def save_snapshot(self, *, force: bool = False, closing: bool = False) -> bool:
         """Write the mirror's snapshot if worth it (or `force`); True if written.
 
         Worth it: the BM25 base was rebuilt, or :data:`SNAPSHOT_MIN_CHANGES` rows changed, or
-        there is no snapshot yet. (A smaller lag costs a fresh process one short refresh.)
+        there is no snapshot yet, or (`closing`) anything changed: a snapshot that holds the
+        store as it is spares the next process its refresh (≈ 0.4 s cold at 100k records).
         """
         path = self.backend.snapshot_path(self.name)
         with self.backend.lock:
@@ -120,10 +122,10 @@ class ProjectSync:
             if index is None or path is None:
                 return False
             rebuilt = index.lexical.rebuilds != self._saved_rebuilds
-            due = rebuilt or index.unsaved >= SNAPSHOT_MIN_CHANGES or not path.exists()
+            due = closing or rebuilt or index.unsaved >= SNAPSHOT_MIN_CHANGES or not path.exists()
             if not (force or (due and index.unsaved)):
                 return False
-            taken = snapshot.capture(index, str(self.collection.id))
+            taken = snapshot.capture(index, str(self.collection.id), self._seen)
             self._saved_rebuilds = index.lexical.rebuilds
         snapshot.write(taken, path)
         return True
@@ -365,7 +367,7 @@ class AccessFlusher:
         for sync in self._projects():
             sync.flush_access()
             try:
-                sync.save_snapshot()
+                sync.save_snapshot(closing=True)
             except OSError:  # a cache: the next process loads from Chroma instead
                 logger.warning("could not save a memory snapshot", exc_info=True)
         return True
