@@ -14,15 +14,18 @@ import argparse
 import random
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import bm25s
 import numpy as np
-from benchmarks.memory_bench import MODULES, QUERIES, generate
 
 from atom_agent.memory.lexical import tokenize
+
+sys.path.insert(0, str(Path(__file__).parent))  # run as a script: its sibling module
+from memory_bench import MODULES, QUERIES, generate  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -48,7 +49,8 @@ BAR_MARGIN = 0.05
 
 def pad(manager: MemoryManager, session: SessionContext, count: int, cache: Path | None) -> None:
     """Add `count` unlabelled memories (memory_bench's generator) as distractors."""
-    from benchmarks.memory_bench import embed_all, generate
+    sys.path.insert(0, str(Path(__file__).parent))  # run as a script: its sibling module
+    from memory_bench import embed_all, generate
 
     texts, kinds, conf, _ = generate(100_000, 7)  # the order memory_bench caches vectors in
     if count > len(texts):
