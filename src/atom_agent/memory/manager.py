@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -57,10 +58,17 @@ class MemoryManager:
     def __init__(self, backend: ChromaBackend, *, promotion_threshold: float = 0.7) -> None:
         self.backend = backend
         self.promotion_threshold = check_unit(promotion_threshold, "promotion_threshold")
-        self.embedder = Embedder.shared()
+        # The model loads (≈ 0.3 s) in the background while the first call loads its project's
+        # mirror: a fresh process's first recall waits for the slower of the two, not both.
+        threading.Thread(target=_load_embedder, name="atom-embedder-load", daemon=True).start()
         self._projects: dict[str, ProjectSync] = {}
         # Access counts are written by a background thread so that recall never waits on a write.
         self._flusher = AccessFlusher(lambda: list(self._projects.values()))
+
+    @property
+    def embedder(self) -> Embedder:
+        """The process's embedding model (waits for it if it is still loading)."""
+        return Embedder.shared()
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -399,8 +407,9 @@ class MemoryManager:
         floor = check_unit(min_confidence, "min_confidence")
         limit = check_limit(limit)
         text = optional_text(query, "query")
-        vector = self.embedder.embed_query(text) if text else None
         sync = self._sync(session.project_id)
+        sync.index()  # a first call loads the mirror meanwhile the model finishes loading
+        vector = self.embedder.embed_query(text) if text else None
         now = time.time()
         with self.backend.lock:
             index = sync.index()
@@ -513,6 +522,13 @@ class MemoryManager:
         removed = self._sync(project_id).sweep(time.time())
         emit("memory.sweep", project_id=project_id, count=removed)
         return removed
+
+
+def _load_embedder() -> None:
+    try:
+        Embedder.shared()
+    except Exception:  # noqa: BLE001 - the first real use loads it again and raises to its caller
+        logger.debug("preloading the embedding model failed", exc_info=True)
 
 
 def _ms(started: float) -> float:

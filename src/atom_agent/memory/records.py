@@ -125,7 +125,19 @@ def validate_content(content: object) -> str:
             f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}: "
             f"store a shorter, factual statement"
         )
-    return content.strip()
+    return check_unicode(content.strip(), "content")
+
+
+def check_unicode(text: str, name: str) -> str:
+    """`text` if it encodes as UTF-8; text with a lone surrogate is rejected clearly."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MemoryValidationError(
+            f"{name} is not valid Unicode text: a lone surrogate {text[exc.start]!r} at"
+            f" position {exc.start}"
+        ) from None
+    return text
 
 
 def validate_type(value: object, *, allow_all: bool = False) -> str:
@@ -176,7 +188,7 @@ def optional_text(value: object, name: str) -> str | None:
     text = value.strip()
     if len(text) > MAX_CONTENT_CHARS:
         raise MemoryValidationError(f"{name} is longer than {MAX_CONTENT_CHARS} characters")
-    return text or None
+    return check_unicode(text, name) or None
 
 
 def _number(value: object, name: str) -> float:

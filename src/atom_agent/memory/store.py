@@ -50,10 +50,14 @@ class ChromaBackend:
     meta collection.
     """
 
-    def __init__(self, client: Any, *, path: Path | None, url: str | None) -> None:
+    def __init__(
+        self, client: Any, *, path: Path | None, url: str | None, cache: Path | None = None
+    ) -> None:
         self.client = client
         self.path = path
         self.url = url
+        self.cache = cache if cache is not None else path
+        """Where mirror snapshots live (``<workspace>/memory``; a subfolder for a server)."""
         self.embedding_function = MiniLMInt8EmbeddingFunction()
         self.lock = threading.RLock()
         """Guards collection handles and in-memory mirrors; held briefly, never around writes."""
@@ -81,12 +85,18 @@ class ChromaBackend:
                 client.heartbeat()
             except Exception as exc:  # chromadb raises assorted transport errors
                 raise MemoryStoreError(f"cannot reach the Chroma server at {url}: {exc}") from exc
-            return cls(client, path=None, url=url)
+            digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+            cache = Path(workspace) / "memory" / f".server-{digest}"
+            return cls(client, path=None, url=url, cache=cache)
         path = Path(workspace) / "memory"
         path.mkdir(parents=True, exist_ok=True)
         return cls(
             chromadb.PersistentClient(path=str(path), settings=settings), path=path, url=None
         )
+
+    def snapshot_path(self, name: str) -> Path | None:
+        """The snapshot file of collection `name`'s mirror (None: no local cache)."""
+        return None if self.cache is None else self.cache / f".{name}.mirror.npz"
 
     @property
     def where(self) -> str:
