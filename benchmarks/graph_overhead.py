@@ -49,7 +49,13 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
-from tests.unit.graph.scripts import ExecutorScript, models, passing_attempt, step  # noqa: E402
+from tests.unit.graph.scripts import (  # noqa: E402
+    ExecutorScript,
+    models,
+    passing_attempt,
+    planner_model,
+    step,
+)
 
 from atom_agent import Context, run_task  # noqa: E402
 from atom_agent import services as services_module  # noqa: E402
@@ -229,6 +235,7 @@ def scripted_models() -> dict[str, TimedModel]:
     plan = Plan(steps=[step(f"s{i}") for i in range(STEPS)])
     executor = ExecutorScript({(f"s{i}", 1): passing_attempt() for i in range(STEPS)})
     roles = models([plan], executor)
+    roles["planner"] = planner_model([plan], cycle=True)
     return {
         role: TimedModel(responses=m.responses, respond=m.respond, cycle=True)
         for role, m in roles.items()

@@ -122,12 +122,16 @@ CONTRACT_REQUEST = "Before any code exists, write the tests for"
 
 
 def planner_model(
-    plans: Sequence[Plan | AIMessage], contracts: Sequence[str] = (), **kwargs: Any
+    plans: Sequence[Plan | AIMessage],
+    contracts: Sequence[str] = (),
+    *,
+    cycle: bool = False,
+    **kwargs: Any,
 ) -> ScriptedChatModel:
     """Plans in turn for planning calls; `contracts` (test code) in turn for contract calls.
 
     A contract call beyond `contracts` gets a reply without asserts: the step keeps no checks
-    and is proved by its tests, as before contracts existed.
+    and is proved by its tests, as before contracts existed. With `cycle`, the plans repeat.
     """
     queue, tests = list(plans), list(contracts)
 
@@ -135,6 +139,8 @@ def planner_model(
         if CONTRACT_REQUEST in str(messages[-1].content):
             code = tests.pop(0) if tests else "# no asserts\n"
             return AIMessage(content=f"```python\n{code}```")
+        if not queue and cycle:
+            queue.extend(plans)
         if not queue:
             raise AssertionError("the planner was asked for more plans than scripted")
         reply = queue.pop(0)
