@@ -13,6 +13,7 @@ import ast
 import doctest
 import re
 import textwrap
+from collections.abc import Iterator
 
 from atom_agent.checks.names import code_blocks, named_in_text
 from atom_agent.state import Check
@@ -213,15 +214,9 @@ def _such_as(text: str, functions: list[str]) -> list[tuple[str, str, list[str]]
     return out
 
 
-def _expression_prefix(value: str) -> str:
-    """The Python expression `value` starts with, without trailing prose ('' if none).
-
-    Scans at bracket depth 0 outside strings and stops at a comma, semicolon or line end, or
-    at a space followed by a word once what came before parses ("2 and f(3) == 4" → "2").
-    """
-    text = value.strip()
-    depth, quote, i = 0, "", 0
-    end = len(text)
+def _outside_strings(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, bracket depth after it) for each character outside string literals."""
+    depth, quote, i = 0, "", start
     while i < len(text):
         ch = text[i]
         if quote:
@@ -232,21 +227,30 @@ def _expression_prefix(value: str) -> str:
                 quote = ""
         elif ch in "'\"":
             quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            if depth == 0:
-                end = i
-                break
-            depth -= 1
-        elif depth == 0 and ch in ",;\n":
+        else:
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+            yield i, ch, depth
+        i += 1
+
+
+def _expression_prefix(value: str) -> str:
+    """The Python expression `value` starts with, without trailing prose ('' if none).
+
+    Scans at bracket depth 0 outside strings and stops at a comma, semicolon or line end, or
+    at a space followed by a word once what came before parses ("2 and f(3) == 4" → "2").
+    """
+    text = value.strip()
+    end = len(text)
+    for i, ch, depth in _outside_strings(text):
+        if depth < 0 or (depth == 0 and ch in ",;\n"):
             end = i
             break
-        elif depth == 0 and ch == " " and i + 1 < len(text) and (text[i + 1].isalpha()):
-            if _parses(text[:i].strip()):
-                end = i
-                break
-        i += 1
+        if depth == 0 and ch == " " and text[i + 1 : i + 2].isalpha() and _parses(text[:i].strip()):
+            end = i
+            break
     candidate = text[:end].strip()
     while candidate and candidate[-1] in ".:" and not _parses(candidate):
         candidate = candidate[:-1].rstrip()
@@ -257,42 +261,18 @@ def _expression_prefix(value: str) -> str:
 
 def _closing(text: str, open_at: int) -> int | None:
     """Index of the parenthesis closing the one at `open_at` (strings respected)."""
-    depth, quote, i = 0, "", open_at
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i
-        elif ch == "\n" and depth > 3:
+    for i, ch, depth in _outside_strings(text, open_at):
+        if ch in ")]}" and depth == 0:
+            return i
+        if ch == "\n" and depth > 3:
             return None
-        i += 1
     return None
 
 
 def _split_top_level(text: str) -> list[str]:
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote and text[i - 1] != "\\":
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
+    parts, start = [], 0
+    for i, ch, depth in _outside_strings(text):
+        if ch == "," and depth == 0:
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
