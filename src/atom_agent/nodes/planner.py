@@ -118,6 +118,13 @@ def make_planner(models: Models | None) -> Any:
                     prompts.PLANNER_INVALID.format(problems="\n".join(f"- {p}" for p in problems))
                 )
             )
+        reason = "replan" if replan_text else "initial plan"
+        if plan is None and not replan_text:
+            # Never worse than asking once: a task the planner cannot split is done as one
+            # step (the whole task, its contract from the task's examples or the model).
+            plan = finalize_plan(single_step_plan(state["task"]), state["task"])
+            reason = f"initial plan: one step, the planner's plans were invalid ({problems[0]})"
+            emit("plan.fallback", run_id=state["run_id"], problems=problems)
         if plan is not None:
             plan, contracts = write_contracts(
                 model, state["task"], plan, skip={s.id for s in committed}
@@ -129,7 +136,7 @@ def make_planner(models: Models | None) -> Any:
                 problems
             )
             return {"status": "failed", "stop_reason": reason, "usage": usage}
-        return _accept(svc, state, run, plan, "replan" if replan_text else "initial plan", usage)
+        return _accept(svc, state, run, plan, reason, usage)
 
     return planner
 
@@ -193,7 +200,10 @@ SINGLE_STEP_CRITERIA = (
 
 
 def single_step_plan(task: str) -> Plan:
-    """The plan of a task held to one step (``max_plan_steps=1``): the step is the task.
+    """The plan of a task done as one step: the step is the task.
+
+    Used when the plan is held to one step (``max_plan_steps=1``), when the task is one unit
+    (one function or class), and when the planner gave no valid plan.
 
     A model asked to plan one function only restates it (and small models still split it in
     two); the first replan, which has a failure to learn from, goes to the model.
@@ -212,7 +222,7 @@ def single_step_plan(task: str) -> Plan:
                 defines=task_names(task),
             )
         ],
-        rationale="max_plan_steps=1: the whole task is one step",
+        rationale="the whole task is one step",
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -167,10 +168,28 @@ def test_an_invalid_plan_is_sent_back_with_the_reasons(ctx: Context) -> None:
     assert "the dependencies form a cycle: a -> b -> a" in str(retry.content)
 
 
-def test_a_planner_that_never_gives_a_valid_plan_fails_the_run(ctx: Context) -> None:
+def test_a_planner_that_never_gives_a_valid_plan_leaves_the_task_as_one_step(
+    ctx: Context,
+) -> None:
     no_criteria = Plan(steps=[PlanStep(id="x", title="x", description="x", acceptance_criteria=[])])
-    outcome = run_task("t", ctx, models=models([no_criteria] * 3, ExecutorScript({})))
-    assert outcome.status == "failed"
+    executor = ExecutorScript({("step1", 1): passing_attempt()})
+    roles = models([no_criteria] * 3, executor)
+    outcome = run_task("Write add(a, b) and sub(a, b).", ctx, models=roles)
+
+    assert outcome.status == "done", outcome
+    assert outcome.step_status == {"step1": "committed"}
+    ws = Workspace(ctx.workspace)
+    (revision,) = ws.plan_revisions(ws.run(outcome.run_id))
+    assert revision["reason"].startswith("initial plan: one step, the planner's plans were invalid")
+    assert "has no acceptance criteria" in revision["reason"]
+
+
+def test_a_replan_that_never_gives_a_valid_plan_fails_the_run(ctx: Context) -> None:
+    no_criteria = Plan(steps=[PlanStep(id="x", title="x", description="x", acceptance_criteria=[])])
+    executor = ExecutorScript({("hard", n): failing_attempt() for n in (1, 2, 3)})
+    roles = models([Plan(steps=[step("hard")]), *[no_criteria] * 3], executor)
+    outcome = run_task("t", replace(ctx, max_attempts=1), models=roles)
+    assert outcome.status == "failed", outcome
     assert "no valid plan in 3 tries" in outcome.stop_reason
     assert "has no acceptance criteria" in outcome.stop_reason
 
