@@ -118,7 +118,8 @@ def learns_everything() -> dict[str, ScriptedChatModel]:
 def one_step() -> dict[str, ScriptedChatModel]:
     """A demo-like run: one step that passes at once."""
     _arm_kill_points()
-    out, _ = roles(Plan(steps=[adder_step()]), {("adder", 1): right_attempt()})
+    step = adder_step(criteria=("add(2, 3) == 5", "add has a docstring"))  # one is judged
+    out, _ = roles(Plan(steps=[step]), {("adder", 1): right_attempt()})
     return out
 
 
