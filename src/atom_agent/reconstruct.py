@@ -159,12 +159,19 @@ _NOTE_CHARS = 220
 def draft_notes(
     memory: MemoryManager | None, session: SessionContext, ctx: Context, step: PlanStep
 ) -> tuple[list[str], list[str]]:
-    """A few short lines of recalled memories for a draft prompt, and their ids."""
-    if memory is None:
+    """A few short lines of recalled memories for a draft prompt, and their ids.
+
+    Only memories that name what the step defines: a small model's prompt has no room for
+    loosely related ones (and a step that names nothing gets none).
+    """
+    if memory is None or not step.defines:
         return [], []
+    names = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in step.defines) + r")\b")
     lines: list[str] = []
     ids: list[str] = []
-    for record in recall_for_step(memory, session, ctx, step, DRAFT_NOTES):
+    for record in recall_for_step(memory, session, ctx, step, ctx.memory_recall_limit):
+        if len(ids) == DRAFT_NOTES or not names.search(record.content):
+            continue
         text = " ".join(record.content.split())
         lines.append(text if len(text) <= _NOTE_CHARS else text[:_NOTE_CHARS] + "…")
         ids.append(record.id)

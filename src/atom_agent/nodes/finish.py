@@ -42,8 +42,9 @@ def make_finish(models: Models | None) -> Any:
             reason += f" (criteria of committed steps: {verification})"
         promoted = _promote(svc, state)
         final = {**state, "status": status, "stop_reason": reason}
-        final["memories_written"] = [*(state.get("memories_written") or []), *promoted]
-        memories = memory_notes(svc, run, statuses, final["memories_written"])
+        written = [*(state.get("memories_written") or []), *promoted]
+        final["memories_written"] = written
+        memories = memory_notes(svc, run, statuses, written)
         final["memories"] = memories
         started = state.get("started_at") or time.time()
         svc.workspace.update_run(

@@ -164,7 +164,8 @@ def failure_lesson(
                 break
     tests = result.tests if result is not None else None
     if tests is not None and not tests_ok and not tests_suspect and (tests.failed or tests.errors):
-        parts.append(f"its tests failed: {first_failure(result)[:200]}")  # type: ignore[arg-type]
+        failure = " ".join(first_failure(result).split())  # type: ignore[arg-type]
+        parts.append(f"its tests failed: {failure[:200]}")
     if hard is not None and not hard.ok:
         parts.append("it hard-coded outputs: " + hard.summary().splitlines()[0][:200])
     if not parts:
@@ -259,8 +260,12 @@ def promote_once(
     so a finish node re-run after a crash does not promote it again.
     """
     working = WorkingMemory(session)
-    for c in candidates:
-        working.note(c["content"], type=c.get("type", "lesson_learned"), importance=c["importance"])
+    for noticed in candidates:
+        working.note(
+            noticed["content"],
+            type=noticed.get("type", "lesson_learned"),
+            importance=noticed["importance"],
+        )
     ids: list[str] = []
     for c in working.above(threshold):
         digest = hashlib.sha256(c.key.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -37,15 +37,16 @@ def adder_step(
     title: str = "add two numbers",
     description: str = "Implement add(a, b), the sum of two numbers.",
     criteria: tuple[str, ...] = ("add(2, 3) == 5",),
+    checks: bool = True,
 ) -> PlanStep:
-    """A step defining ``add``, proved by a contract check."""
+    """A step defining ``add``, proved by a contract check (or, without, by its tests)."""
     return PlanStep(
         id=step_id,
         title=title,
         description=description,
         acceptance_criteria=list(criteria),
         defines=["add"],
-        checks=[ADD_CHECK],
+        checks=[ADD_CHECK] if checks else [],
     )
 
 
@@ -97,13 +98,14 @@ def roles(plan: Plan, script: Script) -> tuple[dict[str, ScriptedChatModel], Exe
 
 
 def learns_everything() -> dict[str, ScriptedChatModel]:
-    """One step: attempt 1 fails its check, attempt 2 asks the user, attempt 3 passes.
+    """One step: attempt 1 fails its tests, attempt 2 asks the user, attempt 3 passes.
 
     The run writes a failure lesson, the step's interface, the reviewer's lesson and the
-    user's decision.
+    user's decision. No contract: the reflector proves the step by its tests (and the
+    reviewer), so the many runs of the crash test stay cheap.
     """
     _arm_kill_points()
-    step = adder_step(criteria=("add(2, 3) == 5", "add has a docstring"))
+    step = adder_step(criteria=("add(2, 3) == 5", "add has a docstring"), checks=False)
     out, _ = roles(
         Plan(steps=[step]),
         {
