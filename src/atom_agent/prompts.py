@@ -138,6 +138,12 @@ Code of earlier steps you can import:
 {dependencies}
 """
 
+DRAFT_MEMORIES = """
+Notes from earlier runs (hints only: where they disagree with the task or its examples, the \
+task wins):
+{notes}
+"""
+
 DRAFT_EARLIER = """
 An earlier attempt was rejected: {feedback}
 """

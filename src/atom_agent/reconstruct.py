@@ -17,7 +17,7 @@ from typing import Any
 
 from atom_agent import prompts
 from atom_agent.context import Context
-from atom_agent.memory import MemoryManager
+from atom_agent.memory import MemoryManager, MemoryRecord
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, PlanStep, outline
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
@@ -100,13 +100,7 @@ def reconstruct_context(
     memory_lines: list[str] = []
     memory_ids: list[str] = []
     if memory is not None:
-        query = f"{step.title}. {step.description}"
-        for record in memory.recall(
-            session,
-            query,
-            min_confidence=ctx.memory_min_confidence,
-            limit=ctx.memory_recall_limit,
-        ):
+        for record in recall_for_step(memory, session, ctx, step, ctx.memory_recall_limit):
             line = f"- [{record.type}, confidence {record.confidence:.2f}] {record.content}"
             if budget.take(line):
                 memory_lines.append(line)
@@ -140,6 +134,48 @@ def reconstruct_context(
         sections.append(prompts.EXECUTOR_TIER1.format(attempts="\n\n".join(tier1)))
     text = "\n\n".join(sections)
     return ExecutorPrompt(text, memory_ids, estimate_tokens(text), dropped)
+
+
+def recall_for_step(
+    memory: MemoryManager, session: SessionContext, ctx: Context, step: PlanStep, limit: int
+) -> list[MemoryRecord]:
+    """The project's long-term memories relevant to `step` (ranked by the memory manager).
+
+    The query is the step's title, description and the names it must define: lessons and
+    interfaces of earlier runs name the same functions.
+    """
+    names = " ".join(step.defines)
+    query = f"{step.title}. {step.description}" + (f" Defines: {names}" if names else "")
+    return memory.recall(
+        session, query[:2000], min_confidence=ctx.memory_min_confidence, limit=limit
+    )
+
+
+DRAFT_NOTES = 3
+"""Most memories in a draft prompt (small models: a few short lines, few tokens)."""
+_NOTE_CHARS = 220
+
+
+def draft_notes(
+    memory: MemoryManager | None, session: SessionContext, ctx: Context, step: PlanStep
+) -> tuple[list[str], list[str]]:
+    """A few short lines of recalled memories for a draft prompt, and their ids.
+
+    Only memories that name what the step defines: a small model's prompt has no room for
+    loosely related ones (and a step that names nothing gets none).
+    """
+    if memory is None or not step.defines:
+        return [], []
+    names = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in step.defines) + r")\b")
+    lines: list[str] = []
+    ids: list[str] = []
+    for record in recall_for_step(memory, session, ctx, step, ctx.memory_recall_limit):
+        if len(ids) == DRAFT_NOTES or not names.search(record.content):
+            continue
+        text = " ".join(record.content.split())
+        lines.append(text if len(text) <= _NOTE_CHARS else text[:_NOTE_CHARS] + "…")
+        ids.append(record.id)
+    return lines, ids
 
 
 def _dependency_entry(dep_id: str, path: Path) -> str:

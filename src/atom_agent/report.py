@@ -137,9 +137,7 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         *(artifacts or ["None committed."]),
         "",
     ]
-    written = state.get("memories_written") or []
-    lines += ["## Memories written", "", f"{len(written)} long-term memories"]
-    lines += [f"- `{m}`" for m in written[:50]]
+    lines += memory_lines(state)
     lines += [
         "",
         "## Usage",
@@ -152,3 +150,31 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         "",
     ]
     return "\n".join(lines)
+
+
+def memory_lines(state: dict[str, Any]) -> list[str]:
+    """The memories a run wrote and the memories its prompts recalled, with their ids.
+
+    Uses ``state["memories"]`` (``written`` / ``recalled`` notes: id, type, content) when the
+    finish node gathered them, else the bare ids of ``memories_written``.
+    """
+    notes = state.get("memories") or {}
+    written = notes.get("written")
+    if written is None:
+        written = [{"id": m} for m in dict.fromkeys(state.get("memories_written") or [])]
+    recalled = notes.get("recalled") or []
+    lines = ["## Memories written", "", f"{len(written)} long-term memories"]
+    lines += [_memory_line(m) for m in written[:50]]
+    lines += ["", "## Memories recalled", "", f"{len(recalled)} long-term memories in prompts"]
+    lines += [_memory_line(m) for m in recalled[:50]]
+    return lines
+
+
+def _memory_line(note: dict[str, Any]) -> str:
+    line = f"- `{note.get('id', '?')}`"
+    if note.get("type"):
+        line += f" ({note['type']})"
+    content = str(note.get("content") or "").replace("\n", " ")
+    if content:
+        line += " " + (content if len(content) <= 160 else content[:160] + "…")
+    return line

@@ -22,14 +22,13 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "memory", help="inspect and edit long-term memory", description=__doc__
     )
-    parser.add_argument("--workspace", help="workspace directory (default: $ATOM_WORKSPACE)")
-    parser.add_argument("--project", help="memory project (default: $ATOM_PROJECT_ID)")
-    parser.add_argument("--chroma-url", help="Chroma server URL (default: $ATOM_CHROMA_URL)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    _shared_options(parser)
     actions = parser.add_subparsers(dest="memory_action", metavar="ACTION", required=True)
 
     def action(name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
         sub: argparse.ArgumentParser = actions.add_parser(name, help=help)
+        # Also after the action (`memory list --workspace W`), as `runs list` takes them.
+        _shared_options(sub, default=argparse.SUPPRESS)
         sub.set_defaults(func=lambda args: _run(args, handler))
         return sub
 
@@ -54,6 +53,24 @@ def register(subparsers: Any) -> None:
     imp = action("import", _import, "load records exported before (a JSON list)")
     imp.add_argument("file", help="JSON file ('-' for stdin)")
     action("sweep", _sweep, "delete expired memories")
+
+
+def _shared_options(parser: argparse.ArgumentParser, default: Any = None) -> None:
+    parser.add_argument(
+        "--workspace", default=default, help="workspace directory (default: $ATOM_WORKSPACE)"
+    )
+    parser.add_argument(
+        "--project", default=default, help="memory project (default: $ATOM_PROJECT_ID)"
+    )
+    parser.add_argument(
+        "--chroma-url", default=default, help="Chroma server URL (default: $ATOM_CHROMA_URL)"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=False if default is None else default,
+        help="machine-readable output",
+    )
 
 
 def _run(args: argparse.Namespace, handler: Handler) -> int:

@@ -312,8 +312,10 @@ def new_record(session: SessionContext, item: Mapping[str, Any], now: float) -> 
     if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0):
         raise MemoryValidationError(f"ttl_s must be a positive number of seconds, got {ttl!r}")
     created = datetime.fromtimestamp(now, tz=UTC)
+    # A caller-chosen id makes a write idempotent: storing it twice upserts one record.
+    given = item.get("id")
     return MemoryRecord(
-        id=secrets.token_hex(12),
+        id=secrets.token_hex(12) if given is None else check_id(given, "id"),
         content=validate_content(item["content"]),
         type=MemoryType(validate_type(item.get("type", MemoryType.FACT))),
         confidence=clamp_unit(item.get("confidence", 0.8), "confidence"),

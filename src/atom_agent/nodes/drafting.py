@@ -135,12 +135,18 @@ def complete_from_task(code: str, task: str, defines: Sequence[str]) -> str:
 
 
 def draft_prompt(
-    task: str, plan: Plan, step: PlanStep, dependencies: dict[str, str], earlier: str
+    task: str,
+    plan: Plan,
+    step: PlanStep,
+    dependencies: dict[str, str],
+    earlier: str,
+    notes: Sequence[str] = (),
 ) -> str:
     """The draft request of one attempt.
 
     It holds the task, the step (when the plan has several), the dependencies' importable
-    names, and the last rejection's executed evidence.
+    names, a few notes recalled from earlier runs (hints the task's own examples outrank),
+    and the last rejection's executed evidence.
     """
     single = len(plan.steps) == 1
     step_text = (
@@ -160,6 +166,8 @@ def draft_prompt(
         else ""
     )
     earlier_text = prompts.DRAFT_EARLIER.format(feedback=earlier.strip()[:1200]) if earlier else ""
+    if notes:
+        deps += prompts.DRAFT_MEMORIES.format(notes="\n".join(f"- {n}" for n in notes))
     return prompts.DRAFT_TASK.format(
         task=task.strip(), step=step_text, dependencies=deps, earlier=earlier_text
     )

@@ -24,7 +24,7 @@ from atom_agent.checks.examples import ExamplesReport, run_examples, task_exampl
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError
 from atom_agent.models.profiles import ModelProfile, profile_for
-from atom_agent.reconstruct import reconstruct_context
+from atom_agent.reconstruct import draft_notes, reconstruct_context
 from atom_agent.services import Models, Services
 from atom_agent.session import SessionContext
 from atom_agent.state import Check, State
@@ -156,8 +156,14 @@ def make_executor(models: Models | None) -> Any:
             if not check_problems(c, defines=step.defines, available=available)
         ]
         # A draft is only worth more than a tool loop when a contract can prove it.
+        # Recalled memories reach the draft prompt too (small models never see tier 2).
+        notes, note_ids = (
+            draft_notes(svc.memory, session, ctx, step)
+            if profile.draft_first and runnable
+            else ([], [])
+        )
         drafts = (
-            _draft(svc, state["task"], plan, step, step_ref, attempt, scope, model, runnable)
+            _draft(svc, state["task"], plan, step, step_ref, attempt, scope, model, runnable, notes)
             if profile.draft_first and runnable
             else None
         )
@@ -181,7 +187,7 @@ def make_executor(models: Models | None) -> Any:
                 "attempts": {step.id: attempt.n},
                 "usage": usage_of(messages, model_name_of(model)),
                 "question": None,
-                "used_memories": [],
+                "used_memories": note_ids,
             }
         prompt = reconstruct_context(
             ctx=ctx,
@@ -240,7 +246,7 @@ def make_executor(models: Models | None) -> Any:
             "attempts": {step.id: attempt.n},
             "usage": usage_of(messages, model_name_of(model)),
             "question": question,
-            "used_memories": prompt.memory_ids,
+            "used_memories": list(dict.fromkeys([*note_ids, *prompt.memory_ids])),
         }
 
     return executor
@@ -331,11 +337,13 @@ def _draft(
     scope: AttemptScope,
     model: BaseChatModel,
     checks: list[Check],
+    notes: list[str],
 ) -> Drafts:
     """The attempt's drafts; the best goes to staging with the contract's tests beside it."""
     artifacts = svc.workspace.dependency_artifacts(step_ref)
     deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
-    prompt = draft_prompt(task, plan, step, deps, _last_feedback(svc.workspace, step_ref, attempt))
+    earlier = _last_feedback(svc.workspace, step_ref, attempt)
+    prompt = draft_prompt(task, plan, step, deps, earlier, notes)
     available = available_names(artifacts)
     profile = profile_for(model, svc.ctx.model_profile)
     drafts = write_drafts(

@@ -11,7 +11,6 @@ from langgraph.runtime import Runtime
 
 from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
-from atom_agent.memory import WorkingMemory
 from atom_agent.report import criteria_summary, render_report
 from atom_agent.services import Models
 from atom_agent.session import SessionContext
@@ -19,6 +18,7 @@ from atom_agent.state import RunStatus, State
 from atom_agent.telemetry import emit
 
 from .common import exhausted_budget, run_ref, services
+from .learning import promote_once, record_decisions
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,10 @@ def make_finish(models: Models | None) -> Any:
             reason += f" (criteria of committed steps: {verification})"
         promoted = _promote(svc, state)
         final = {**state, "status": status, "stop_reason": reason}
-        final["memories_written"] = [*(state.get("memories_written") or []), *promoted]
+        written = [*(state.get("memories_written") or []), *promoted]
+        final["memories_written"] = written
+        memories = memory_notes(svc, run, statuses, written)
+        final["memories"] = memories
         started = state.get("started_at") or time.time()
         svc.workspace.update_run(
             run,
@@ -53,6 +56,7 @@ def make_finish(models: Models | None) -> Any:
             usage=dict(state.get("usage") or {}),
             steps=statuses,
             verification=verification,
+            memories=memories,
         )
         report = svc.workspace.write_report(run, render_report(svc.workspace, run, final))
         emit("run.finish", run_id=state["run_id"], status=status, reason=reason, report=str(report))
@@ -87,19 +91,50 @@ def _outcome(statuses: Mapping[str, str], budget: str | None, reason: str) -> tu
 
 
 def _promote(svc: Any, state: State) -> list[str]:
-    """Promote working-memory candidates at or above the threshold; returns the new ids."""
-    candidates = state.get("candidates") or []
-    if not candidates:
-        return []
+    """The user's decisions, then working-memory candidates at or above the threshold.
+
+    Both are keyed by run (and answer / content), so a finish re-run after a crash writes
+    nothing twice. Returns the ids.
+    """
     session = SessionContext(
         session_id=state["run_id"], project_id=svc.ctx.project_id, run_id=state["run_id"]
     )
-    working = WorkingMemory(session)
-    for c in candidates:
-        working.note(c["content"], type=c.get("type", "lesson_learned"), importance=c["importance"])
-    try:
-        records = svc.memory.promote(session, working, threshold=svc.ctx.memory_promotion_threshold)
-    except AtomAgentError as exc:
-        logger.warning("promotion of working memory failed: %s", exc)
-        return []
-    return [r.id for r in records]
+    ids = record_decisions(svc.memory, session, state.get("answers") or [])
+    candidates = state.get("candidates") or []
+    if candidates:
+        ids += promote_once(svc.memory, session, candidates, svc.ctx.memory_promotion_threshold)
+    return ids
+
+
+def memory_notes(
+    svc: Any, run: Any, statuses: Mapping[str, str], written: list[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """The memories a run wrote and those its prompts recalled (id, type, content).
+
+    For run.json and report.md; the recalled ids come from the attempts' verdicts.
+    """
+    recalled: list[str] = []
+    for step_id in statuses:
+        try:
+            attempts = svc.workspace.list_attempts(svc.workspace.step(run, step_id))
+        except AtomAgentError:
+            continue
+        for attempt in attempts:
+            if attempt.verdict_json.exists():
+                recalled += svc.workspace.read_verdict(attempt).get("memories_recalled") or []
+    session = SessionContext(session_id=run.run_id, project_id=svc.ctx.project_id)
+
+    def notes(ids: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for memory_id in dict.fromkeys(ids):
+            try:
+                record = svc.memory.get(session, memory_id)
+            except AtomAgentError:  # forgotten or expired since
+                out.append({"id": memory_id, "type": "?", "content": "(no longer stored)"})
+                continue
+            out.append(
+                {"id": record.id, "type": record.type.value, "content": record.content[:300]}
+            )
+        return out
+
+    return {"written": notes(written), "recalled": notes(recalled)}

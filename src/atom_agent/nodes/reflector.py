@@ -55,6 +55,7 @@ from .evidence import (
     uncovered,
 )
 from .executor import DRAFTS_FILE
+from .learning import failure_lesson, record_interface, record_lesson
 
 logger = logging.getLogger(__name__)
 
@@ -171,6 +172,7 @@ def make_reflector(models: Models | None) -> Any:
             "criteria": criteria,
             "feedback": feedback,
             "lesson": judgement.lesson if judgement else "",
+            "memories_recalled": list(state.get("used_memories") or []),
         }
         svc.workspace.write_verdict(attempt, verdict)
         emit(
@@ -204,18 +206,30 @@ def make_reflector(models: Models | None) -> Any:
                 step_ref, status="committed", committed_attempt=attempt.n, verdict="passed"
             )
             _adjust(svc, session, used, up=True, evidence=f"step {step.id} passed its tests")
+            # Each write is keyed by (run, step, attempt, kind): a re-run after a crash adds none.
+            written += record_interface(svc.memory, session, step, step_ref.artifacts)
             if judgement is not None and judgement.lesson.strip():
-                record = svc.memory.remember(
+                written += record_lesson(
+                    svc.memory,
                     session,
-                    judgement.lesson.strip()[:2000],
-                    type="lesson_learned",
+                    "lesson",
+                    judgement.lesson,
                     confidence=0.7,
-                    source_type="reflector",
                     rationale=f"learned while committing step {step.id!r}",
                 )
-                written.append(record.id)
             update["step_status"] = {**statuses, step.id: "committed"}
         else:
+            lesson = failure_lesson(
+                step, contract, suspect, result, tests_ok, testimony.tests_suspect, hard
+            )
+            written += record_lesson(
+                svc.memory,
+                session,
+                "failure",
+                lesson,
+                confidence=0.6,
+                rationale=f"executed evidence of step {step.id!r}, attempt {attempt.n}",
+            )
             if result is not None and result.tests is not None and result.tests.failed:
                 candidates.append(
                     {

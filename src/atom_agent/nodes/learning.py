@@ -1,0 +1,290 @@
+"""What a run learns for the next one: failures with evidence, interfaces, the user's decisions.
+
+Every write is idempotent (keyed by run, step, attempt and kind), small, and
+deduplicated against what the project already remembers.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from atom_agent.checks.contract import ContractReport
+from atom_agent.errors import AtomAgentError
+from atom_agent.memory import MemoryManager, MemoryRecord, WorkingMemory
+from atom_agent.memory.idempotent import memory_key, remember_once
+from atom_agent.sandbox import RunResult
+from atom_agent.session import SessionContext
+from atom_agent.state import PlanStep
+
+from .evidence import first_failure
+
+logger = logging.getLogger(__name__)
+
+INTERFACE_TAG = "interface of step "
+"""Rationale prefix of an interface memory; the defined names follow ``names:``."""
+_MAX_LINES = 14
+_LINE_CHARS = 160
+_FAILED = ("failed", "error", "timeout")
+
+
+# --- interfaces ----------------------------------------------------------------------------------
+
+
+def interface_lines(source: str) -> list[str]:
+    """The public top-level names of a module: signature and first docstring line, read with ast.
+
+    Classes list their constructor and public methods, indented. Unparsable code gives [].
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    lines: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _public(node.name):
+            lines.append(_signature(node) + _doc(node))
+        elif isinstance(node, ast.ClassDef) and _public(node.name):
+            bases = ", ".join(ast.unparse(b) for b in node.bases)
+            lines.append(f"class {node.name}" + (f"({bases})" if bases else "") + _doc(node))
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                    _public(item.name) or item.name == "__init__"
+                ):
+                    lines.append("    " + _signature(item) + _doc(item))
+    return [line[:_LINE_CHARS] for line in lines[:_MAX_LINES]]
+
+
+def _public(name: str) -> bool:
+    return not name.startswith("_")
+
+
+def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+    returns = f" -> {ast.unparse(node.returns)}" if node.returns is not None else ""
+    return f"{prefix} {node.name}({ast.unparse(node.args)}){returns}"
+
+
+def _doc(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:
+    doc = ast.get_docstring(node)
+    first = doc.strip().splitlines()[0].strip() if doc and doc.strip() else ""
+    return f" — {first[:100]}" if first else ""
+
+
+def _names(lines: Iterable[str]) -> list[str]:
+    found = (re.match(r"(?:async def|def|class) (\w+)", line) for line in lines)
+    return [m.group(1) for m in found if m]
+
+
+def record_interface(
+    memory: MemoryManager, session: SessionContext, step: PlanStep, artifacts: Path
+) -> list[str]:
+    """Remember what a committed step's ``impl.py`` exposes; supersede older memories of it.
+
+    An older interface memory whose names are all among the new one's is superseded by it (the
+    new commit is what the code now is). Returns the id written ([] when nothing is exposed).
+    """
+    impl = artifacts / "impl.py"
+    if not impl.is_file():
+        return []
+    lines = interface_lines(impl.read_text(encoding="utf-8", errors="replace"))
+    names = _names(line for line in lines if not line.startswith(" "))
+    if not names:
+        return []
+    content = f"Code committed for '{step.title[:80]}' (impl.py) defines:\n" + "\n".join(
+        f"- {line.strip() if not line.startswith(' ') else '  ' + line.strip()}" for line in lines
+    )
+    written = remember_once(
+        memory,
+        session,
+        "interface",
+        {
+            "content": content[:2000],
+            "type": "fact",
+            "confidence": 0.9,  # read from code that passed its checks
+            "source_type": "reflector",
+            "importance": 0.6,
+            "rationale": f"{INTERFACE_TAG}{step.id}; names: {', '.join(names)}",
+        },
+    )
+    _supersede_older(memory, session, written.record, set(names))
+    return [written.record.id]
+
+
+def _supersede_older(
+    memory: MemoryManager, session: SessionContext, new: MemoryRecord, names: set[str]
+) -> None:
+    # Runs again after a crash: what it superseded already is out of recall, so nothing repeats.
+    older = memory.recall(
+        session, " ".join(sorted(names)), type="fact", min_confidence=0.0, limit=20
+    )
+    for record in older:
+        why = record.rationale or ""
+        if record.id == new.id or not why.startswith(INTERFACE_TAG) or "names: " not in why:
+            continue
+        theirs = {n.strip() for n in why.split("names: ", 1)[1].split(",") if n.strip()}
+        if theirs and theirs <= names:
+            memory.forget(
+                session,
+                record.id,
+                reason="a later commit of the same interface",
+                replacement_id=new.id,
+            )
+
+
+# --- failures ------------------------------------------------------------------------------------
+
+
+def failure_lesson(
+    step: PlanStep,
+    contract: ContractReport | None,
+    suspect: set[int],
+    result: RunResult | None,
+    tests_ok: bool,
+    tests_suspect: bool,
+    hard: Any,
+) -> str:
+    """Why an attempt was rejected, from executed evidence only ('' when none ran).
+
+    Names the failing checks with what the code gave, the first failing test, or the
+    hard-coding found; not what a model merely judged.
+    """
+    parts: list[str] = []
+    if contract is not None:
+        for i, r in enumerate(contract.results):
+            if i in suspect or r.status not in _FAILED:
+                continue
+            parts.append(f"check `{r.check.describe()[:160]}` {(r.reason or r.got)[:160]}")
+            if len(parts) == 3:
+                break
+    tests = result.tests if result is not None else None
+    if tests is not None and not tests_ok and not tests_suspect and (tests.failed or tests.errors):
+        failure = " ".join(first_failure(result).split())  # type: ignore[arg-type]
+        parts.append(f"its tests failed: {failure[:200]}")
+    if hard is not None and not hard.ok:
+        parts.append("it hard-coded outputs: " + hard.summary().splitlines()[0][:200])
+    if not parts:
+        return ""
+    defines = f" ({', '.join(step.defines)})" if step.defines else ""
+    return f"In '{step.title[:80]}'{defines}, code was rejected: " + "; ".join(parts)
+
+
+def record_lesson(
+    memory: MemoryManager,
+    session: SessionContext,
+    kind: str,
+    content: str,
+    *,
+    confidence: float,
+    rationale: str,
+) -> list[str]:
+    """Remember a lesson once; an identical live lesson of the project makes it a no-op."""
+    text = content.strip()[:2000]
+    if not text:
+        return []
+    same = [
+        r
+        for r in memory.recall(session, text, type="lesson_learned", min_confidence=0.0, limit=5)
+        if _norm(r.content) == _norm(text)
+    ]
+    key = memory_key(session, kind)
+    if any(r.id == key for r in same):
+        return [key]  # this very write, made before a crash
+    if same:
+        return []  # learned already (an earlier attempt or run)
+    written = remember_once(
+        memory,
+        session,
+        kind,
+        {
+            "content": text,
+            "type": "lesson_learned",
+            "confidence": confidence,
+            "source_type": "reflector",
+            "importance": 0.6,
+            "rationale": rationale,
+        },
+    )
+    return [written.record.id]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+# --- the finish node: the user's decisions, promoted candidates ----------------------------------
+
+
+def record_decisions(
+    memory: MemoryManager, session: SessionContext, answers: Iterable[Mapping[str, str]]
+) -> list[str]:
+    """Remember each answer the user gave in ``ask_user`` as a decision (the i-th answer once)."""
+    ids: list[str] = []
+    for i, answer in enumerate(answers):
+        question = str(answer.get("question", "")).strip()[:600]
+        reply = str(answer.get("answer", "")).strip()[:1000]
+        if not reply:
+            continue
+        asked = f" (asked: {question})" if question else ""
+        written = remember_once(
+            memory,
+            session,
+            f"decision-{i}",
+            {
+                "content": f"The user decided: {reply}{asked}",
+                "type": "decision",
+                "confidence": 0.9,
+                "source_type": "user",
+                "importance": 0.7,
+                "rationale": "answer to a question the agent asked during a run",
+            },
+        )
+        ids.append(written.record.id)
+    return ids
+
+
+def promote_once(
+    memory: MemoryManager,
+    session: SessionContext,
+    candidates: Iterable[Mapping[str, Any]],
+    threshold: float,
+) -> list[str]:
+    """Promote working-memory candidates at or above `threshold`, each once per run.
+
+    Like :meth:`MemoryManager.promote`, but each promoted record's id is keyed by its content,
+    so a finish node re-run after a crash does not promote it again.
+    """
+    working = WorkingMemory(session)
+    for noticed in candidates:
+        working.note(
+            noticed["content"],
+            type=noticed.get("type", "lesson_learned"),
+            importance=noticed["importance"],
+        )
+    ids: list[str] = []
+    for c in working.above(threshold):
+        digest = hashlib.sha256(c.key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        try:
+            written = remember_once(
+                memory,
+                session,
+                f"promoted-{digest}",
+                {
+                    "content": c.content,
+                    "type": c.type,
+                    "confidence": c.confidence,
+                    "rationale": c.rationale,
+                    "importance": c.importance,
+                    "source_type": "system",
+                },
+            )
+        except AtomAgentError as exc:
+            logger.warning("promotion of a working-memory candidate failed: %s", exc)
+            continue
+        ids.append(written.record.id)
+    return ids

@@ -1,0 +1,261 @@
+"""Runs that learn, visibly: what a run writes, what the next run recalls, and writes that a
+crash (an injected fault or a real SIGKILL) right after any of them does not repeat.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from langchain_core.messages import BaseMessage
+
+from atom_agent import Context, resume_run, run_task
+from atom_agent.memory import MemoryManager
+from atom_agent.nodes.learning import interface_lines
+from atom_agent.services import close_all
+from atom_agent.session import SessionContext
+from atom_agent.state import Plan, PlanStep
+from atom_agent.testing import ScriptedChatModel
+from atom_agent.workspace import Workspace
+
+from . import learning_factory as lf
+from .scripts import planner_model
+
+REPO = Path(__file__).resolve().parents[3]
+CLI = [sys.executable, "-m", "atom_agent.cli"]
+SMALL_NAME = "qwen2.5-coder:1.5b"
+TIMES = "def add(a, b):\n    return a * b\n"
+FAILURE = "check `add(2, 3) == 5` expected 5, got -1"
+
+
+def _memories(ctx: Context) -> list[dict[str, object]]:
+    manager = MemoryManager.from_context(ctx)
+    try:
+        return manager.export(SessionContext(session_id="check", project_id=ctx.project_id))
+    finally:
+        manager.close()
+
+
+def _run_json(ctx: Context, run_id: str) -> dict[str, object]:
+    ws = Workspace(ctx.workspace)
+    return ws.read_run(ws.run(run_id))
+
+
+def test_the_interface_is_read_from_the_code() -> None:
+    source = (
+        '"""Module."""\nimport os\n\nLIMIT = 3\n\n'
+        "def add(a: int, b: int = 1) -> int:\n"
+        '    """Add two numbers.\n\n    More text.\n    """\n    return a + b\n\n'
+        "def _helper():\n    pass\n\n"
+        "class Cache(dict):\n"
+        '    """An LRU cache."""\n'
+        "    def __init__(self, capacity):\n        self.capacity = capacity\n"
+        "    def get(self, key, default=None):\n        return default\n"
+        "    def _evict(self):\n        pass\n\n"
+        "async def fetch(url, *, timeout=5.0):\n    return url\n"
+    )
+    assert interface_lines(source) == [
+        "def add(a: int, b: int=1) -> int — Add two numbers.",
+        "class Cache(dict) — An LRU cache.",
+        "    def __init__(self, capacity)",
+        "    def get(self, key, default=None)",
+        "async def fetch(url, *, timeout=5.0)",
+    ]
+    assert interface_lines("def broken(:\n") == []
+
+
+def test_a_failure_of_run_a_reaches_the_prompt_of_a_related_run_b(tmp_path: Path) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    roles_a, _ = lf.roles(Plan(steps=[lf.adder_step()]), {("adder", 1): lf.wrong_attempt()})
+    run_a = run_task("Write the adder.", ctx, models=roles_a)
+    assert run_a.status == "failed"
+    (lesson,) = [m for m in _memories(ctx) if m["type"] == "lesson_learned"]
+    assert FAILURE in str(lesson["content"]) and "assert -1 == 5" in str(lesson["content"])
+    assert (lesson["source_type"], lesson["run_id"], lesson["step_id"], lesson["attempt"]) == (
+        "reflector", run_a.run_id, "adder", 1,
+    )  # fmt: skip
+    report_a = Path(str(run_a.report)).read_text()
+    written_a = report_a.split("## Memories written", 1)[1].split("## Memories recalled", 1)[0]
+    assert f"`{lesson['id']}` (lesson_learned)" in written_a
+
+    # Run B: another task, another step, the same function.
+    calc = PlanStep(
+        id="calc",
+        title="calculator addition",
+        description="The calculator's add(a, b) returns the sum of a and b.",
+        acceptance_criteria=["add(2, 3) == 5"],
+        defines=["add"],
+        checks=[lf.ADD_CHECK],
+    )
+    roles_b, executor_b = lf.roles(Plan(steps=[calc]), {("calc", 1): lf.right_attempt()})
+    run_b = run_task("Build a small calculator that adds.", ctx, models=roles_b)
+    assert run_b.status == "done"
+    prompt = executor_b.prompts[("calc", 1)]
+    tier2 = prompt.split("# What earlier work established", 1)[1]
+    assert FAILURE in tier2  # the lesson, in the executor prompt the model received
+    report_b = Path(str(run_b.report)).read_text()
+    recalled_b = report_b.split("## Memories recalled", 1)[1]
+    assert f"`{lesson['id']}` (lesson_learned)" in recalled_b
+    notes = _run_json(ctx, run_b.run_id)["memories"]
+    assert lesson["id"] in [m["id"] for m in notes["recalled"]]  # type: ignore[index]
+    assert [m["type"] for m in notes["written"]] == ["fact"]  # type: ignore[index]
+
+
+def test_a_small_model_gets_the_lesson_in_its_draft_prompt_after_the_task(
+    tmp_path: Path,
+) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    step = lf.adder_step()
+
+    def small(codes: list[str]) -> dict[str, ScriptedChatModel]:
+        queue = list(codes)
+
+        def respond(messages: list[BaseMessage]) -> object:
+            code = queue.pop(0) if len(queue) > 1 else queue[0]
+            return lf.AIMessage(content=f"```python\n{code}```")
+
+        return {
+            "planner": planner_model([Plan(steps=[step])]),
+            "executor": ScriptedChatModel(respond=respond, model_name=SMALL_NAME),
+            "reflector": ScriptedChatModel(responses=[]),
+        }
+
+    # The draft subtracts; independent witnesses disagree with it and with each other.
+    run_a = run_task("Write the adder.", ctx, models=small([lf.WRONG, TIMES, lf.WRONG]))
+    assert run_a.status == "failed"
+    manager = MemoryManager.from_context(ctx)
+    try:  # a confident memory about something else stays out of the small model's prompt
+        unrelated = SessionContext(session_id="user", project_id=ctx.project_id)
+        manager.remember(unrelated, "The calculator's parser reads numbers.", confidence=0.95)
+    finally:
+        manager.close()
+    roles_b = small([lf.RIGHT])
+    task_b = "Build the calculator's adder: the sum of 1 and 1 is 2."
+    run_b = run_task(task_b, ctx, models=roles_b)
+    assert run_b.status == "done"
+    prompt = str(roles_b["executor"].calls[0].messages[0].content)
+    notes = prompt.split("Notes from earlier runs", 1)[1]
+    assert FAILURE in notes and "parser" not in prompt
+    assert prompt.index(task_b) < prompt.index("Notes from earlier runs")  # the task comes first
+    assert len(notes.split("```python", 1)[0].strip().splitlines()) <= 5  # a few short lines
+    ws = Workspace(ctx.workspace)
+    verdict = ws.read_verdict(ws.attempt(ws.step(ws.run(run_b.run_id), "adder"), 1))
+    assert verdict["memories_recalled"]  # the draft's memories are accounted for
+
+
+def _drive(ctx: Context, run_id: str) -> str:
+    """Run the learning scenario to its end, resuming after every crash; returns the status."""
+    try:
+        outcome = run_task("Write the adder.", ctx, models=lf.learns_everything(), run_id=run_id)
+    except lf.Crash:
+        outcome = None
+    for _ in range(10):
+        if outcome is not None and outcome.status not in ("interrupted",):
+            return outcome.status
+        close_all()  # what a new process would start with
+        answer = lf.ANSWER if outcome is not None else None
+        if outcome is None:
+            ws = Workspace(ctx.workspace)
+            snapshot = json.loads((ws.runs_dir / run_id / "run.json").read_text())
+            assert snapshot["task"]
+        try:
+            outcome = resume_run(run_id, ctx, answer=answer, models=lf.learns_everything())
+        except lf.Crash:
+            outcome = None
+        except Exception as exc:  # waiting for the answer the killed process never gave
+            if "waiting for an answer" not in str(exc):
+                raise
+            outcome = resume_run(run_id, ctx, answer=lf.ANSWER, models=lf.learns_everything())
+    raise AssertionError("the run did not end")
+
+
+def _contents(ctx: Context) -> Counter[tuple[object, object]]:
+    return Counter((m["type"], m["content"]) for m in _memories(ctx))
+
+
+def test_a_crash_after_every_write_of_reflector_and_finish_duplicates_no_memory(
+    tmp_path: Path,
+) -> None:
+    def crash() -> None:
+        raise lf.Crash
+
+    clean = Context(workspace=str(tmp_path / "clean"), max_attempts=2, max_replans=0)
+    log = tmp_path / "clean.log"
+    lf.arm(log, 0, crash)
+    try:
+        assert _drive(clean, "r1") == "done"
+        writes = log.read_text().splitlines()
+        expected = _contents(clean)
+        assert sorted(t for t, _ in expected) == ["decision", "fact", "lesson_learned"] + [
+            "lesson_learned"
+        ]
+        assert set(writes) >= {
+            "reflector remember_many",
+            "reflector reinforce",
+            "reflector commit",
+            "finish remember_many",
+            "finish write_report",
+        }
+        for n in range(1, len(writes) + 1):
+            ctx = Context(workspace=str(tmp_path / f"k{n}"), max_attempts=2, max_replans=0)
+            lf.arm(tmp_path / f"k{n}.log", n, crash)
+            assert _drive(ctx, "r1") == "done", f"killed after write {n}: {writes[n - 1]}"
+            got = _contents(ctx)
+            assert got == expected, f"killed after write {n} ({writes[n - 1]}): {got}"
+            close_all()
+    finally:
+        lf.disarm()
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATOM_")}
+    env.update(
+        PYTHONPATH=str(REPO),
+        ATOM_WORKSPACE=str(tmp_path / "ws"),
+        ATOM_SANDBOX_TIMEOUT_S="30",
+        ATOM_MODELS_FACTORY="tests.unit.graph.learning_factory:one_step",
+        **extra,
+    )
+    return env
+
+
+def test_sigkill_right_after_the_reviewers_lesson_then_resume_writes_it_once(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "writes.log"
+    # Writes of the reflector: verdict, commit, step.json, the interface, the lesson (5th).
+    env = _env(tmp_path, ATOM_TEST_WRITES=str(log), ATOM_TEST_KILL_AT="5")
+    killed = subprocess.run(
+        [*CLI, "run", "Write the adder.", "--run-id", "k1"],
+        env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert log.read_text().splitlines()[-1] == "reflector remember_many"
+    resumed = subprocess.run(
+        [*CLI, "resume", "k1", "--json"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["status"] == "done"
+    ctx = Context(workspace=str(tmp_path / "ws"))
+    assert sorted(t for t, _ in _contents(ctx).elements()) == ["fact", "lesson_learned"]
+    assert _contents(ctx)[("lesson_learned", lf.LESSON)] == 1
+
+
+def test_memory_list_shows_what_a_one_step_run_learned(tmp_path: Path) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"))
+    outcome = run_task("Write the adder.", ctx, models=lf.one_step(), close_services=True)
+    assert outcome.status == "done"
+    listing = subprocess.run(
+        [*CLI, "memory", "list", "--workspace", str(tmp_path / "ws")],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert listing.returncode == 0, listing.stderr
+    assert "Code committed for 'add two numbers'" in listing.stdout
+    assert "def add(a, b) — Add two numbers." in listing.stdout
+    report = Path(str(outcome.report)).read_text()
+    assert "## Memories written" in report and "(fact) Code committed for" in report
