@@ -120,7 +120,9 @@ def run_humaneval(
         warmed = _run_arm(
             "warming", problems, out_dir / "warming.jsonl", warms, runner, limits, on_progress
         )
-    run_batch(tasks, out_dir / "results.jsonl", BatchOptions(ctx, concurrency, models=models))
+    # Problems are independent: one problem's lessons must not reach another's prompt.
+    options = BatchOptions(ctx, concurrency, isolated_memory=True, models=models)
+    run_batch(tasks, out_dir / "results.jsonl", options)
     results = _read_jsonl(out_dir / "results.jsonl")
     workspace = Workspace(Path(ctx.workspace).expanduser())
     rows: list[dict[str, Any]] = []

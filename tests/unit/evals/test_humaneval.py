@@ -14,8 +14,10 @@ from atom_agent import Context
 from atom_agent.errors import InvalidInputError
 from atom_agent.evals.humaneval import extract_code, load_problems, score
 from atom_agent.evals.runner import run_humaneval
+from atom_agent.memory import MemoryManager
 from atom_agent.sandbox import Limits, SubprocessRunner
 from atom_agent.services import close_all
+from atom_agent.session import SessionContext
 from atom_agent.state import Plan
 from atom_agent.testing import ScriptedChatModel
 
@@ -101,6 +103,17 @@ def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
     details = json.loads((tmp_path / "eval" / "eval.json").read_text())
     assert [r["agent_detail"] for r in details["problems"]] == ["check() passed"] * 2
     assert len((tmp_path / "eval" / "baseline.jsonl").read_text().splitlines()) == 2
+    # Problems are independent: what one run learned stays in that problem's memory project.
+    with MemoryManager.from_context(ctx) as memory:
+
+        def learned(project: str) -> list[str]:
+            session = SessionContext(session_id="eval-test", project_id=project)
+            return [r.content for r in memory.recall(session, min_confidence=0.0)]
+
+        assert learned(ctx.project_id) == []
+        for p in problems:
+            (interface,) = learned(f"{ctx.project_id}.{p.slug}")
+            assert f"def {p.entry_point}(" in interface
     # Run again (as after an interruption): nothing is asked or run twice, the figures hold.
     try:
         again = run_humaneval(problems, ctx, tmp_path / "eval", models=roles, warm=False)
