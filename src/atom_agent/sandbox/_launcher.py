@@ -222,8 +222,11 @@ def main(argv: list[str]) -> int:
     with open(argv[1], encoding="utf-8") as handle:
         cfg: dict[str, Any] = json.load(handle)
     _become_subreaper()
-    pid_cap = _cap_processes(int(cfg.get("max_processes", 0)) or 256)
-    private = os.getpid() == 1 and _own_proc()
+    # Under bubblewrap ("confined") the mounts are built read-only already and there are no
+    # capabilities to remount or to set pid_max with: nothing to do here.
+    confined = bool(cfg.get("confined"))
+    pid_cap = None if confined else _cap_processes(int(cfg.get("max_processes", 0)) or 256)
+    private = not confined and os.getpid() == 1 and _own_proc()
     read_only = _read_only_except(list(cfg.get("writable", []))) if private else False
     # Re-enter the working directory: the old handle points below the new bind mount.
     os.chdir(cfg.get("cwd") or os.getcwd())
