@@ -78,9 +78,12 @@ _KEPT_FLAGS = {
 _STAY_WRITABLE = ("/dev", "/proc")  # device nodes (/dev/null, /dev/shm) and our private /proc
 
 
-def _mount(libc: Any, source: str | None, target: str, flags: int) -> None:
+def _mount(
+    libc: Any, source: str | None, target: str, flags: int, fstype: str | None = None
+) -> None:
     src = source.encode() if source is not None else None
-    if libc.mount(src, target.encode(), None, flags, None) != 0:
+    kind = fstype.encode() if fstype is not None else None
+    if libc.mount(src, target.encode(), kind, flags, None) != 0:
         errno = _errno()
         raise OSError(errno, os.strerror(errno), target)
 
@@ -119,6 +122,11 @@ def _read_only_except(writable: list[str]) -> bool:
             _mount(libc, path, path, _MS_BIND | _MS_REC)
     except OSError:
         return False
+    if os.path.isdir("/dev/shm"):
+        try:  # a private /dev/shm: what the run writes there is not the host's and dies with it
+            _mount(libc, "tmpfs", "/dev/shm", _MS_NOSUID | _MS_NODEV, "tmpfs")
+        except OSError:
+            pass
     keep = set(writable)
     root_done = False
     for point, options in _mounts():
