@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from atom_agent.sandbox import choice
 from atom_agent.sandbox.base import Limits, RunResult, SandboxRunner, TestCounts
 from atom_agent.sandbox.bubblewrap import BubblewrapRunner, probe_bubblewrap
 from atom_agent.sandbox.cgroups import probe_cgroups
@@ -12,6 +13,7 @@ __all__ = [
     "BubblewrapRunner",
     "Isolation",
     "Limits",
+    "choice",
     "RunResult",
     "SandboxRunner",
     "SandboxStatus",
