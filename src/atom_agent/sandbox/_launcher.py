@@ -150,6 +150,28 @@ def _read_only_except(writable: list[str]) -> bool:
     return root_done
 
 
+_KEYCTL = {"x86_64": 250, "aarch64": 219}  # syscall numbers
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+
+
+def _new_session_keyring() -> bool:
+    """Give the run a fresh, empty session keyring instead of the agent's (best effort).
+
+    Kernel keyrings are not namespaced by mount or PID namespaces: without this the code
+    would possess the keys of the keyring it inherited.
+    """
+    number = _KEYCTL.get(os.uname().machine)
+    if number is None:
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.syscall(number, _KEYCTL_JOIN_SESSION_KEYRING, None)) >= 0
+    except (OSError, AttributeError):
+        return False
+
+
 def _exec_child(cmd: list[str], env: dict[str, str], limits: dict[str, list[int]]) -> None:
     try:
         for name, (soft, hard) in limits.items():
@@ -236,6 +258,7 @@ def main(argv: list[str]) -> int:
     pid_cap = None if confined else _cap_processes(int(cfg.get("max_processes", 0)) or 256)
     private = not confined and os.getpid() == 1 and _own_proc()
     read_only = _read_only_except(list(cfg.get("writable", []))) if private else False
+    _new_session_keyring()
     # Re-enter the working directory: the old handle points below the new bind mount.
     os.chdir(cfg.get("cwd") or os.getcwd())
     pid = os.fork()

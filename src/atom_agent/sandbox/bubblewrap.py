@@ -237,7 +237,12 @@ class BubblewrapRunner(SubprocessRunner):
         args += ["--ro-bind", str(etc / "passwd"), "/etc/passwd"]
         args += ["--ro-bind", str(etc / "group"), "/etc/group"]
         args += ["--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]
-        args += ["--proc", "/proc", "--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
+        # /proc/sys read-only: the code's host uid is the agent's (0 as root), and sysctl files
+        # check only owner bits, so a writable /proc/sys would let it set global sysctls.
+        # (bwrap covers it only when the directory itself is writable, which it is not.)
+        args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
+        args += ["--ro-bind-try", "/proc/pressure", "/proc/pressure"]  # no PSI triggers
+        args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
         args += _python_binds(self.python, self.packages)
         args += ["--ro-bind", str(_LAUNCHER), str(_LAUNCHER)]
         writable = [cwd, scratch]

@@ -55,6 +55,13 @@ REMOUNT = """
         out[target] = ctypes.get_errno() if rc else 0
     rc = libc.mount(b"tmpfs", b"/usr", b"tmpfs", 0, None)
     out["mount_tmpfs"] = ctypes.get_errno() if rc else 0
+    rc = libc.unshare(0x10000000)  # CLONE_NEWUSER: a nested namespace would bring capabilities
+    out["userns"] = ctypes.get_errno() if rc else 0
+    try:
+        open("/proc/sys/kernel/hostname", "w").write("escaped")
+        out["sysctl"] = "WROTE"
+    except OSError as exc:
+        out["sysctl"] = exc.errno
     try:
         open(os.path.join(sys.argv[1], "escaped.txt"), "w").write("x")
         out["write"] = "WROTE"
@@ -78,6 +85,8 @@ def test_cannot_remount_or_write_outside(
         assert seen[key] == errno.EPERM, (key, seen)
     assert seen["write"] == errno.EROFS
     assert not (target / "escaped.txt").exists()
+    assert seen["userns"] in (errno.EPERM, errno.ENOSPC)  # --disable-userns
+    assert seen["sysctl"] in (errno.EROFS, errno.EACCES)
 
 
 READ = """
