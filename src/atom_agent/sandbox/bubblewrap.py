@@ -182,6 +182,44 @@ def _python_binds(python: str, packages: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(args)
 
 
+_LINK_SCAN_DEPTH = 3
+_LINK_SCAN_ENTRIES = 2000
+
+
+def _dependency_paths(python_path: Sequence[Path], writable: Sequence[Path]) -> list[Path]:
+    """The read-only dependency directories, plus where the symlinks in them point.
+
+    A dependency directory may be a package of symlinks to committed artifacts elsewhere
+    (``deps/<step>`` → ``…/committed/artifacts``); their targets must be there too. Only
+    directories outside `writable` are scanned: links the generated code made in staging are
+    never followed. The scan is bounded in depth and entries.
+    """
+    found: list[Path] = []
+    for dep in python_path:
+        path = Path(dep).resolve()
+        if _under(path, writable) or not path.exists() or _under(path, found):
+            continue
+        found.append(path)
+        budget = _LINK_SCAN_ENTRIES
+        todo = [(path, 0)] if path.is_dir() else []
+        while todo and budget > 0:
+            folder, depth = todo.pop()
+            try:
+                with os.scandir(folder) as listing:
+                    entries = list(listing)
+            except OSError:
+                continue
+            for entry in entries[:budget]:
+                budget -= 1
+                if entry.is_symlink():
+                    target = Path(entry.path).resolve()
+                    if target.exists() and not _under(target, [*found, *writable]):
+                        found.append(target)
+                elif entry.is_dir(follow_symlinks=False) and depth < _LINK_SCAN_DEPTH:
+                    todo.append((Path(entry.path), depth + 1))
+    return found
+
+
 def _under(path: Path, roots: Sequence[Path]) -> bool:
     return any(path == r or r in path.parents for r in roots)
 
@@ -246,10 +284,8 @@ class BubblewrapRunner(SubprocessRunner):
         args += _python_binds(self.python, self.packages)
         args += ["--ro-bind", str(_LAUNCHER), str(_LAUNCHER)]
         writable = [cwd, scratch]
-        for dep in python_path:
-            path = Path(dep).resolve()
-            if not _under(path, writable) and path.exists():
-                args += ["--ro-bind", str(path), str(path)]
+        for path in _dependency_paths(python_path, writable):
+            args += ["--ro-bind", str(path), str(path)]
         for path in writable:
             args += ["--bind", str(path), str(path)]
         # The root is bwrap's own tmpfs, owned by the sandbox uid: freeze it once it is built.
