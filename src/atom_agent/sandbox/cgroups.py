@@ -83,6 +83,8 @@ def probe_cgroups() -> CgroupSupport:
             parents.append(mount / (own or "/").lstrip("/"))
         problems = [p for p in map(_writable_dir, parents) if p]
         if not problems:
+            for parent in parents:
+                _sweep(parent)
             return CgroupSupport("v1", tuple(parents), "cgroup v1 memory + pids, one group a run")
         reasons += problems
     if (_ROOT / "cgroup.controllers").exists():
@@ -90,6 +92,7 @@ def probe_cgroups() -> CgroupSupport:
         parent = _ROOT / (own or "/").lstrip("/")
         problem = _v2_parent_problem(parent)
         if problem is None:
+            _sweep(parent)
             return CgroupSupport("v2", (parent,), "cgroup v2 memory + pids, one group a run")
         reasons.append(problem)
     if not reasons:
@@ -97,6 +100,23 @@ def probe_cgroups() -> CgroupSupport:
     why = "; ".join(reasons)
     logger.warning("sandbox: no per-run cgroup (%s); per-process rlimits only", why)
     return CgroupSupport(None, (), why)
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the per-run cgroups that killed agent processes left in `parent` (empty now)."""
+    try:
+        with os.scandir(parent) as listing:
+            names = [e.name for e in listing if e.name.startswith(_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or Path(f"/proc/{pid}").exists():
+            continue  # a probe, ours, or its agent is still alive
+        try:
+            (parent / name).rmdir()
+        except OSError:
+            pass
 
 
 def _v2_parent_problem(parent: Path) -> str | None:

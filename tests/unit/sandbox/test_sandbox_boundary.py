@@ -10,6 +10,8 @@ import errno
 import json
 import os
 import socket
+import subprocess
+import sys
 import textwrap
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,6 +21,7 @@ import pytest
 
 from atom_agent.sandbox import SubprocessRunner, probe_cgroups
 from atom_agent.sandbox.base import Limits
+from atom_agent.sandbox.cgroups import TreeLimit
 
 Short = Callable[..., Limits]
 Gone = Callable[[str], list[int]]
@@ -284,3 +287,67 @@ def test_files_written_in_staging_belong_to_the_agent(
     made.unlink()
     if runner.kind == "bubblewrap":
         assert int(result.output) != 0  # not root inside, yet the files are the agent's
+
+
+LINKS = """
+    import json, sys
+    out = {}
+    for label, path in (("dep", "deps/adder/impl.py"), ("staging_link", "peek/api-key.txt")):
+        try:
+            out[label] = open(path if label == "staging_link" else sys.argv[1] + "/" + path).read()
+        except OSError as exc:
+            out[label] = exc.strerror
+    print(json.dumps(out))
+"""
+
+
+def test_dependency_links_are_followed_staging_links_are_not(
+    runner: SubprocessRunner, staging: Path, tmp_path: Path, short: Short
+) -> None:
+    namespace_gap(runner, "the whole host filesystem stays readable")
+    artifacts = tmp_path / "committed" / "artifacts"
+    artifacts.mkdir(parents=True)
+    (artifacts / "impl.py").write_text("def add(a, b):\n    return a + b\n")
+    package_root = tmp_path / "pythonpath"
+    (package_root / "deps").mkdir(parents=True)
+    (package_root / "deps" / "adder").symlink_to(artifacts, target_is_directory=True)
+    secret_dir = tmp_path / "elsewhere"
+    secret_dir.mkdir()
+    (secret_dir / "api-key.txt").write_text("sk-not-for-the-sandbox")
+    (staging / "peek").symlink_to(secret_dir, target_is_directory=True)  # made by earlier code
+    name = script(staging, "links.py", LINKS)
+    result = runner.run_python(
+        name,
+        cwd=staging,
+        limits=short(),
+        args=[str(package_root)],
+        python_path=[staging, package_root],
+    )
+    assert result.ok, result.output
+    seen = report(result.output)
+    assert seen["dep"].startswith("def add(a, b)")
+    assert seen["staging_link"] == "No such file or directory"
+
+
+def test_cgroups_left_by_a_killed_agent_are_swept(tmp_path: Path) -> None:
+    need_cgroup()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid is free now: a stand-in for an agent killed mid-run
+    support = probe_cgroups()
+    leftovers = [
+        parent / f"atom-agent-{dead.pid}-{uuid.uuid4().hex[:12]}" for parent in support.parents
+    ]
+    for path in leftovers:
+        path.mkdir()
+    mine = TreeLimit.create(memory_mb=64, max_processes=8)  # a live run of this process
+    assert mine is not None
+    try:
+        again = probe_cgroups.__wrapped__()
+        assert again.usable
+        assert not any(path.exists() for path in leftovers)
+        assert all(path.exists() for path in mine.dirs)  # a live agent's groups stay
+    finally:
+        mine.close()
+        for path in leftovers:
+            if path.exists():
+                path.rmdir()
