@@ -25,6 +25,8 @@ _BWRAP_GAPS = [
     "on the host the code keeps the agent's uid (user-namespace mapping); as root that uid "
     "owns the read-only files bound in, so they are readable whatever their mode",
     "CPU share and disk usage in staging are not limited (only CPU time and file size)",
+    "kernel keyrings are per uid, not per namespace: the run gets a fresh session keyring, "
+    "but the agent uid's user keyring stays reachable",
 ]
 _NS_COVERS = [
     "own PID, mount, IPC and UTS namespaces where unshare works; network namespace",
