@@ -14,7 +14,7 @@ export LANGSMITH_TRACING := false
 export OMP_WAIT_POLICY := PASSIVE
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test lint unit bench clean
+.PHONY: install bubblewrap demo test lint unit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,23 @@ $(STAMP): $(BIN)/python pyproject.toml scripts/build-llama-wheel.sh
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-install: $(STAMP)
+install: $(STAMP) bubblewrap
+
+# Generated code runs in bubblewrap where `bwrap` works, else in the namespace sandbox
+# (`atom-agent doctor` says which, and what each does not cover). Installed when we can (root
+# with apt-get); the install never fails for it.
+bubblewrap:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    { DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null 2>&1 && \
+	        DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1; }; } \
+	    && echo "installed bubblewrap: generated code runs in its sandbox" \
+	    || echo "warning: could not install bubblewrap; generated code runs in the weaker namespace sandbox (atom-agent doctor)"; \
+	  else \
+	    echo "note: bubblewrap (bwrap) not found and not installable here (needs root and apt-get);" \
+	         "generated code runs in the weaker namespace sandbox (atom-agent doctor)"; \
+	  fi; }
 
 DEMO_TASK ?= Write a Python function is_palindrome(s) that ignores case and non-alphanumeric characters, with pytest tests.
 

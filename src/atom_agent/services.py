@@ -21,7 +21,7 @@ from atom_agent.errors import ConfigError
 from atom_agent.memory import MemoryManager
 from atom_agent.memory.store import CHROMA_URL_ENV
 from atom_agent.models import load_chat_model, resolve_default_model
-from atom_agent.sandbox import Limits, SandboxRunner, SubprocessRunner
+from atom_agent.sandbox import Limits, SandboxRunner, default_runner
 from atom_agent.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class Services:
         self._lock = threading.Lock()
         self.workspace = Workspace(Path(ctx.workspace).expanduser())
         self._memory_key = memory_key(ctx)
-        self.runner: SandboxRunner = SubprocessRunner()
+        self.runner: SandboxRunner = default_runner()
         self.limits = Limits(
             timeout_s=ctx.sandbox_timeout_s,
             cpu_s=ctx.sandbox_cpu_s,

@@ -14,7 +14,7 @@ from langchain_core.messages import ToolMessage
 
 from atom_agent.checks import check_file
 from atom_agent.memory import MemoryManager
-from atom_agent.sandbox import Limits, SubprocessRunner
+from atom_agent.sandbox import Limits, default_runner
 from atom_agent.session import SessionContext
 from atom_agent.testing import ScriptedChatModel, tool_call
 from atom_agent.tools.code import create_code_tools
@@ -94,7 +94,7 @@ def test_one_attempt_from_tools_to_commit(ws: Workspace, manager: MemoryManager)
     router = ToolRouter(
         [
             *create_file_tools(scope),
-            *create_code_tools(scope, SubprocessRunner(), limits),
+            *create_code_tools(scope, default_runner(), limits),
             *create_search_tools(scope, manager, session),
         ],
         trusted=partial(create_memory_tools, manager),
@@ -128,7 +128,7 @@ def test_one_attempt_from_tools_to_commit(ws: Workspace, manager: MemoryManager)
     assert tests["tests"] == {"passed": 2, "failed": 0, "errors": 0, "skipped": 0, "total": 2}
 
     # The reflector's evidence, on real parts: an independent test run and the static check.
-    verdict = SubprocessRunner().run_pytest(
+    verdict = default_runner().run_pytest(
         cwd=attempt.staging, limits=limits, python_path=scope.python_path()
     )
     report = check_file(attempt.staging / "impl.py")

@@ -20,6 +20,7 @@ _COMMAND_MODULES = (
     "atom_agent.cli.eval",
     "atom_agent.cli.memory",
     "atom_agent.cli.models",
+    "atom_agent.cli.doctor",
 )
 
 

@@ -26,6 +26,7 @@ from atom_agent.models.registry import (
     gemini_key,
     provider_package,
 )
+from atom_agent.sandbox import sandbox_status
 
 CHECK_PROMPT = (
     "Write a one-line Python function `add(a, b)` that returns the sum. Reply with code only."
@@ -115,8 +116,14 @@ def _cmd(args: argparse.Namespace) -> int:
     except AtomAgentError as exc:
         default = {"spec": "", "reason": str(exc)}
     check = run_check(default["spec"]) if args.check and default["spec"] else None
+    sandbox = sandbox_status()
     if args.json:
-        payload = {"providers": [asdict(s) for s in statuses], "default": default, "check": check}
+        payload = {
+            "providers": [asdict(s) for s in statuses],
+            "default": default,
+            "check": check,
+            "sandbox": asdict(sandbox),
+        }
         print(json.dumps(payload, indent=2))
     else:
         console = Console()
@@ -136,6 +143,12 @@ def _cmd(args: argparse.Namespace) -> int:
             console.print(f"[red]No default model:[/red] {escape(default['reason'])}")
         if key is None and default["spec"] == LOCAL:
             console.print("Set GOOGLE_API_KEY (or GEMINI_API_KEY) to make Gemini the default.")
+        console.print(
+            f"Sandbox for generated code: [bold]{sandbox.runner}[/bold] "
+            f"({escape(sandbox.reason)}); tree limit: {escape(sandbox.tree_limit)}"
+        )
+        for gap in sandbox.gaps:
+            console.print(f"  not covered: {escape(gap)}")
         if check is not None:
             console.print(
                 f"Check: {check['output_tokens']} tokens in {check['seconds_generation']}s "

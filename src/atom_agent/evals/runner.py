@@ -16,7 +16,7 @@ from atom_agent.batch import BatchOptions, run_batch
 from atom_agent.context import Context
 from atom_agent.errors import WorkspaceError
 from atom_agent.evals.humaneval import Problem, score, single_shot, task_text, warming
-from atom_agent.sandbox import Limits, SandboxRunner, SubprocessRunner
+from atom_agent.sandbox import Limits, SandboxRunner, default_runner
 from atom_agent.services import Models, services_for
 from atom_agent.workspace import Workspace
 
@@ -92,7 +92,7 @@ def run_humaneval(
     Every arm uses the same model and is scored by the problem's own ``check()``; returns the
     summary and writes ``eval.json``. Each arm resumes from its own file.
     """
-    runner = runner or SubprocessRunner()
+    runner = runner or default_runner()
     limits = Limits(timeout_s=10.0, cpu_s=10, memory_mb=512)
     out_dir.mkdir(parents=True, exist_ok=True)
     tasks = out_dir / "humaneval.jsonl"

@@ -207,7 +207,7 @@ def tests_evidence(result: RunResult | None) -> dict[str, Any]:
     summary = (
         f"{counts.passed} passed, {counts.failed} failed, {counts.errors} errors"
         if counts is not None
-        else "no test counts"
+        else result.report_error or "no test counts"
     )
     if result.timed_out:
         summary += f"; killed at the {result.limit_hit} limit"

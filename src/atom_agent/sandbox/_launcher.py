@@ -78,9 +78,12 @@ _KEPT_FLAGS = {
 _STAY_WRITABLE = ("/dev", "/proc")  # device nodes (/dev/null, /dev/shm) and our private /proc
 
 
-def _mount(libc: Any, source: str | None, target: str, flags: int) -> None:
+def _mount(
+    libc: Any, source: str | None, target: str, flags: int, fstype: str | None = None
+) -> None:
     src = source.encode() if source is not None else None
-    if libc.mount(src, target.encode(), None, flags, None) != 0:
+    kind = fstype.encode() if fstype is not None else None
+    if libc.mount(src, target.encode(), kind, flags, None) != 0:
         errno = _errno()
         raise OSError(errno, os.strerror(errno), target)
 
@@ -119,6 +122,11 @@ def _read_only_except(writable: list[str]) -> bool:
             _mount(libc, path, path, _MS_BIND | _MS_REC)
     except OSError:
         return False
+    if os.path.isdir("/dev/shm"):
+        try:  # a private /dev/shm: what the run writes there is not the host's and dies with it
+            _mount(libc, "tmpfs", "/dev/shm", _MS_NOSUID | _MS_NODEV, "tmpfs")
+        except OSError:
+            pass
     keep = set(writable)
     root_done = False
     for point, options in _mounts():
@@ -140,6 +148,28 @@ def _read_only_except(writable: list[str]) -> bool:
         except OSError:
             continue  # e.g. a mount hidden under another one: the rest still holds
     return root_done
+
+
+_KEYCTL = {"x86_64": 250, "aarch64": 219}  # syscall numbers
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+
+
+def _new_session_keyring() -> bool:
+    """Give the run a fresh, empty session keyring instead of the agent's (best effort).
+
+    Kernel keyrings are not namespaced by mount or PID namespaces: without this the code
+    would possess the keys of the keyring it inherited.
+    """
+    number = _KEYCTL.get(os.uname().machine)
+    if number is None:
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.syscall(number, _KEYCTL_JOIN_SESSION_KEYRING, None)) >= 0
+    except (OSError, AttributeError):
+        return False
 
 
 def _exec_child(cmd: list[str], env: dict[str, str], limits: dict[str, list[int]]) -> None:
@@ -222,9 +252,13 @@ def main(argv: list[str]) -> int:
     with open(argv[1], encoding="utf-8") as handle:
         cfg: dict[str, Any] = json.load(handle)
     _become_subreaper()
-    pid_cap = _cap_processes(int(cfg.get("max_processes", 0)) or 256)
-    private = os.getpid() == 1 and _own_proc()
+    # Under bubblewrap ("confined") the mounts are built read-only already and there are no
+    # capabilities to remount or to set pid_max with: nothing to do here.
+    confined = bool(cfg.get("confined"))
+    pid_cap = None if confined else _cap_processes(int(cfg.get("max_processes", 0)) or 256)
+    private = not confined and os.getpid() == 1 and _own_proc()
     read_only = _read_only_except(list(cfg.get("writable", []))) if private else False
+    _new_session_keyring()
     # Re-enter the working directory: the old handle points below the new bind mount.
     os.chdir(cfg.get("cwd") or os.getcwd())
     pid = os.fork()

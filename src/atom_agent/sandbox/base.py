@@ -21,12 +21,15 @@ class Limits:
     Attributes:
         timeout_s: wall-clock seconds before the whole process tree is killed.
         cpu_s: CPU seconds (``RLIMIT_CPU``); the process gets SIGXCPU, then SIGKILL.
-        memory_mb: address space (``RLIMIT_AS``) in MiB; allocations beyond it fail.
+        memory_mb: MiB: each process's address space (``RLIMIT_AS``; allocations beyond it
+            fail) and, where a cgroup can be made, the resident memory of the whole process
+            tree (beyond it the kernel kills a process of the run).
         output_bytes: stdout+stderr bytes kept (head and tail); the rest is counted, not kept.
         file_size_mb: largest file the run may write (``RLIMIT_FSIZE``), MiB.
-        max_processes: processes the run may have: ``RLIMIT_NPROC`` when not root (root
-            ignores it), and the PID namespace's own ``pid_max`` where the kernel keeps one
-            per namespace (Linux ≥ 6.14; the kernel's minimum makes that cap at least 300).
+        max_processes: processes the run may have: the run's cgroup ``pids.max`` where a
+            cgroup can be made; else ``RLIMIT_NPROC`` when not root (root ignores it), and the
+            PID namespace's own ``pid_max`` where the kernel keeps one per namespace (Linux ≥
+            6.14; the kernel's minimum makes that cap at least 300).
         open_files: ``RLIMIT_NOFILE``.
         network: allow network access; when False the run gets its own empty network
             namespace where the machine allows it.
@@ -93,7 +96,12 @@ class RunResult:
     ``output`` is stdout and stderr interleaved, capped: when ``truncated``, the middle is
     replaced by a note and ``output_bytes`` says how much there was. ``network_isolated``,
     ``pid_namespace`` and ``read_only_fs`` (everything but the staging area and the run's
-    scratch directory mounted read-only) say what isolation the run actually had.
+    scratch directory mounted read-only) say what isolation the run actually had;
+    ``sandbox`` names the runner (``bubblewrap``, ``namespaces``, ``rlimits``) and
+    ``tree_limit`` the cgroup that capped the whole tree (None: per-process rlimits only),
+    with ``oom_kills`` (processes the kernel killed at the memory limit) and ``forks_refused``.
+    ``report_error`` is set when a run that must leave a report (pytest) left none: the run
+    is then not ``ok``, whatever its exit code.
     """
 
     command: list[str]
@@ -108,12 +116,17 @@ class RunResult:
     network_isolated: bool = False
     pid_namespace: bool = False
     read_only_fs: bool = False
+    sandbox: str = ""
+    tree_limit: str | None = None
+    oom_kills: int = 0
+    forks_refused: int = 0
+    report_error: str = ""
     notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """Exited 0 within its limits."""
-        return self.exit_code == 0 and not self.timed_out
+        """Exited 0 within its limits (and left its report, when one was due)."""
+        return self.exit_code == 0 and not self.timed_out and not self.report_error
 
     @property
     def signal_name(self) -> str | None:
@@ -134,7 +147,11 @@ class RunResult:
             return "cpu"
         if self.signal == signal.SIGXFSZ or "File too large" in self.output:
             return "file_size"
-        if "MemoryError" in self.output or "Cannot allocate memory" in self.output:
+        if (
+            self.oom_kills
+            or "MemoryError" in self.output
+            or "Cannot allocate memory" in self.output
+        ):
             return "memory"
         return None
 
@@ -208,4 +225,8 @@ class SandboxRunner(ABC):
         targets: Sequence[str] = (),
         python_path: Sequence[Path] = (),
     ) -> RunResult:
-        """Run pytest on `targets` (default: `cwd`) and parse the counts into ``tests``."""
+        """Run pytest on `targets` (default: `cwd`); ``tests`` holds the counts of its report.
+
+        Counts come only from the report pytest writes at the end of its session; a run that
+        leaves none has ``tests`` None and ``report_error`` set (it is never ``ok``).
+        """

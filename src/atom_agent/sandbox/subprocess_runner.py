@@ -13,9 +13,7 @@ import json
 import logging
 import os
 import resource
-import selectors
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -25,15 +23,14 @@ from typing import Any
 
 from atom_agent.errors import SandboxError
 from atom_agent.sandbox import _launcher
+from atom_agent.sandbox._supervise import GRACE_S, Capture, supervise
 from atom_agent.sandbox.base import Limits, RunResult, SandboxRunner
-from atom_agent.sandbox.pytest_report import counts_from_junit, counts_from_output
+from atom_agent.sandbox.cgroups import TreeLimit
+from atom_agent.sandbox.pytest_report import counts_from_junit
 
 logger = logging.getLogger(__name__)
 
 _LAUNCHER = Path(_launcher.__file__).resolve()
-_GRACE_S = 5.0  # beyond the launcher's own timeout before the runner kills the whole group
-_DRAIN_S = 1.0  # how long to keep reading after the launcher is gone
-_HEAD_SHARE = 4  # a quarter of the output cap keeps the head, the rest the tail
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +40,26 @@ class Isolation:
     prefix: tuple[str, ...]
     network: bool
     pid_namespace: bool
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Confinement:
+    """How one run's launcher is wrapped, and what that wrapping isolates.
+
+    Attributes:
+        prefix: the command put before ``python -I -S _launcher.py CONFIG``.
+        network: the run has its own empty network namespace.
+        pid_namespace: the run has its own PID namespace.
+        read_only_fs: everything but staging and scratch is read-only by construction
+            (otherwise the launcher says whether it managed to remount).
+        launcher_config: extra keys for the launcher's config file.
+    """
+
+    prefix: list[str]
+    network: bool
+    pid_namespace: bool
+    read_only_fs: bool = False
+    launcher_config: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @functools.cache
@@ -82,44 +99,6 @@ def probe_isolation(allow_network: bool) -> Isolation:
     return Isolation((), False, False)
 
 
-class _Capture:
-    """Keeps the head and the tail of a stream within `cap` bytes, counting the rest."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.head_cap = cap // _HEAD_SHARE
-        self.tail_cap = cap - self.head_cap
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.head_cap - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            if len(self.tail) > self.tail_cap:
-                del self.tail[: len(self.tail) - self.tail_cap]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > len(self.head) + len(self.tail)
-
-    def text(self) -> str:
-        head = self.head.decode("utf-8", errors="replace")
-        tail = self.tail.decode("utf-8", errors="replace")
-        if not self.truncated:
-            return head + tail
-        omitted = self.total - len(self.head) - len(self.tail)
-        return (
-            f"{head}\n[... {omitted} bytes of output truncated (of {self.total}); "
-            f"showing the first {len(self.head)} and the last {len(self.tail)} ...]\n{tail}"
-        )
-
-
 class SubprocessRunner(SandboxRunner):
     """Runs commands in a supervised subprocess tree (see the module docstring).
 
@@ -132,14 +111,25 @@ class SubprocessRunner(SandboxRunner):
     inside a private mount namespace everything but the staging area and the run's scratch
     directory is mounted read-only, and the PID namespace's ``pid_max`` caps the process count.
 
+    Where this process can make cgroups, each run gets its own (memory and process caps over
+    the whole tree, see :mod:`atom_agent.sandbox.cgroups`).
+
     Args:
         python: the interpreter for python files and pytest (default: this venv's).
         isolate: use ``unshare`` namespaces when available (False: rlimits and reaping only).
+        tree_limit: give each run its own cgroup where possible (False: rlimits only).
     """
 
-    def __init__(self, python: str | None = None, *, isolate: bool = True) -> None:
+    kind = "namespaces"
+
+    def __init__(
+        self, python: str | None = None, *, isolate: bool = True, tree_limit: bool = True
+    ) -> None:
         self.python = python or self.python
         self.isolate = isolate
+        self.tree_limit = tree_limit
+        if not isolate:
+            self.kind = "rlimits"
 
     def run(
         self,
@@ -173,16 +163,21 @@ class SubprocessRunner(SandboxRunner):
         targets: Sequence[str] = (),
         python_path: Sequence[Path] = (),
     ) -> RunResult:
-        """Run pytest isolated from any enclosing project config; counts from a junit report.
+        """Run pytest isolated from any enclosing project config; counts from its junit report.
 
         Pytest sees its own ini file (collecting ``test.py``, ``tests.py``, ``test_*.py`` and
         ``*_test.py``), ``rootdir`` and ``confcutdir`` = `cwd` (no conftest or settings from
-        parent directories), no cache directory and no auto-loaded plugins.
+        parent directories), no cache directory and no auto-loaded plugins. The counts come
+        only from the junit xml pytest writes when its session ends: a run that ends before
+        (a test calling ``os._exit``, a crash, a kill) has no counts and is not ``ok``, whatever
+        its exit code (``report_error`` says why).
         """
         cwd = Path(cwd).resolve()
         with tempfile.TemporaryDirectory(prefix="atom-pytest-") as tmp:
             scratch = Path(tmp)
-            junit = scratch / "junit.xml"
+            report_dir = scratch / "report"
+            report_dir.mkdir()
+            junit = report_dir / "junit.xml"
             ini = scratch / "pytest.ini"
             # The executor writes `test.py`, which pytest's default patterns do not collect.
             ini.write_text(
@@ -213,10 +208,23 @@ class SubprocessRunner(SandboxRunner):
                 env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
                 scratch=scratch,
             )
-            counts = counts_from_junit(junit) or counts_from_output(result.output)
-        return dataclasses.replace(result, tests=counts)
+            counts = counts_from_junit(junit)
+        if counts is not None:
+            return dataclasses.replace(result, tests=counts)
+        return dataclasses.replace(result, tests=None, report_error=_died(result))
 
     # --- internals -------------------------------------------------------------------------------
+
+    def _prefix(
+        self, limits: Limits, cwd: Path, scratch: Path, python_path: Sequence[Path]
+    ) -> Confinement:
+        """How the launcher is started: the command prefix and what isolation it gives."""
+        isolation = probe_isolation(limits.network) if self.isolate else Isolation((), False, False)
+        return Confinement(
+            prefix=list(isolation.prefix),
+            network=isolation.network,
+            pid_namespace=isolation.pid_namespace,
+        )
 
     def _run(
         self,
@@ -227,7 +235,6 @@ class SubprocessRunner(SandboxRunner):
         extra_env: Mapping[str, str],
         scratch: Path,
     ) -> RunResult:
-        isolation = probe_isolation(limits.network) if self.isolate else Isolation((), False, False)
         child_env = self._env(scratch, python_path, extra_env)
         program = (
             argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0], path=child_env["PATH"])
@@ -235,6 +242,7 @@ class SubprocessRunner(SandboxRunner):
         if program is None:
             raise SandboxError(f"sandbox: {argv[0]!r} is not on the sandbox PATH")
         cmd = [program, *argv[1:]]
+        confinement = self._prefix(limits, cwd, scratch, python_path)
         status_file = scratch / "status.json"
         config = scratch / "launch.json"
         config.write_text(
@@ -249,11 +257,32 @@ class SubprocessRunner(SandboxRunner):
                     # Everything else becomes read-only where the run has its own mount namespace.
                     "writable": [str(cwd), str(scratch.resolve())],
                     "cwd": str(cwd),
+                    **confinement.launcher_config,
                 }
             ),
             encoding="utf-8",
         )
-        full = [*isolation.prefix, self.python, "-I", "-S", str(_LAUNCHER), str(config)]
+        full = [*confinement.prefix, self.python, "-I", "-S", str(_LAUNCHER), str(config)]
+        tree = TreeLimit.create(limits.memory_mb, limits.max_processes) if self.tree_limit else None
+        if tree is not None:
+            full = tree.wrap(full)
+        try:
+            return self._start(argv, full, cwd, child_env, limits, confinement, tree, status_file)
+        finally:
+            if tree is not None:
+                tree.close()
+
+    def _start(
+        self,
+        argv: list[str],
+        full: list[str],
+        cwd: Path,
+        child_env: Mapping[str, str],
+        limits: Limits,
+        confinement: Confinement,
+        tree: TreeLimit | None,
+        status_file: Path,
+    ) -> RunResult:
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
@@ -267,9 +296,9 @@ class SubprocessRunner(SandboxRunner):
                 close_fds=True,
             )
         except OSError as exc:
-            raise SandboxError(f"sandbox: cannot start {cmd[0]}: {exc}") from exc
-        capture = _Capture(limits.output_bytes)
-        runner_killed = self._supervise(proc, capture, started + limits.timeout_s + _GRACE_S)
+            raise SandboxError(f"sandbox: cannot start {full[0]}: {exc}") from exc
+        capture = Capture(limits.output_bytes)
+        runner_killed = supervise(proc, capture, started + limits.timeout_s + GRACE_S)
         duration = time.monotonic() - started
         outcome = _read_status(status_file)
         notes: list[str] = []
@@ -282,19 +311,25 @@ class SubprocessRunner(SandboxRunner):
                 "timed_out": runner_killed,
             }
             notes.append("launcher did not report; outcome taken from the process group")
-        else:
-            if outcome.get("killed_descendants"):
-                notes.append(f"killed {outcome['killed_descendants']} leftover process(es)")
-            if not outcome.get("read_only_fs"):
-                notes.append(
-                    "filesystem writable outside the staging area (no private mount namespace)"
-                )
-            if outcome.get("pid_max") is None and os.geteuid() == 0:
-                notes.append(
-                    "process count not limited (running as root without a per-namespace pid_max)"
-                )
-        if not limits.network and not isolation.network:
+        read_only = confinement.read_only_fs or bool(outcome.get("read_only_fs"))
+        if outcome.get("killed_descendants"):
+            notes.append(f"killed {outcome['killed_descendants']} leftover process(es)")
+        if not read_only:
+            notes.append(
+                "filesystem writable outside the staging area (no private mount namespace)"
+            )
+        if tree is None and outcome.get("pid_max") is None and os.geteuid() == 0:
+            notes.append("process count not limited (root, no cgroup, no per-namespace pid_max)")
+        if not limits.network and not confinement.network:
             notes.append("network not isolated: this run has no network namespace")
+        oom_kills = tree.oom_kills() if tree is not None else 0
+        refused = tree.forks_refused() if tree is not None else 0
+        if oom_kills:
+            notes.append(
+                f"{oom_kills} process(es) killed at the run's {limits.memory_mb} MiB memory limit"
+            )
+        if refused:
+            notes.append(f"{refused} fork(s) refused at the {limits.max_processes}-process limit")
         return RunResult(
             command=argv,
             exit_code=outcome["exit_code"],
@@ -304,9 +339,13 @@ class SubprocessRunner(SandboxRunner):
             output=capture.text(),
             output_bytes=capture.total,
             truncated=capture.truncated,
-            network_isolated=isolation.network,
-            pid_namespace=isolation.pid_namespace,
-            read_only_fs=bool(outcome.get("read_only_fs")),
+            network_isolated=confinement.network,
+            pid_namespace=confinement.pid_namespace,
+            read_only_fs=read_only,
+            sandbox=self.kind,
+            tree_limit=None if tree is None else f"cgroup {tree.support.version}",
+            oom_kills=oom_kills,
+            forks_refused=refused,
             notes=notes,
         )
 
@@ -337,53 +376,6 @@ class SubprocessRunner(SandboxRunner):
         env.update(extra)
         return env
 
-    @staticmethod
-    def _supervise(proc: subprocess.Popen[bytes], capture: _Capture, deadline: float) -> bool:
-        """Read output until EOF; kill the process group at `deadline`. True if it had to."""
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        os.set_blocking(fd, False)
-        killed = False
-        exited_at: float | None = None
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while True:
-                now = time.monotonic()
-                if exited_at is None and proc.poll() is not None:
-                    exited_at = now
-                if exited_at is not None and now - exited_at > _DRAIN_S:
-                    break
-                if not killed and now > deadline:
-                    _killpg(proc.pid)
-                    killed = True
-                    deadline = float("inf")
-                if not selector.select(0.1):
-                    continue
-                try:
-                    chunk = os.read(fd, 1 << 16)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    break  # EOF: every process holding the pipe is gone
-                capture.feed(chunk)
-        proc.stdout.close()
-        try:
-            proc.wait(timeout=_GRACE_S)
-        except subprocess.TimeoutExpired:
-            killed = True
-            _killpg(proc.pid)
-            proc.wait()
-        # Belt and braces: nothing of this run may survive it.
-        _killpg(proc.pid)
-        return killed
-
-
-def _killpg(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
 
 def _rlimits(limits: Limits) -> dict[str, list[int]]:
     wanted: dict[str, tuple[int, int]] = {
@@ -404,6 +396,18 @@ def _rlimits(limits: Limits) -> dict[str, list[int]]:
             soft = min(soft, hard)
         result[name] = [soft, hard]
     return result
+
+
+def _died(result: RunResult) -> str:
+    """Why pytest left no report, for the model: how the process ended."""
+    if result.timed_out:
+        how = "killed at the time limit"
+    elif result.signal is not None:
+        how = f"killed by {result.signal_name}"
+    else:
+        how = f"exit code {result.exit_code}"
+    hint = " (a test or the code called os._exit or exit early?)" if result.exit_code == 0 else ""
+    return f"pytest died before reporting: {how}{hint}; no test counts"
 
 
 def _read_status(path: Path) -> dict[str, Any] | None:

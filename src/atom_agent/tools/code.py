@@ -65,9 +65,11 @@ def create_code_tools(scope: ToolScope, runner: SandboxRunner, limits: Limits) -
     def run_tests(path: str | None = None) -> str:
         """Run pytest on your staging area (or one test file / node id) in a sandbox.
 
-        Returns pass/fail/error/skip counts, the exit code and the tail of pytest's output
-        (failures are at the end). Tests import your modules directly, e.g. `from impl import
-        LRUCache`; dependency modules are importable too. No network, limited time and memory.
+        Returns pass/fail/error/skip counts from pytest's own report, the exit code and the
+        tail of pytest's output (failures are at the end). A run that ends before pytest
+        writes its report (a test calling os._exit or exit, a crash, a kill) is a failure.
+        Tests import your modules directly, e.g. `from impl import LRUCache`; dependency
+        modules are importable too. No network, limited time and memory.
         """
         targets: list[str] = []
         if path:
@@ -108,10 +110,17 @@ def summarize(result: RunResult, limits: Limits) -> str:
         )
     if limit == "cpu":
         return f"killed by the CPU-time limit ({limits.cpu_s}s of CPU)"
+    if limit == "memory" and result.oom_kills:
+        return (
+            f"{result.oom_kills} process(es) killed at the run's memory limit "
+            f"({limits.memory_mb} MiB for all its processes together)"
+        )
     if limit == "memory":
         return f"ran out of memory (limit {limits.memory_mb} MiB of address space)"
     if limit == "file_size":
         return f"tried to write a file larger than {limits.file_size_mb} MiB"
+    if result.report_error:
+        return result.report_error
     if result.signal is not None:
         return f"killed by {result.signal_name}"
     text = f"exit code {result.exit_code}"
@@ -131,6 +140,8 @@ def _report(result: RunResult, limits: Limits, target: str) -> dict[str, Any]:
         "limit_hit": result.limit_hit,
         "duration_s": round(result.duration_s, 3),
     }
+    if result.notes:
+        data["sandbox_notes"] = result.notes
     if result.tests is not None:
         data["tests"] = {
             "passed": result.tests.passed,

@@ -8,10 +8,10 @@ import pytest
 
 from atom_agent.checks.contract import check_problems, contract_tests, run_contract
 from atom_agent.checks.extract import task_checks
-from atom_agent.sandbox import Limits, SubprocessRunner
+from atom_agent.sandbox import Limits, default_runner
 from atom_agent.state import Check
 
-RUNNER = SubprocessRunner()
+RUNNER = default_runner()
 LIMITS = Limits(timeout_s=30.0, cpu_s=30)
 
 

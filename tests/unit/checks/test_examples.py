@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from atom_agent.checks.examples import examples_feedback, run_examples, task_examples
-from atom_agent.sandbox import Limits, SubprocessRunner
+from atom_agent.sandbox import Limits, default_runner
 
 TASK = """Write mean(xs) in impl.py.
 
@@ -20,7 +20,7 @@ TASK = """Write mean(xs) in impl.py.
     >>> print("no expected output is still an example")
     no expected output is still an example
 """
-RUNNER = SubprocessRunner()
+RUNNER = default_runner()
 LIMITS = Limits(timeout_s=10.0, cpu_s=10)
 
 

@@ -15,13 +15,13 @@ from atom_agent.errors import InvalidInputError
 from atom_agent.evals.humaneval import extract_code, load_problems, score
 from atom_agent.evals.runner import run_humaneval
 from atom_agent.memory import MemoryManager
-from atom_agent.sandbox import Limits, SubprocessRunner
+from atom_agent.sandbox import Limits, default_runner
 from atom_agent.services import close_all
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan
 from atom_agent.testing import ScriptedChatModel
 
-RUNNER = SubprocessRunner()
+RUNNER = default_runner()
 
 
 def test_problems_come_from_the_package() -> None:

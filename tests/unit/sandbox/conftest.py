@@ -8,12 +8,31 @@ from pathlib import Path
 
 import pytest
 
-from atom_agent.sandbox import Limits, SubprocessRunner
+from atom_agent.sandbox import (
+    BubblewrapRunner,
+    Limits,
+    SubprocessRunner,
+    probe_bubblewrap,
+    probe_isolation,
+)
 
 
-@pytest.fixture
-def runner() -> SubprocessRunner:
+def make_runner(kind: str) -> SubprocessRunner:
+    """The runner `kind` ('bubblewrap' or 'namespaces'), or a skip saying why it is missing."""
+    if kind == "bubblewrap":
+        support = probe_bubblewrap()
+        if not support.usable:
+            pytest.skip(f"bubblewrap unavailable: {support.reason}")
+        return BubblewrapRunner()
+    if not probe_isolation(False).pid_namespace:
+        pytest.skip("the namespace runner has no PID namespace on this machine")
     return SubprocessRunner()
+
+
+@pytest.fixture(params=["bubblewrap", "namespaces"])
+def runner(request: pytest.FixtureRequest) -> SubprocessRunner:
+    """Each test runs with the bubblewrap runner and with the namespace (fallback) runner."""
+    return make_runner(request.param)
 
 
 @pytest.fixture

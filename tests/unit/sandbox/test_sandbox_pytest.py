@@ -141,3 +141,38 @@ def test_summary_line_parser() -> None:
         passed=2, skipped=1
     )
     assert counts_from_output("Traceback (most recent call last): nothing else") is None
+
+
+DIES = """
+    import os
+
+    def test_fine():
+        pass
+
+    def test_exits():
+        print("\\n=== 7 passed in 0.01s ===")   # a forged summary line: must not count
+        os._exit(0)
+"""
+
+
+def test_a_test_calling_os_exit_is_a_failure_not_exit_code_0(
+    runner: SubprocessRunner, staging: Path, short: Short
+) -> None:
+    write(staging / "test_dies.py", DIES)
+    result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0))
+    assert result.exit_code == 0  # what the process said …
+    assert not result.ok and result.tests is None  # … is not what pytest reported
+    assert result.report_error.startswith("pytest died before reporting: exit code 0")
+    assert result.to_dict()["ok"] is False
+
+
+def test_pytest_killed_by_a_signal_has_no_counts(
+    runner: SubprocessRunner, staging: Path, short: Short
+) -> None:
+    write(
+        staging / "test_kill.py",
+        "import os, signal\n\ndef test_kill():\n    os.kill(os.getpid(), signal.SIGKILL)\n",
+    )
+    result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0))
+    assert result.tests is None and not result.ok
+    assert "pytest died before reporting: killed by SIGKILL" in result.report_error

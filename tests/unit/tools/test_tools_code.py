@@ -10,7 +10,7 @@ import pytest
 from langchain_core.tools import BaseTool
 
 from atom_agent.context import Context
-from atom_agent.sandbox import Limits, SubprocessRunner
+from atom_agent.sandbox import Limits, default_runner
 from atom_agent.tools.code import create_code_tools
 from atom_agent.tools.files import ToolScope
 
@@ -22,7 +22,7 @@ def tools(
     scope: ToolScope, by_name: Callable[[list[BaseTool]], dict[str, BaseTool]]
 ) -> dict[str, BaseTool]:
     limits = Limits(timeout_s=20.0, cpu_s=10, memory_mb=512, output_bytes=4096)
-    return by_name(create_code_tools(scope, SubprocessRunner(), limits))
+    return by_name(create_code_tools(scope, default_runner(), limits))
 
 
 def test_run_python_with_args_and_dependency_imports(
@@ -48,7 +48,7 @@ def test_a_failing_program_is_a_normal_result(
 
 def test_timeouts_are_explained(scope: ToolScope, call: Call, area: dict[str, Path]) -> None:
     (area["staging"] / "hang.py").write_text("while True:\n    pass\n")
-    tool = create_code_tools(scope, SubprocessRunner(), Limits(timeout_s=1.0))[0]
+    tool = create_code_tools(scope, default_runner(), Limits(timeout_s=1.0))[0]
     status, out = call(tool, path="hang.py")
     assert status == "success" and out["ok"] is False and out["timed_out"] is True
     assert out["limit_hit"] == "timeout" and "time limit" in out["summary"]
@@ -104,3 +104,17 @@ def test_limits_from_context() -> None:
         limits.output_bytes,
         limits.network,
     ) == (7.5, 3, 300, 2048, True)
+
+
+def test_run_tests_that_die_before_reporting_fail(
+    tools: dict[str, BaseTool], call: Call, area: dict[str, Path]
+) -> None:
+    staging = area["staging"]
+    (staging / "test_exit.py").write_text(
+        "import os\n\ndef test_ok():\n    pass\n\n"
+        "def test_exit():\n    print('5 passed in 0.1s')\n    os._exit(0)\n"
+    )
+    status, out = call(tools["run_tests"], path="test_exit.py")
+    assert status == "success" and out["ok"] is False and out["exit_code"] == 0
+    assert out["summary"].startswith("pytest died before reporting: exit code 0")
+    assert "tests" not in out
