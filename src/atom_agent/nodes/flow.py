@@ -16,8 +16,8 @@ from atom_agent.services import Models
 from atom_agent.state import Plan, State, plan_problems, topological_order
 from atom_agent.telemetry import emit
 
-from .common import plan_of, services
-from .planner import finalize_plan
+from .common import plan_of, run_ref, services
+from .planner import accept_plan, finalize_plan
 
 
 def new_run_id() -> str:
@@ -56,7 +56,7 @@ def make_start(models: Models | None) -> Any:
     return start
 
 
-def approve_plan(state: State) -> dict[str, Any]:
+def approve_plan(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Pause for a human to approve, edit or reject the plan (``Context.approve_plan``).
 
     Resume with ``True`` / ``"approve"`` / ``{"approve": true}`` to run it,
@@ -74,6 +74,11 @@ def approve_plan(state: State) -> dict[str, Any]:
     while True:
         answer = interrupt(request)
         update, error = _plan_answer(answer, state["task"])
+        if error is None and "plan" in update:  # an edited plan: its revision and step folders
+            svc = services(runtime, None)
+            plan = Plan.model_validate(update["plan"])
+            return {**accept_plan(svc, state, run_ref(svc, state), plan, "edited at approval", {}),
+                    "decision": None}  # fmt: skip
         if error is None:
             return update
         emit("resume.invalid", run_id=state["run_id"], kind="plan_approval", error=error)
@@ -107,12 +112,7 @@ def _plan_answer(answer: Any, task: str) -> tuple[dict[str, Any], str | None]:
             problems = plan_problems(plan)
             if problems:
                 return {}, "the edited plan is invalid: " + "; ".join(problems)
-            update = {
-                "plan": plan.model_dump(),
-                "step_status": {s.id: "pending" for s in plan.steps},
-                "decision": None,
-            }
-            return update, None
+            return {"plan": plan.model_dump()}, None
     return {}, f"{_shown(answer)} is not an answer to a plan approval: send {PLAN_ANSWERS}"
 
 
