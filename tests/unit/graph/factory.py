@@ -100,3 +100,12 @@ def always_fails() -> dict[str, ScriptedChatModel]:
 
     executor = ExecutorScript({}, default=failing_attempt)
     return models([Plan(steps=[step("adder")])] * 20, executor)
+
+
+def two_steps_any_number_of_runs() -> dict[str, ScriptedChatModel]:
+    """`two_slow_steps` for a server that runs many threads: the planner repeats its plan."""
+    plan = Plan(steps=[step("one"), step("two")])
+    executor = ExecutorScript({}, default=passing_attempt)
+    roles = models([], executor)
+    roles["planner"] = planner_model([plan], cycle=True)
+    return roles
