@@ -87,6 +87,8 @@ def _ask(outcome: RunOutcome, console: Console) -> str | None:
         return None
     q = outcome.question
     prompt = q.get("question") or "Approve the plan? (approve, or a note to replan)"
+    if q.get("error"):
+        console.print(f"[red]that answer was not taken:[/red] {escape(str(q['error']))}")
     try:
         return console.input(f"[yellow]?[/yellow] {escape(str(prompt))} ").strip() or None
     except EOFError:

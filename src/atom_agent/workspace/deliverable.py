@@ -157,7 +157,9 @@ def _usable(name: str, taken: Iterable[str]) -> bool:
 
 
 def _slug(text: str, max_words: int) -> str:
-    """The meaningful words of `text` as an identifier ('' when there are more than max_words)."""
+    """The meaningful words of a short title as an identifier ('' for a longer text)."""
+    if len(text.split()) > max_words + 1:  # a sentence (a task's first line), not a title
+        return ""
     words = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", text) if w.lower() not in _FILLER]
     if not words or len(words) > max_words:
         return ""
@@ -169,7 +171,7 @@ def _package_name(task: str, steps: list[_Step], defined: set[str]) -> str:
     named = [n for n in named_in_text(task) if n in defined]
     candidates = [snake(n) for n in sorted(named, key=lambda n: not n[:1].isupper())]
     words = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", task) if w.lower() not in _FILLER]
-    candidates.append(snake("_".join(words[:3])))
+    candidates.append(snake("_".join(words[:2])))
     candidates += [snake(next(iter(s.definitions), "")) for s in steps]
     for name in candidates:
         if _usable(name, ()):
@@ -196,6 +198,7 @@ def _name_modules(steps: list[_Step], defined: set[str], package: str) -> None:
             _slug(s.title, 4),
             *(snake(n) + "s" for n in names[:1] if snake(n).endswith(("er", "or"))),
             "" if re.fullmatch(r"step_?\d+", ident) else snake(ident),
+            *(_unprefixed(snake(n)) for n in names[:1]),
             *(snake(n) + "_module" for n in names[:1]),
             f"step_{snake(ident)}",
         ]
@@ -205,6 +208,14 @@ def _name_modules(steps: list[_Step], defined: set[str], package: str) -> None:
             module, n = f"{base}_{n}", n + 1
         s.module = module
         taken.add(module)
+
+
+_VERB = re.compile(r"^(?:is|has|get|make|to|compute|calc|calculate|find|parse|check|build)_")
+
+
+def _unprefixed(name: str) -> str:
+    """``is_palindrome`` → ``palindrome``: a function's subject names its module."""
+    return _VERB.sub("", name) if _VERB.match(name) else ""
 
 
 def _definitions(impl: Path, notes: list[str]) -> dict[str, str]:
