@@ -57,6 +57,14 @@ def main(workspace: str) -> int:
     )
     for line in wrong:
         print(f"  {line}")
+    result = info.get("deliverable") or {}
+    if result:
+        tests = result.get("tests") or {}
+        print(
+            f"demo result: {result['path']} — package {result['package']}, its tests "
+            f"{tests.get('passed', 0)} passed / {tests.get('failed', 0)} failed; take it with "
+            f"`atom-agent runs export {run.name} DIR --workspace {workspace}`"
+        )
     return 1 if wrong else 0
 
 

@@ -158,7 +158,7 @@ class Context:
             ConfigError: a variable does not convert or is out of range; the message names it.
         """
         source = os.environ if env is None else env
-        hints = typing.get_type_hints(cls)
+        hints = _field_types(cls)
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             var = ENV_PREFIX + f.name.upper()
@@ -180,9 +180,43 @@ class Context:
                 ) from None
             raise
 
+    @classmethod
+    def with_env_defaults(cls, env: Mapping[str, str] | None = None) -> type[Self]:
+        """This class with the ``ATOM_*`` environment (read now) as its defaults.
+
+        The context schema of a server's graph: LangGraph builds the Context from the
+        fields a client sends, so each field the client sends wins (even when it equals the
+        built-in default), and each it leaves out takes the server's environment, read once
+        when the server loads the graph. Studio shows those effective defaults.
+
+        Raises:
+            ConfigError: a variable does not convert or is out of range; the message names it.
+        """
+        base = cls.from_env(env)
+        hints = _field_types(cls)
+        fields = [
+            (f.name, hints[f.name], field(default=getattr(base, f.name), metadata=f.metadata))
+            for f in dataclasses.fields(cls)
+        ]
+        namespace = {"__doc__": cls.__doc__, "__module__": cls.__module__}
+        made = dataclasses.make_dataclass(
+            cls.__name__, fields, bases=(cls,), frozen=True, kw_only=True, namespace=namespace
+        )
+        return typing.cast(type[Self], made)
+
     def replace(self, **changes: Any) -> Self:
         """A copy with `changes` applied (validated again)."""
         return dataclasses.replace(self, **changes)
+
+
+_CONTEXT_TYPES = typing.get_type_hints(Context)
+"""Context's field types, resolved once (``get_type_hints`` takes milliseconds)."""
+
+
+def _field_types(cls: type[Context]) -> dict[str, Any]:
+    """The field types of `cls`: Context's, unless a subclass adds fields of its own."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return _CONTEXT_TYPES if names <= _CONTEXT_TYPES.keys() else typing.get_type_hints(cls)
 
 
 _TRUE = {"1", "true", "yes", "on"}

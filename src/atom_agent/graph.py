@@ -151,7 +151,10 @@ def _compile(models: Models | None) -> CompiledStateGraph[State, Context, InputS
 
 
 graph = build_graph(models=models_from_factory())
+graph.context_schema = Context.with_env_defaults()
 """The graph for `langgraph.json` (LangGraph Server / Studio bring their own persistence).
 
 Models come from each run's Context; ``ATOM_MODELS_FACTORY=module:callable`` overrides them
-for the whole server (custom clients, scripted models in tests)."""
+for the whole server (custom clients, scripted models in tests). Its context schema takes
+the server's ``ATOM_*`` environment as defaults, read once here: a field a client sends
+always wins over it."""

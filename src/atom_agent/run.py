@@ -44,6 +44,7 @@ class RunOutcome:
     stop_reason: str = ""
     run_dir: str = ""
     report: str | None = None
+    result: str | None = None
     question: dict[str, Any] | None = None
     step_status: dict[str, str] = field(default_factory=dict)
     usage: dict[str, float] = field(default_factory=dict)
@@ -149,6 +150,7 @@ def _outcome(graph: Any, config: RunnableConfig, workspace: Workspace, run_id: s
         stop_reason=str(values.get("stop_reason", "")),
         run_dir=str(run_dir),
         report=str(report) if report.exists() else None,
+        result=values.get("result_dir") or None,
         question=question,
         step_status=dict(values.get("step_status") or {}),
         usage=dict(values.get("usage") or {}),

@@ -316,6 +316,11 @@ class State(TypedDict, total=False):
     """Why the run stopped (the budget exhausted, the step that failed, …)."""
     last_verdict: dict[str, Any] | None
     """Summary of the reflector's last verdict (the full evidence is in verdict.json)."""
+    report_path: str | None
+    """The run's report.md, once the run has finished."""
+    result_dir: str | None
+    """The deliverable (``runs/<id>/result/``: one package with its tests), once the run has
+    finished with at least one committed step; None otherwise."""
 
 
 class InputState(TypedDict, total=False):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -13,6 +14,7 @@ from rich.markup import escape
 from atom_agent.context import Context
 from atom_agent.run import RunOutcome, resume_run, run_task
 from atom_agent.services import Models, models_from_factory
+from atom_agent.workspace.deliverable import ExportError, export_result
 
 from .progress import Progress
 
@@ -68,9 +70,13 @@ def _summary(outcome: RunOutcome, console: Console) -> None:
     )
     if outcome.report:
         console.print(f"  report: {outcome.report}")
+    if outcome.result:
+        console.print(f"  result: {outcome.result}  (the package and its tests)")
     if outcome.question:
         q = outcome.question
         text = q.get("question") or "approve the plan? (approve / a note to replan)"
+        if q.get("error"):
+            console.print(f"[red]your last answer was not taken:[/red] {escape(str(q['error']))}")
         console.print(f"[yellow]waiting for you:[/yellow] {escape(str(text))}")
         console.print(f'  continue with: atom-agent resume {outcome.run_id} --answer "…"')
 
@@ -81,6 +87,8 @@ def _ask(outcome: RunOutcome, console: Console) -> str | None:
         return None
     q = outcome.question
     prompt = q.get("question") or "Approve the plan? (approve, or a note to replan)"
+    if q.get("error"):
+        console.print(f"[red]that answer was not taken:[/red] {escape(str(q['error']))}")
     try:
         return console.input(f"[yellow]?[/yellow] {escape(str(prompt))} ").strip() or None
     except EOFError:
@@ -98,7 +106,26 @@ def _run(args: argparse.Namespace) -> int:
         if answer is None:
             break
         outcome = resume_run(outcome.run_id, ctx, answer=answer, models=models, on_event=progress)
-    return _finish(outcome, args, console)
+    code = _finish(outcome, args, console)
+    return _export(outcome, args, console) or code
+
+
+def _export(outcome: RunOutcome, args: argparse.Namespace, console: Console) -> int:
+    """``--out DIR``: copy the run's result there (never over existing files without --force)."""
+    if not args.out or outcome.status == "interrupted":
+        return 0
+    if not outcome.result:
+        console.print(f"[yellow]no result to write to {escape(args.out)}:[/yellow] no step "
+                      "was committed")  # fmt: skip
+        return 0
+    try:
+        written = export_result(Path(outcome.result), Path(args.out).expanduser(), force=args.force)
+    except ExportError as exc:
+        print(f"atom-agent: error: {exc}; the result stays in {outcome.result} "
+              f"(atom-agent runs export {outcome.run_id} DIR)", file=sys.stderr)  # fmt: skip
+        return 2
+    console.print(f"  result written to: {escape(args.out)} ({len(written)} files)")
+    return 0
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -137,6 +164,8 @@ def register(subparsers: Any) -> None:
     run.add_argument("task", help="the software task, in plain words")
     run.add_argument("--run-id", help="run id (default: a new one)")
     run.add_argument("--approve-plan", action="store_true", help="pause to approve the plan")
+    run.add_argument("--out", help="copy the result (package and tests) into this directory")
+    run.add_argument("--force", action="store_true", help="let --out overwrite existing files")
     _common(run)
     run.set_defaults(func=_run)
 

@@ -1,4 +1,4 @@
-"""`atom-agent runs list|show`: the runs of a workspace."""
+"""`atom-agent runs list|show|export`: the runs of a workspace, and their results."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.table import Table
 
 from atom_agent.context import Context
 from atom_agent.workspace import Workspace
+from atom_agent.workspace.deliverable import export_result, result_dir
 
 
 def _workspace(args: argparse.Namespace) -> Workspace:
@@ -68,6 +69,14 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    ws = _workspace(args)
+    run = ws.run(args.run_id)
+    written = export_result(result_dir(run), Path(args.dir).expanduser(), force=args.force)
+    print(f"wrote {len(written)} files of run {run.run_id}'s result to {args.dir}")
+    return 0
+
+
 def register(subparsers: Any) -> None:
     """Add the `runs` subcommand."""
     parser = subparsers.add_parser("runs", help="list and show runs of a workspace")
@@ -81,3 +90,14 @@ def register(subparsers: Any) -> None:
     show.add_argument("--workspace")
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=_show)
+    export = sub.add_parser(
+        "export",
+        help="copy a run's result (its package and tests) into DIR",
+        description="Copy runs/RUN_ID/result/ (the committed code as one package, with its "
+        "tests) into DIR. Existing files are never overwritten unless --force is given.",
+    )
+    export.add_argument("run_id")
+    export.add_argument("dir", help="where to write the package and its tests")
+    export.add_argument("--force", action="store_true", help="overwrite existing files")
+    export.add_argument("--workspace")
+    export.set_defaults(func=_export)

@@ -88,7 +88,9 @@ class ChromaBackend:
             digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
             cache = Path(workspace) / "memory" / f".server-{digest}"
             return cls(client, path=None, url=url, cache=cache)
-        path = Path(workspace) / "memory"
+        # Absolute: Chroma keeps one system per path string for the process, so a relative
+        # path opened again after a chdir would reach the old folder's system on a new file.
+        path = Path(workspace).expanduser().resolve() / "memory"
         path.mkdir(parents=True, exist_ok=True)
         return cls(
             chromadb.PersistentClient(path=str(path), settings=settings), path=path, url=None

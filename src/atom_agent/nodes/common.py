@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +10,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from atom_agent.checks.names import defined_in_code
-from atom_agent.context import ENV_PREFIX, Context
+from atom_agent.context import Context
 from atom_agent.services import Models, Services, services_for
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, State
@@ -27,42 +24,21 @@ def services(runtime: Runtime[Context], models: Models | None) -> Services:
 
 
 def context_of(runtime: Runtime[Context]) -> Context:
-    """The run's Context: values the caller set, the environment (``ATOM_*``) for the rest.
+    """The run's Context, exactly as its entry point made it.
 
-    LangGraph Server builds the Context from the request (all defaults when the client sends
-    none), so a field left at its default takes the server's ``ATOM_*`` setting instead.
-    Resolved once per (given context, ``ATOM_*`` environment): every node and router asks.
+    The environment is read once, where the Context is made: ``run_task`` and the CLI build
+    it with ``Context.from_env(**explicit)``, and the server's graph has
+    ``Context.with_env_defaults()`` as its context schema (the fields a client sends win,
+    the rest are the server's ``ATOM_*``). Nodes never merge the environment in again, so an
+    explicit value wins even when it equals the default. A graph invoked with no context at
+    all gets ``Context.from_env()``.
     """
     given: Any = runtime.context
-    env = tuple((var, os.environ.get(var)) for var in _ENV_VARS)
+    if isinstance(given, Context):
+        return given
     if isinstance(given, dict):
-        try:
-            return _resolved(tuple(sorted(given.items())), env)
-        except TypeError:  # an unhashable value: resolve without the cache
-            return Context.from_env(**given)
-    return _resolved(given if isinstance(given, Context) else None, env)
-
-
-_ENV_VARS = tuple(ENV_PREFIX + f.name.upper() for f in dataclasses.fields(Context))
-"""The variables ``Context.from_env`` reads (looked up by name: iterating os.environ is slow)."""
-
-
-@functools.lru_cache(maxsize=64)
-def _resolved(
-    given: Context | tuple[tuple[str, Any], ...] | None, env: tuple[tuple[str, str | None], ...]
-) -> Context:
-    """`context_of` for a hashable given context and an ``ATOM_*`` environment snapshot."""
-    source = {var: value for var, value in env if value is not None}
-    if given is None:
-        return Context.from_env(source)
-    if isinstance(given, tuple):
-        return Context.from_env(source, **dict(given))
-    explicit = {
-        f.name: getattr(given, f.name)
-        for f in dataclasses.fields(Context)
-        if getattr(given, f.name) != f.default
-    }
-    return Context.from_env(source, **explicit)
+        return Context(**given)
+    return Context.from_env()
 
 
 def available_names(artifacts: dict[str, Path]) -> list[str]:

@@ -14,8 +14,9 @@ from atom_agent.errors import AtomAgentError
 from atom_agent.report import criteria_summary, render_report
 from atom_agent.services import Models
 from atom_agent.session import SessionContext
-from atom_agent.state import RunStatus, State
+from atom_agent.state import Plan, RunStatus, State
 from atom_agent.telemetry import emit
+from atom_agent.workspace.deliverable import build_deliverable, deliverable_markdown
 
 from .common import exhausted_budget, run_ref, services
 from .learning import promote_once, record_decisions
@@ -47,6 +48,7 @@ def make_finish(models: Models | None) -> Any:
         memories = memory_notes(svc, run, statuses, written)
         final["memories"] = memories
         started = state.get("started_at") or time.time()
+        deliverable = _deliverable(svc, run, state, statuses)
         svc.workspace.update_run(
             run,
             status=status,
@@ -57,12 +59,37 @@ def make_finish(models: Models | None) -> Any:
             steps=statuses,
             verification=verification,
             memories=memories,
+            deliverable=deliverable,
         )
-        report = svc.workspace.write_report(run, render_report(svc.workspace, run, final))
-        emit("run.finish", run_id=state["run_id"], status=status, reason=reason, report=str(report))
-        return {"status": status, "stop_reason": reason, "memories_written": promoted}
+        markdown = render_report(svc.workspace, run, final)
+        markdown += "\n" + deliverable_markdown(deliverable, state["run_id"])
+        report = svc.workspace.write_report(run, markdown.rstrip("\n") + "\n")
+        result = deliverable["path"] if deliverable else None
+        emit("run.finish", run_id=state["run_id"], status=status, reason=reason, report=str(report),
+             result=result)  # fmt: skip
+        return {
+            "status": status,
+            "stop_reason": reason,
+            "memories_written": promoted,
+            "report_path": str(report),
+            "result_dir": result,
+        }
 
     return finish
+
+
+def _deliverable(
+    svc: Any, run: Any, state: State, statuses: Mapping[str, str]
+) -> dict[str, Any] | None:
+    """``result/``: the committed steps as one package, its tests run once more.
+
+    None when nothing was committed.
+    """
+    if not state.get("plan") or "committed" not in statuses.values():
+        return None
+    plan = Plan.model_validate(state["plan"])
+    return build_deliverable(svc.workspace, run, plan, statuses, task=state.get("task") or "",
+                             runner=svc.runner, limits=svc.limits)  # fmt: skip
 
 
 def _verification(svc: Any, run: Any, statuses: Mapping[str, str]) -> str:

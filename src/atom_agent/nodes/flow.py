@@ -16,8 +16,8 @@ from atom_agent.services import Models
 from atom_agent.state import Plan, State, plan_problems, topological_order
 from atom_agent.telemetry import emit
 
-from .common import plan_of, services
-from .planner import finalize_plan
+from .common import plan_of, run_ref, services
+from .planner import accept_plan, finalize_plan
 
 
 def new_run_id() -> str:
@@ -56,35 +56,74 @@ def make_start(models: Models | None) -> Any:
     return start
 
 
-def approve_plan(state: State) -> dict[str, Any]:
+def approve_plan(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Pause for a human to approve, edit or reject the plan (``Context.approve_plan``).
 
-    Resume with ``True`` / ``"approve"`` to run it, ``{"plan": {...}}`` to run an edited plan,
-    or any other text to have it replanned with that text as the reviewer's note.
+    Resume with ``True`` / ``"approve"`` / ``{"approve": true}`` to run it,
+    ``{"plan": {...}}`` to run an edited plan, or a note (a non-empty string or
+    ``{"note": "..."}``) to have it replanned with that note. Anything else (``42``,
+    ``False``, a dict without those keys, an edited plan that is invalid) is never taken:
+    the node asks again with a new interrupt whose ``error`` says what was wrong.
     """
-    answer = interrupt({"kind": "plan_approval", "run_id": state["run_id"], "plan": state["plan"]})
-    if answer is True or (isinstance(answer, str) and answer.strip().lower() in ("approve", "yes")):
-        return {"decision": None, "plan_feedback": ""}
-    if isinstance(answer, dict) and "plan" in answer:
-        try:
-            plan = finalize_plan(Plan.model_validate(answer["plan"]), state["task"])
-        except ValidationError as exc:
-            return {
-                "decision": "replan",
-                "plan_feedback": f"edited plan invalid: {str(exc).splitlines()[0][:300]}",
-            }
-        problems = plan_problems(plan)
-        if problems:
-            return {
-                "decision": "replan",
-                "plan_feedback": "edited plan invalid: " + "; ".join(problems),
-            }
-        return {
-            "plan": plan.model_dump(),
-            "step_status": {s.id: "pending" for s in plan.steps},
-            "decision": None,
-        }
-    return {"decision": "replan", "plan_feedback": str(answer)}
+    request: dict[str, Any] = {
+        "kind": "plan_approval",
+        "run_id": state["run_id"],
+        "plan": state["plan"],
+        "accepts": PLAN_ANSWERS,
+    }
+    while True:
+        answer = interrupt(request)
+        update, error = _plan_answer(answer, state["task"])
+        if error is None and "plan" in update:  # an edited plan: its revision and step folders
+            svc = services(runtime, None)
+            plan = Plan.model_validate(update["plan"])
+            return {**accept_plan(svc, state, run_ref(svc, state), plan, "edited at approval", {}),
+                    "decision": None}  # fmt: skip
+        if error is None:
+            return update
+        emit("resume.invalid", run_id=state["run_id"], kind="plan_approval", error=error)
+        request = {**request, "error": error}
+
+
+PLAN_ANSWERS = (
+    'true or "approve" to run the plan; {"plan": {...}} to run an edited plan; '
+    'a note (a string, or {"note": "..."}) to have it replanned'
+)
+
+
+def _plan_answer(answer: Any, task: str) -> tuple[dict[str, Any], str | None]:
+    """The state update a plan-approval answer means, or the reason it cannot be taken."""
+    if answer is True:
+        return {"decision": None, "plan_feedback": ""}, None
+    if isinstance(answer, str) and answer.strip():
+        if answer.strip().lower() in ("approve", "approved", "yes", "ok"):
+            return {"decision": None, "plan_feedback": ""}, None
+        return {"decision": "replan", "plan_feedback": answer.strip()}, None
+    if isinstance(answer, dict):
+        if answer.get("approve") is True and len(answer) == 1:
+            return {"decision": None, "plan_feedback": ""}, None
+        if set(answer) == {"note"} and isinstance(answer["note"], str) and answer["note"].strip():
+            return {"decision": "replan", "plan_feedback": answer["note"].strip()}, None
+        if "plan" in answer and set(answer) <= {"plan", "note"}:
+            try:
+                plan = finalize_plan(Plan.model_validate(answer["plan"]), task)
+            except ValidationError as exc:
+                return {}, f"the edited plan is invalid: {_validation_text(exc)}"
+            problems = plan_problems(plan)
+            if problems:
+                return {}, "the edited plan is invalid: " + "; ".join(problems)
+            return {"plan": plan.model_dump()}, None
+    return {}, f"{_shown(answer)} is not an answer to a plan approval: send {PLAN_ANSWERS}"
+
+
+def _validation_text(exc: ValidationError) -> str:
+    parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]]
+    return "; ".join(parts)[:600]
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
 
 
 def select_step(state: State) -> dict[str, Any]:
@@ -104,14 +143,27 @@ def select_step(state: State) -> dict[str, Any]:
 
 
 def ask_user(state: State) -> dict[str, Any]:
-    """Interrupt with the executor's question; the answer goes into later attempts' prompts."""
+    """Interrupt with the executor's question; the answer goes into later attempts' prompts.
+
+    The answer is a non-empty string or ``{"answer": "..."}``; anything else is asked again
+    with a new interrupt whose ``error`` says what was wrong.
+    """
     question = state.get("question") or ""
-    answer = interrupt(
-        {
-            "kind": "question",
-            "run_id": state["run_id"],
-            "step_id": state.get("current_step"),
-            "question": question,
-        }
-    )
-    return {"answers": [{"question": question, "answer": str(answer)}], "question": None}
+    request: dict[str, Any] = {
+        "kind": "question",
+        "run_id": state["run_id"],
+        "step_id": state.get("current_step"),
+        "question": question,
+    }
+    while True:
+        answer = interrupt(request)
+        if isinstance(answer, dict) and set(answer) == {"answer"}:
+            answer = answer["answer"]
+        if isinstance(answer, str) and answer.strip():
+            return {"answers": [{"question": question, "answer": answer.strip()}], "question": None}
+        error = (
+            f"{_shown(answer)} is not an answer: send the answer as a non-empty string "
+            '(or {"answer": "..."})'
+        )
+        emit("resume.invalid", run_id=state["run_id"], kind="question", error=error)
+        request = {**request, "error": error}

@@ -69,7 +69,7 @@ def make_planner(models: Models | None) -> Any:
             only = finalize_plan(single_step_plan(state["task"]), state["task"])
             only, replies = write_contracts(model, state["task"], only)
             usage = usage_of(replies, model_name_of(model))
-            return _accept(svc, state, run, only, "initial plan", usage)
+            return accept_plan(svc, state, run, only, "initial plan", usage)
         feedback = state.get("plan_feedback", "") if not replan_text else ""
         messages: list[BaseMessage] = [
             SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=svc.ctx.max_plan_steps)),
@@ -136,7 +136,7 @@ def make_planner(models: Models | None) -> Any:
                 problems
             )
             return {"status": "failed", "stop_reason": reason, "usage": usage}
-        return _accept(svc, state, run, plan, reason, usage)
+        return accept_plan(svc, state, run, plan, reason, usage)
 
     return planner
 
@@ -153,7 +153,7 @@ def _proposed(parsed: Any, raw: AIMessage | None) -> Plan:
     return proposal
 
 
-def _accept(
+def accept_plan(
     svc: Any, state: State, run: Any, plan: Plan, reason: str, usage: dict[str, Any]
 ) -> dict[str, Any]:
     """Write a valid plan's revision and step folders; the state update that adopts it."""

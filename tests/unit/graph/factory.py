@@ -92,3 +92,20 @@ def _judge_with_a_lesson(messages: list) -> Judgement:  # type: ignore[type-arg]
         criteria=[CriterionVerdict(criterion="add(2, 3) == 5", met=True, evidence="tests pass")],
         lesson=f"lesson {os.getpid()}-{uuid.uuid4().hex[:8]}: test addition first",
     )
+
+
+def always_fails() -> dict[str, ScriptedChatModel]:
+    """One step whose every attempt fails its tests (counts the attempts a run makes)."""
+    from .scripts import failing_attempt
+
+    executor = ExecutorScript({}, default=failing_attempt)
+    return models([Plan(steps=[step("adder")])] * 20, executor)
+
+
+def two_steps_any_number_of_runs() -> dict[str, ScriptedChatModel]:
+    """`two_slow_steps` for a server that runs many threads: the planner repeats its plan."""
+    plan = Plan(steps=[step("one"), step("two")])
+    executor = ExecutorScript({}, default=passing_attempt)
+    roles = models([], executor)
+    roles["planner"] = planner_model([plan], cycle=True)
+    return roles

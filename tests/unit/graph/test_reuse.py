@@ -112,18 +112,19 @@ class _Runtime:
         self.context = context
 
 
-def test_the_context_follows_the_environment(ctx: Context, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_context_is_used_as_given_and_only_a_missing_one_reads_the_environment(
+    ctx: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def resolved(given: Any) -> Context:
         return context_of(_Runtime(given))  # type: ignore[arg-type]
 
     given = Context(workspace=ctx.workspace)  # max_attempts left at its default
     monkeypatch.setenv("ATOM_MAX_ATTEMPTS", "5")
-    assert resolved(given).max_attempts == 5
-    monkeypatch.setenv("ATOM_MAX_ATTEMPTS", "7")
-    assert resolved(given).max_attempts == 7
-    # A value the caller set wins over the environment; a dict (LangGraph Server) too.
-    assert resolved(given.replace(max_attempts=4)).max_attempts == 4
+    # The entry point resolved the environment already: nodes never merge it in again.
+    assert resolved(given) is given and resolved(given).max_attempts == 3
     assert resolved({"max_attempts": 3, "workspace": ctx.workspace}).max_attempts == 3
+    assert resolved(None).max_attempts == 5  # no context at all: the environment
+    monkeypatch.setenv("ATOM_MAX_ATTEMPTS", "7")
     assert resolved(None).max_attempts == 7
 
 
