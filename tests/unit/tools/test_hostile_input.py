@@ -13,7 +13,7 @@ import os
 import socket
 import stat
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,34 @@ def deep_tree(staging: Path) -> None:
         os.close(written)
     finally:
         os.close(fd)
+
+
+def remove_deep_tree(staging: Path) -> None:
+    """Remove what :func:`deep_tree` made, iteratively (``shutil.rmtree`` recurses too deep)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fds = [os.open(staging, flags)]
+    try:
+        while True:
+            try:
+                fds.append(os.open("level", flags, dir_fd=fds[-1]))
+            except FileNotFoundError:
+                break
+        while len(fds) > 1:
+            fd = fds.pop()
+            for name in os.listdir(fd):
+                os.unlink(name, dir_fd=fd)
+            os.close(fd)
+            os.rmdir("level", dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@pytest.fixture(autouse=True)
+def _no_deep_tree_left(area: dict[str, Path]) -> Iterator[None]:
+    yield
+    if (area["staging"] / "level").is_dir():
+        remove_deep_tree(area["staging"])
 
 
 def non_utf8_name(staging: Path) -> None:
