@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -15,8 +14,17 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
 from atom_agent.checks.source import python_problems
+from atom_agent.tools.confine import (
+    Located,
+    WalkLimits,
+    kind_of,
+    locate,
+    read_regular,
+    shown_name,
+    walk,
+    write_atomic,
+)
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
-from atom_agent.workspace._atomic import TEMP_PREFIX, atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -83,8 +91,11 @@ class ToolScope:
 
     # --- path confinement ----------------------------------------------------------------------
 
-    def resolve_read(self, path: str) -> tuple[Path, Path]:
-        """``(absolute path, root)`` for reading `path`; raises ToolException when not allowed."""
+    def locate_read(self, path: str) -> tuple[Located, str]:
+        """Where `path` is for reading, and the prefix it is shown with (``deps/<id>`` or "").
+
+        The caller closes the :class:`Located`. Raises ToolException when not allowed.
+        """
         parts = split_path(path)
         if parts and parts[0] == DEPS:
             if len(parts) == 1:
@@ -95,11 +106,11 @@ class ToolScope:
             dep = self.dependencies.get(parts[1])
             if dep is None:
                 raise ToolException(f"no dependency {parts[1]!r}: {self._dep_names()}")
-            return _confine(Path(dep), parts[2:], path), Path(dep).resolve()
-        return _confine(self.staging, parts, path), self.staging.resolve()
+            return locate(Path(dep), parts[2:], path), f"{DEPS}/{parts[1]}"
+        return locate(self.staging, parts, path), ""
 
-    def resolve_write(self, path: str) -> Path:
-        """The absolute path for writing `path` (staging only); raises ToolException otherwise."""
+    def locate_write(self, path: str, *, make_dirs: bool = False) -> Located:
+        """Where `path` is in the staging area for writing (the caller closes it)."""
         parts = split_path(path)
         if parts and parts[0] == DEPS:
             raise ToolException(
@@ -108,31 +119,57 @@ class ToolScope:
             )
         if not parts:
             raise ToolException("write_file needs a file name, e.g. 'impl.py'")
-        return _confine(self.staging, parts, path)
+        return locate(self.staging, parts, path, make_dirs=make_dirs)
 
-    def display(self, absolute: Path) -> str:
-        """The path as the model should name it (``impl.py`` or ``deps/<id>/impl.py``)."""
-        staging = self.staging.resolve()
-        if absolute == staging or staging in absolute.parents:
-            return absolute.relative_to(staging).as_posix() or "."
-        for step_id, dep in self.dependencies.items():
-            root = Path(dep).resolve()
-            if absolute == root or root in absolute.parents:
-                rel = absolute.relative_to(root).as_posix()
-                return f"{DEPS}/{step_id}" + ("" if rel == "." else f"/{rel}")
-        return str(absolute)
+    def resolve_write(self, path: str) -> Path:
+        """The absolute path `path` names in the staging area (links inside followed).
+
+        For handing a file to the sandbox runner; the file tools themselves never reopen a
+        path by name: they work through the directory fds of :meth:`locate_write`.
+        """
+        with self.locate_write(path) as where:
+            return self.staging.resolve().joinpath(*where.parts)
 
     def _dep_names(self) -> str:
         names = ", ".join(f"{DEPS}/{d}" for d in self.dependencies)
         return f"available: {names}" if names else "this step has no dependencies"
 
 
+def shown_path(prefix: str, parts: tuple[str, ...]) -> str:
+    r"""A path as the model names it: ``impl.py``, ``deps/<id>/impl.py``; bad bytes as ``\xNN``."""
+    rel = "/".join(shown_name(p) for p in parts)
+    if prefix:
+        return f"{prefix}/{rel}" if rel else prefix
+    return rel or "."
+
+
+_MAX_PATH_CHARS = 1024
+_MAX_NAME_BYTES = 255
+_MAX_PATH_DEPTH = 64
+
+
 def split_path(path: str) -> tuple[str, ...]:
-    """The parts of a model-given relative path; ToolException for absolute paths, '..', NUL."""
+    """The parts of a model-given relative path; ToolException for anything not a plain path.
+
+    Refused: absolute paths, '..', NUL, backslashes, lone surrogates, names longer than the
+    file system allows, and code or prose put into the path by mistake.
+    """
     if not isinstance(path, str) or not path.strip():
         raise ToolException("path must be a non-empty relative path such as 'impl.py'")
     if "\x00" in path:
         raise ToolException("path contains a NUL byte")
+    breaks = "\n" in path or "\r" in path
+    if breaks or len(path) > _MAX_PATH_CHARS:
+        raise ToolException(
+            f"path is {len(path)} characters{' with line breaks' if breaks else ''}; a path "
+            f"must be a file name such as 'impl.py', not code — put the code in `content`"
+        )
+    bad = next((c for c in path if 0xD800 <= ord(c) <= 0xDFFF), None)
+    if bad is not None:
+        raise ToolException(
+            f"path contains a lone UTF-16 surrogate ({ascii(bad)}), which no file name can "
+            f"hold; use a plain name such as 'impl.py'"
+        )
     if "\\" in path:
         raise ToolException(f"{path!r}: use forward slashes in paths")
     pure = PurePosixPath(path)
@@ -146,18 +183,20 @@ def split_path(path: str) -> tuple[str, ...]:
             f"{path!r}: '..' is not allowed; name files relative to your "
             f"staging area, e.g. 'impl.py'"
         )
-    return tuple(p for p in pure.parts if p != ".")
-
-
-def _confine(root: Path, parts: tuple[str, ...], original: str) -> Path:
-    base = root.resolve()
-    target = base.joinpath(*parts).resolve()
-    if target != base and base not in target.parents:
+    parts = tuple(p for p in pure.parts if p != ".")
+    longest = max((len(p.encode("utf-8")) for p in parts), default=0)
+    if longest > _MAX_NAME_BYTES:
         raise ToolException(
-            f"{original!r} leaves the allowed area (a symlink points outside "
-            f"it); only your staging area and dependency artifacts are reachable"
+            f"path is {len(path)} characters and one name in it is {longest} bytes (the limit "
+            f"is {_MAX_NAME_BYTES}); a path must be a file name such as 'impl.py', not code — "
+            f"put the code in `content`"
         )
-    return target
+    if len(parts) > _MAX_PATH_DEPTH:
+        raise ToolException(
+            f"path is {len(parts)} directories deep (the limit is {_MAX_PATH_DEPTH}); use a "
+            f"flatter layout such as 'pkg/impl.py'"
+        )
+    return parts
 
 
 # --- the tools ------------------------------------------------------------------------------------
@@ -199,8 +238,10 @@ class ListFilesArgs(BaseModel):
 def create_file_tools(scope: ToolScope) -> list[BaseTool]:
     """read_file, write_file, edit_file and list_files confined to `scope`.
 
-    Refusals (paths outside the scope, binary files, oversized writes, ambiguous edits) come
-    back to the model as error tool results whose message says what to do instead.
+    Refusals (paths outside the scope, binary or special files, oversized writes, ambiguous
+    edits) come back to the model as error tool results whose message says what to do
+    instead. Every path is opened through directory fds (:mod:`atom_agent.tools.confine`), so
+    code running concurrently in the staging area cannot redirect a read or a write.
     """
 
     def read_file(path: str, start_line: int = 1, max_lines: int | None = None) -> str:
@@ -209,8 +250,9 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
         Returns the text of the requested lines. Large files come back in parts: pass
         start_line / max_lines to read further. Binary files are refused.
         """
-        target, _ = scope.resolve_read(path)
-        text = _read_text(target, path)
+        where, prefix = scope.locate_read(path)
+        with where:
+            text = _decode(read_regular(where, path, _MAX_SOURCE_BYTES), path)
         lines = text.splitlines(keepends=True)
         chosen = (
             lines[start_line - 1 :]
@@ -226,7 +268,7 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
             budget -= size
             count += 1
         result: dict[str, Any] = {
-            "path": scope.display(target),
+            "path": shown_path(prefix, where.parts),
             "total_lines": len(lines),
             "start_line": start_line,
             "content": "".join(body),
@@ -245,17 +287,30 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
         Parent directories are created. Paths are relative ('impl.py', 'pkg/util.py'); you
         cannot write outside your staging area or into dependency artifacts.
         """
-        target = scope.resolve_write(path)
-        data = content.encode("utf-8")
+        split_path(path)  # a bad path is named before a bad content
+        data = _encode(content, "content")
         _check_size(len(data), scope.max_write_bytes, path)
-        if target.is_dir():
-            raise ToolException(f"{path!r} is a directory; choose a file name inside it")
-        created = not target.exists()
-        unchanged = not created and target.read_bytes() == data
-        if not unchanged:
-            _write(target, data, path)
+        with scope.locate_write(path, make_dirs=True) as where:
+            info = where.lstat()
+            if info is not None and not stat.S_ISREG(info.st_mode):
+                # Never opened: a FIFO would block, a device would never end.
+                raise ToolException(
+                    f"{path!r} is a directory; choose a file name inside it"
+                    if stat.S_ISDIR(info.st_mode)
+                    else f"{path!r} is {kind_of(info.st_mode)}, not a regular file; file "
+                    f"tools only write regular files: use another name"
+                )
+            created = info is None
+            unchanged = (
+                info is not None
+                and info.st_size == len(data)
+                and read_regular(where, path, len(data)) == data
+            )
+            if not unchanged:
+                write_atomic(where, data, path)
+            shown = shown_path("", where.parts)
         result: dict[str, Any] = {
-            "written": scope.display(target),
+            "written": shown,
             "bytes": len(data),
             "lines": content.count("\n") + (0 if content.endswith("\n") or not content else 1),
             "created": created,
@@ -277,25 +332,29 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
         old_text must match exactly once, whitespace included: copy it from read_file and add
         surrounding lines when it is not unique. To rewrite a whole file use write_file.
         """
-        target = scope.resolve_write(path)
+        split_path(path)
         if not old_text:
             raise ToolException("old_text is empty; give the exact text to replace")
-        text = _read_text(target, path)
-        found = text.count(old_text)
-        if found == 0:
-            raise ToolException(
-                f"old_text was not found in {path!r}; read_file it and copy the "
-                f"exact text (whitespace and indentation matter)"
-            )
-        if found > 1:
-            raise ToolException(
-                f"old_text occurs {found} times in {path!r}; include more "
-                f"surrounding lines so it matches exactly once"
-            )
-        updated = text.replace(old_text, new_text, 1).encode("utf-8")
-        _check_size(len(updated), scope.max_write_bytes, path)
-        _write(target, updated, path)
-        result = {"edited": scope.display(target), "replacements": 1, "bytes": len(updated)}
+        _encode(old_text, "old_text")
+        _encode(new_text, "new_text")
+        with scope.locate_write(path) as where:
+            text = _decode(read_regular(where, path, _MAX_SOURCE_BYTES), path)
+            found = text.count(old_text)
+            if found == 0:
+                raise ToolException(
+                    f"old_text was not found in {path!r}; read_file it and copy the "
+                    f"exact text (whitespace and indentation matter)"
+                )
+            if found > 1:
+                raise ToolException(
+                    f"old_text occurs {found} times in {path!r}; include more "
+                    f"surrounding lines so it matches exactly once"
+                )
+            updated = text.replace(old_text, new_text, 1).encode("utf-8")
+            _check_size(len(updated), scope.max_write_bytes, path)
+            write_atomic(where, updated, path)
+            shown = shown_path("", where.parts)
+        result = {"edited": shown, "replacements": 1, "bytes": len(updated)}
         _add_problems(result, path, updated.decode("utf-8"))
         return to_json(result)
 
@@ -304,31 +363,38 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
 
         '.' lists everything: your files plus 'deps/<step_id>/…' of each dependency.
         """
-        parts = split_path(path)
-        roots: list[tuple[Path, Path]] = []
-        if not parts:
-            roots.append((scope.staging.resolve(), scope.staging.resolve()))
-            roots += [(Path(d).resolve(), Path(d).resolve()) for d in scope.dependencies.values()]
-        elif parts == (DEPS,):
-            roots += [(Path(d).resolve(), Path(d).resolve()) for d in scope.dependencies.values()]
-        else:
-            target, root = scope.resolve_read(path)
-            if not target.exists():
-                raise ToolException(f"{path!r} does not exist; list_files('.') shows what does")
-            roots.append((target, root))
         entries: list[dict[str, Any]] = []
+        limits = WalkLimits(max_scanned=max(20 * scope.max_list_entries, 10_000))
         truncated = False
-        for start, root in roots:
-            for file in walk_files(start, root):
-                if len(entries) >= scope.max_list_entries:
-                    truncated = True
-                    break
-                entries.append({"path": scope.display(file), "bytes": file.stat().st_size})
+        for where, prefix in scope_roots(scope, path):
+            with where:
+                if where.name is not None:
+                    info = where.lstat()
+                    if info is None:
+                        raise ToolException(
+                            f"{path!r} does not exist; list_files('.') shows what does"
+                        )
+                    if stat.S_ISREG(info.st_mode):
+                        entries.append(
+                            {"path": shown_path(prefix, where.parts), "bytes": info.st_size}
+                        )
+                        continue
+                    if not stat.S_ISDIR(info.st_mode):
+                        raise ToolException(f"{path!r} is {kind_of(info.st_mode)}; nothing to list")
+                for entry in walk(where, limits, _SKIP_DIRS):
+                    if len(entries) >= scope.max_list_entries:
+                        truncated = True
+                        break
+                    entries.append({"path": shown_path(prefix, entry.parts), "bytes": entry.size})
+            if truncated:
+                break
         result: dict[str, Any] = {"files": entries, "count": len(entries)}
         if truncated:
             result["note"] = (
                 f"only the first {scope.max_list_entries} entries; list a subdirectory for more"
             )
+        elif limits.cut:
+            result["note"] = f"listing incomplete: {limits.cut}"
         return to_json(result)
 
     return [
@@ -337,6 +403,22 @@ def create_file_tools(scope: ToolScope) -> list[BaseTool]:
         structured_tool(edit_file, EditFileArgs),
         structured_tool(list_files, ListFilesArgs),
     ]
+
+
+def scope_roots(scope: ToolScope, path: str) -> Iterator[tuple[Located, str]]:
+    """What a listing or search of `path` covers: ``(where, display prefix)``, one at a time.
+
+    '.' is the staging area and every dependency; 'deps' every dependency; anything else the
+    one directory or file it names. Each :class:`Located` is opened only when reached.
+    """
+    parts = split_path(path)
+    if parts and parts != (DEPS,):
+        yield scope.locate_read(path)
+        return
+    if not parts:
+        yield locate(scope.staging, (), path), ""
+    for step_id, dep in scope.dependencies.items():
+        yield locate(Path(dep), (), path), f"{DEPS}/{step_id}"
 
 
 def _add_problems(result: dict[str, Any], path: str, content: str) -> None:
@@ -373,8 +455,13 @@ def validation_error_json(error: ValidationError) -> str:
 
 
 def to_json(data: Mapping[str, Any]) -> str:
-    """Compact JSON for the model (UTF-8 kept readable)."""
-    return json.dumps(data, ensure_ascii=False)
+    """Compact JSON for the model (UTF-8 kept readable; lone surrogates escaped, never sent raw)."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True)
+    return text
 
 
 def _check_size(size: int, cap: int, path: str) -> None:
@@ -385,38 +472,21 @@ def _check_size(size: int, cap: int, path: str) -> None:
         )
 
 
-def _write(target: Path, data: bytes, shown: str) -> None:
+def _encode(text: str, field_name: str) -> bytes:
+    """`text` as UTF-8; a lone surrogate (from JSON's escapes) is a clear error, not a crash."""
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target, data)
-    except (NotADirectoryError, FileExistsError):
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = text.count("\n", 0, exc.start) + 1
+        column = exc.start - (text.rfind("\n", 0, exc.start) + 1) + 1
         raise ToolException(
-            f"cannot write {shown!r}: a parent of it is a file, not a directory"
+            f"{field_name} has a lone UTF-16 surrogate ({ascii(text[exc.start])}) at line "
+            f"{line}, column {column}, which cannot be saved as UTF-8; write the character "
+            f"itself, or an escape such as '\\ud800' inside a string literal"
         ) from None
-    except OSError as exc:
-        raise ToolException(f"cannot write {shown!r}: {exc.strerror or exc}") from None
 
 
-def _read_text(target: Path, shown: str) -> str:
-    try:
-        info = os.stat(target)
-    except (FileNotFoundError, NotADirectoryError):
-        raise ToolException(
-            f"{shown!r} does not exist; list_files shows the files you can read"
-        ) from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolException(f"{shown!r} is a directory; use list_files to see inside it")
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolException(
-            f"{shown!r} is not a regular file (device, pipe or socket); it cannot be read"
-        )
-    if info.st_size > _MAX_SOURCE_BYTES:
-        raise ToolException(
-            f"{shown!r} is {info.st_size} bytes, too large to read; use "
-            f"search_files to find the lines you need"
-        )
-    with open(target, "rb") as handle:
-        data = handle.read()
+def _decode(data: bytes, shown: str) -> str:
     if b"\x00" in data[:_BINARY_SNIFF]:
         raise ToolException(
             f"{shown!r} is a binary file ({len(data)} bytes); read_file shows UTF-8 text only"
@@ -427,19 +497,3 @@ def _read_text(target: Path, shown: str) -> str:
         raise ToolException(
             f"{shown!r} is not UTF-8 text ({len(data)} bytes); read_file shows UTF-8 text only"
         ) from None
-
-
-def walk_files(start: Path, root: Path) -> Iterator[Path]:
-    """Regular files under `start` (sorted) that resolve inside `root`; caches skipped."""
-    if start.is_file():
-        yield start
-        return
-    for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        for name in sorted(filenames):
-            if name.startswith(TEMP_PREFIX):
-                continue
-            file = Path(dirpath) / name
-            resolved = file.resolve()
-            if (resolved == root or root in resolved.parents) and resolved.is_file():
-                yield file

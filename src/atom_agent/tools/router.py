@@ -8,6 +8,7 @@ call without a session are error results, never exceptions.
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import threading
@@ -172,7 +173,13 @@ class ToolRouter:
             args=_preview(raw_args),
             **ids,
         )
-        status, content, ran = self._dispatch(name, raw_args, call_id, route, session)
+        try:
+            status, content, ran = self._dispatch(name, raw_args, call_id, route, session)
+        except ToolConfigError:
+            raise  # a wiring error of the caller, not something the model can act on
+        except Exception as exc:  # the last safety net: every call ends in a tool result
+            logger.exception("tool call %r (%s) raised", name, call_id)
+            status, content, ran = "error", _error(unexpected_error(name, exc)), True
         if not ran:
             route = "rejected"
         result = ToolResult(
@@ -377,12 +384,35 @@ def _invoke(
         return "error", validation_error_json(exc)
     except ToolException as exc:  # a tool without handle_tool_error
         return "error", tool_error_json(exc)
+    except ToolConfigError:
+        raise
+    except Exception as exc:  # a tool's own failure (OSError, RecursionError …) is a result
+        logger.exception("tool %r raised", name)
+        return "error", _error(unexpected_error(name, exc))
     if isinstance(output, ToolMessage):
         failed = output.status == "error"
         content: Any = output.content
     else:
         failed, content = False, output
     return ("error" if failed else "ok"), _as_json(content, failed)
+
+
+def unexpected_error(name: str, exc: BaseException) -> str:
+    """The model-facing text of an exception a tool did not turn into a refusal itself."""
+    if isinstance(exc, OSError) and exc.strerror:
+        code = errno.errorcode.get(exc.errno or 0, "")
+        what = f"{exc.strerror}{f' ({code})' if code else ''}"
+    else:
+        what = f"{type(exc).__name__}: {_printable(str(exc))[:_ARG_PREVIEW]}"
+    return (
+        f"{name} failed: {what}. The call may not have done anything; check with "
+        f"list_files or read_file, then try a plainer path or a smaller input"
+    )
+
+
+def _printable(text: str) -> str:
+    """`text` with anything UTF-8 cannot carry (lone surrogates) escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _as_json(content: Any, failed: bool) -> str:
@@ -405,7 +435,7 @@ def _parse_args(raw: Any) -> dict[str, Any] | str:
     if isinstance(raw, str):  # some providers send the arguments as JSON text
         try:
             raw = json.loads(raw) if raw.strip() else {}
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             return f"malformed tool arguments: not valid JSON ({exc}); send a JSON object"
     if not isinstance(raw, dict):
         return f"malformed tool arguments: expected a JSON object, got {type(raw).__name__}"
@@ -425,17 +455,25 @@ def _error_text(content: str) -> str:
     return str(text)[:_ARG_PREVIEW]
 
 
-def _preview(args: Any) -> Any:
-    """Arguments for the event log: long strings shortened (file contents stay out of logs)."""
+def _preview(args: Any, depth: int = 0) -> Any:
+    """Arguments for the event log: long strings shortened (file contents stay out of logs).
+
+    Nesting is cut at a few levels (a model's 10,000-deep list must not recurse the log) and
+    strings are made UTF-8-safe.
+    """
+    if isinstance(args, dict | list) and depth >= 4:
+        return f"<{type(args).__name__} of {len(args)}>"
     if isinstance(args, dict):
-        return {str(k): _preview(v) for k, v in args.items()}
+        return {_printable(str(k))[:_ARG_PREVIEW]: _preview(v, depth + 1) for k, v in args.items()}
     if isinstance(args, list):
-        return [_preview(v) for v in args[:20]]
+        return [_preview(v, depth + 1) for v in args[:20]]
     if isinstance(args, str) and len(args) > _ARG_PREVIEW:
         return f"<{len(args)} chars>"
-    if args is None or isinstance(args, int | float | bool | str):
+    if isinstance(args, str):
+        return _printable(args)
+    if args is None or isinstance(args, int | float | bool):
         return args
-    return repr(args)[:_ARG_PREVIEW]
+    return _printable(repr(args)[:_ARG_PREVIEW])
 
 
 def _session_fields(session: SessionContext | None) -> dict[str, Any]:

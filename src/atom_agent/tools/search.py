@@ -3,24 +3,35 @@
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Callable, Sequence
+import stat
+import time
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import regex as regex_engine
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field
 
 from atom_agent.errors import ToolConfigError
 from atom_agent.session import SessionContext
-from atom_agent.tools.files import DEPS, ToolScope, split_path, structured_tool, to_json, walk_files
+from atom_agent.tools.confine import WalkLimits, read_at, walk
+from atom_agent.tools.files import (
+    _SKIP_DIRS,
+    ToolScope,
+    scope_roots,
+    shown_path,
+    structured_tool,
+    to_json,
+)
 
 logger = logging.getLogger(__name__)
 
 _MAX_FILE_BYTES = 2 * 1024 * 1024  # larger files are skipped (generated data, not code)
 _MAX_LINE_CHARS = 4000  # lines are matched and shown up to this length
 _SHOWN_CHARS = 240
+SEARCH_SECONDS = 5.0
+"""Matching time one search_files call may spend in all (the `regex` engine's timeout)."""
 
 
 class MemoryRecordLike(Protocol):
@@ -115,6 +126,7 @@ def create_search_tools(
     session: SessionContext | None = None,
     *,
     max_results: int = 50,
+    search_seconds: float = SEARCH_SECONDS,
     web: WebSearch | None = None,
 ) -> list[BaseTool]:
     """search_files; search_memory when `memory` is given; web_search only when `web` is given.
@@ -124,6 +136,7 @@ def create_search_tools(
         memory: the long-term memory (anything with ``recall``, e.g. ``MemoryManager``).
         session: the session search_memory acts for (required with `memory`).
         max_results: cap on search_files matches.
+        search_seconds: matching time one search_files call may take before it is an error.
         web: a web search backend; pass one only when ``Context.web_search`` is on (off by
             default, and this machine has no network).
 
@@ -143,23 +156,39 @@ def create_search_tools(
         """
         if not pattern:
             raise ToolException("pattern is empty; give the text to look for")
-        flags = re.IGNORECASE if ignore_case else 0
+        # The `regex` engine, not `re`: its matching takes a timeout (and releases the GIL),
+        # so a pattern that backtracks exponentially, e.g. (a+)+$, cannot hang the run.
+        flags = regex_engine.IGNORECASE if ignore_case else 0
         try:
-            matcher = re.compile(pattern if regex else re.escape(pattern), flags)
-        except re.error as exc:
+            matcher = regex_engine.compile(
+                pattern if regex else regex_engine.escape(pattern), flags
+            )
+        except (regex_engine.error, ValueError, OverflowError, RecursionError) as exc:
             raise ToolException(
                 f"invalid regular expression {pattern!r}: {exc}; fix it, or "
                 f"pass regex=false to search for the literal text"
             ) from None
+        deadline = time.monotonic() + search_seconds
         matches: list[str] = []
         total = 0
-        for file in _files(scope, path):
-            for number, line in _lines(file):
-                if matcher.search(line):
-                    total += 1
-                    if len(matches) < max_results:
-                        shown = line if len(line) <= _SHOWN_CHARS else line[:_SHOWN_CHARS] + "…"
-                        matches.append(f"{scope.display(file)}:{number}: {shown}")
+        for shown, number, line in _lines(scope, path):
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                found = matcher.search(line, timeout=remaining, concurrent=True)
+            except TimeoutError:
+                raise ToolException(
+                    f"the search took longer than {search_seconds:g}s (it was at "
+                    f"{shown}:{number}); a pattern with nested repetition such as (a+)+ "
+                    f"backtracks without end: simplify it, narrow the path, or pass "
+                    f"regex=false for literal text"
+                ) from None
+            if found:
+                total += 1
+                if len(matches) < max_results:
+                    text = line if len(line) <= _SHOWN_CHARS else line[:_SHOWN_CHARS] + "…"
+                    matches.append(f"{shown}:{number}: {text}")
         result: dict[str, Any] = {"pattern": pattern, "count": total, "matches": matches}
         if total > len(matches):
             result["note"] = (
@@ -214,31 +243,36 @@ def create_search_tools(
     return tools
 
 
-def _files(scope: ToolScope, path: str) -> list[Path]:
-    parts = split_path(path)
-    roots: list[tuple[Path, Path]] = []
-    if not parts or parts == (DEPS,):
-        if not parts:
-            roots.append((scope.staging.resolve(), scope.staging.resolve()))
-        roots += [(Path(d).resolve(), Path(d).resolve()) for d in scope.dependencies.values()]
-    else:
-        target, root = scope.resolve_read(path)
-        if not target.exists():
-            raise ToolException(f"{path!r} does not exist; list_files shows what does")
-        roots.append((target, root))
-    files: list[Path] = []
-    for start, root in roots:
-        files += [f for f in walk_files(start, root) if f.stat().st_size <= _MAX_FILE_BYTES]
-    return files
+def _lines(scope: ToolScope, path: str) -> Iterator[tuple[str, int, str]]:
+    """``(shown path, line number, line)`` of the text files `path` covers, through dir fds.
+
+    Binary, unreadable and very large files are skipped; lines are cut at a length that
+    bounds the work of any one match.
+    """
+    limits = WalkLimits()
+    for where, prefix in scope_roots(scope, path):
+        with where:
+            if where.name is not None:
+                info = where.lstat()
+                if info is None:
+                    raise ToolException(f"{path!r} does not exist; list_files shows what does")
+                if stat.S_ISREG(info.st_mode):
+                    shown = shown_path(prefix, where.parts)
+                    yield from _file_lines(where.dir_fd, where.name, shown)
+                    continue
+            for entry in walk(where, limits, _SKIP_DIRS):
+                if entry.size <= _MAX_FILE_BYTES:
+                    shown = shown_path(prefix, entry.parts)
+                    yield from _file_lines(entry.dir_fd, entry.name, shown)
 
 
-def _lines(file: Path) -> list[tuple[int, str]]:
+def _file_lines(dir_fd: int, name: str, shown: str) -> Iterator[tuple[str, int, str]]:
     try:
-        data = file.read_bytes()
-    except OSError:
-        return []
+        data = read_at(dir_fd, name, shown, _MAX_FILE_BYTES)
+    except ToolException:
+        return  # a special file, or one that changed meanwhile: not searched
     if b"\x00" in data[:8192]:
-        return []  # binary
+        return  # binary
     text = data.decode("utf-8", errors="replace")
-    # Long lines are cut before matching: bounds the work a pathological pattern can do.
-    return [(i, line[:_MAX_LINE_CHARS]) for i, line in enumerate(text.splitlines(), start=1)]
+    for number, line in enumerate(text.splitlines(), start=1):
+        yield shown, number, line[:_MAX_LINE_CHARS]

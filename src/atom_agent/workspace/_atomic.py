@@ -79,14 +79,22 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """:func:`atomic_write_bytes` for UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    r""":func:`atomic_write_bytes` for UTF-8 text (a lone surrogate is written as ``\udXXX``)."""
+    atomic_write_bytes(path, text.encode("utf-8", "backslashreplace"))
 
 
 def atomic_write_json(path: Path, payload: Any) -> None:
-    """Write `payload` as indented UTF-8 JSON atomically."""
+    r"""Write `payload` as indented UTF-8 JSON atomically.
+
+    A lone surrogate (a model's ``"\ud800"`` in a tool call) cannot be encoded as UTF-8:
+    such a payload is written with JSON escapes instead, which read back as the same string.
+    """
     text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False)
-    atomic_write_text(path, text + "\n")
+    try:
+        data = (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        data = (json.dumps(payload, indent=2, ensure_ascii=True) + "\n").encode("ascii")
+    atomic_write_bytes(path, data)
 
 
 def clean_temp_files(directory: Path) -> list[Path]:
