@@ -125,6 +125,16 @@ def _retry_locked(action: Callable[[], None]) -> None:
         delay = min(delay * 2, 0.5)
 
 
+def _has_pending_writes(saver: SqliteSaver, config: RunnableConfig) -> bool:
+    """Whether the last superstep's nodes finished but the checkpoint after them is missing.
+
+    (A full disk after a node's writes were saved.) Invoking with no input applies those
+    writes and goes on, although the snapshot shows nothing next.
+    """
+    found = saver.get_tuple(config)
+    return bool(found is not None and found.pending_writes)
+
+
 def _stream(
     graph: Any,
     payload: Any,
@@ -216,7 +226,7 @@ def run_task(
             saver.delete_thread(rid)
             graph = build_graph(models=models, checkpointer=saver)
             try:
-                with failing_run(workspace, rid):
+                with failing_run(workspace, rid, lambda: bool(graph.get_state(config).values)):
                     _stream(graph, {"task": task, "run_id": rid}, config, ctx, on_event)
             finally:
                 if close_services:
@@ -271,7 +281,7 @@ def _resume_locked(
         waiting = any(t.interrupts for t in snapshot.tasks)
         if waiting and (answer is None or (isinstance(answer, str) and not answer.strip())):
             raise InvalidInputError(f"run {run_id!r} is waiting for an answer: pass --answer")
-        if not snapshot.next:
+        if not snapshot.next and not _has_pending_writes(saver, config):
             if snapshot.values.get("status") in FINISHED:
                 return _outcome(graph, config, workspace, run_id)
             # Killed between writing a checkpoint and scheduling what follows it: nothing
@@ -280,7 +290,7 @@ def _resume_locked(
             raise NoCheckpointError(f"run {run_id!r} has no checkpoint to resume from")
         payload: Any = Command(resume=answer) if waiting else None
         try:
-            with failing_run(workspace, run_id):
+            with failing_run(workspace, run_id, lambda: True):
                 _stream(graph, payload, config, ctx, on_event)
         finally:
             if close_services:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
@@ -127,10 +128,12 @@ def checkpoint_failure(path: Path, exc: sqlite3.Error) -> WorkspaceError:
 
 
 @contextlib.contextmanager
-def failing_run(workspace: Workspace, run_id: str) -> Iterator[None]:
+def failing_run(workspace: Workspace, run_id: str, resumable: Callable[[], bool]) -> Iterator[None]:
     """Mark the run failed in ``run.json`` when the block raises; explain machine failures.
 
-    The checkpoint stays, so ``resume`` continues the run once the cause is fixed.
+    The checkpoint stays, so ``resume`` continues the run once the cause is fixed. When the
+    run stopped before its first checkpoint (`resumable` says False), nothing can continue
+    it: its folder (which holds nothing yet) is removed, so the same command can run again.
 
     Raises:
         EnvironmentFailure: the block failed because of the machine (the message says how to
@@ -139,12 +142,26 @@ def failing_run(workspace: Workspace, run_id: str) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        env = environment_failure(exc, run_id=run_id)
+        can_resume = _safely(resumable)
+        env = environment_failure(exc, run_id=run_id if can_resume else None)
         reason = str(env) if env is not None else f"{type(exc).__name__}: {exc}"
-        _mark_failed(workspace, run_id, reason)
+        if can_resume:
+            _mark_failed(workspace, run_id, reason)
+        else:
+            shutil.rmtree(workspace.runs_dir / run_id, ignore_errors=True)
+            if env is not None:
+                env = EnvironmentFailure(f"{env}; then run the task again (it had not started)")
         if env is not None:
             raise env from exc
         raise
+
+
+def _safely(check: Callable[[], bool]) -> bool:
+    try:
+        return check()
+    except Exception as exc:  # noqa: BLE001 - a full disk may fail the check too: assume resumable
+        logger.info("could not tell whether the run has a checkpoint: %s", exc)
+        return True
 
 
 def _mark_failed(workspace: Workspace, run_id: str, reason: str) -> None:
