@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from atom_agent.context import Context
-from atom_agent.errors import AtomAgentError, InvalidInputError, WorkspaceError
+from atom_agent.environment import check_results_path, check_workspace
+from atom_agent.errors import (
+    AtomAgentError,
+    InvalidInputError,
+    NoCheckpointError,
+    WorkspaceNotFoundError,
+)
+from atom_agent.locks import batch_lock_path, exclusive
 from atom_agent.run import MAX_TASK_CHARS, RunOutcome, resume_run, run_task
 from atom_agent.services import Models, close_all
 from atom_agent.workspace import Workspace
@@ -120,6 +127,13 @@ def _task_of(item: Any, number: int, seen: Mapping[str, int]) -> tuple[BatchTask
     return BatchTask(task_id, task.strip(), dict(settings), number), ""
 
 
+def errored_tasks(
+    tasks: list[BatchTask], finished: Mapping[str, Mapping[str, Any]]
+) -> list[BatchTask]:
+    """The tasks whose latest result is ``error``: they are run again (resumed where they can)."""
+    return [t for t in tasks if finished.get(t.id, {}).get("status") == "error"]
+
+
 def batch_name(path: Path) -> str:
     """A run-id-safe name for a tasks file (its stem)."""
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", path.stem).strip("-") or "batch"
@@ -202,6 +216,8 @@ class BatchOptions:
     on_progress: Callable[[BatchProgress], None] | None = None
     server: str | None = None
     """A LangGraph Server URL: its workers run the tasks (``langgraph dev``, Platform)."""
+    on_retry: Callable[[BatchTask, Mapping[str, Any]], None] | None = None
+    """Told about each task retried because an earlier invocation recorded it as ``error``."""
 
 
 def run_batch(tasks_path: Path, results_path: Path, options: BatchOptions) -> dict[str, Any]:
@@ -215,15 +231,37 @@ def run_batch(tasks_path: Path, results_path: Path, options: BatchOptions) -> di
         raise InvalidInputError(f"concurrency must be at least 1, got {options.concurrency}")
     if options.server and importlib.util.find_spec("langgraph_sdk") is None:
         raise InvalidInputError("--server needs langgraph-sdk: pip install 'atom-agent[server]'")
+    workspace = Workspace(Path(options.context.workspace).expanduser())
+    if not options.server:
+        check_workspace(workspace.root)
+    check_results_path(results_path)
+    # A second batch on these results would run every unfinished task again: refuse it.
+    with exclusive(batch_lock_path(results_path), f"the batch {tasks_path} ({results_path})"):
+        return _run_locked(tasks, tasks_path, results_path, workspace, options)
+
+
+def _run_locked(
+    tasks: list[BatchTask],
+    tasks_path: Path,
+    results_path: Path,
+    workspace: Workspace,
+    options: BatchOptions,
+) -> dict[str, Any]:
     name = batch_name(tasks_path)
     results = ResultsFile(results_path)
     finished = results.read()
+    retried = errored_tasks(tasks, finished)
+    for task in retried:
+        # An `error` is a crash (a provider outage, a full disk), not the task's verdict.
+        if options.on_retry is not None:
+            options.on_retry(task, finished[task.id])
+        logger.info("retrying task %s, which ended in error", task.id)
+        del finished[task.id]
     progress = BatchProgress(total=len(tasks))
     for t in tasks:
         if t.id in finished:
             _count(progress, finished[t.id], skipped=True)
     pending = [t for t in tasks if t.id not in finished]
-    workspace = Workspace(Path(options.context.workspace).expanduser())
 
     def work(task: BatchTask) -> None:
         with progress.lock:
@@ -243,6 +281,8 @@ def run_batch(tasks_path: Path, results_path: Path, options: BatchOptions) -> di
     finally:
         close_all()
     summary = summarize(tasks, results.read(), results_path)
+    if retried:
+        summary["retried"] = [t.id for t in retried]
     summary_path = results_path.with_name("summary.json")
     summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
@@ -297,7 +337,7 @@ def _start_or_resume(
         try:
             # Killed mid-run by an earlier invocation: continue from its checkpoint.
             return resume_run(run_id, ctx, models=models, close_services=False)
-        except WorkspaceError:
+        except (NoCheckpointError, WorkspaceNotFoundError):
             # Killed before its first checkpoint: nothing to keep, start it again.
             stale = run_dir.with_name(f"{run_id}.abandoned-{int(time.time())}")
             shutil.move(str(run_dir), stale)

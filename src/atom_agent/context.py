@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import types
 import typing
@@ -256,6 +257,9 @@ def _check_range(ctx: Context, name: str, low: float | None, high: float | None)
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        # nan passes every comparison below; inf is no limit (leave the field empty for that).
+        raise ConfigError(f"{name}: {value!r} is not a finite number (leave it unset for no limit)")
     if (low is not None and value < low) or (high is not None and value > high):
         bounds = f"≥ {low}" if high is None else f"between {low} and {high}"
         raise ConfigError(f"{name}: {value!r} is out of range (must be {bounds})")

@@ -34,7 +34,7 @@ class ModelSpecError(ModelError, ValueError):
     """A model spec string is malformed or names an unknown provider."""
 
 
-class MissingCredentialsError(ModelError):
+class MissingCredentialsError(ModelError, ConfigError):
     """A provider needs an API key that is not set; names the variable to set."""
 
     def __init__(self, provider: str, variables: tuple[str, ...]) -> None:
@@ -47,8 +47,11 @@ class MissingCredentialsError(ModelError):
         )
 
 
-class ModelUnavailableError(ModelError):
-    """The requested model is not installed here (e.g. the `local` extra is missing)."""
+class ModelUnavailableError(ModelError, ConfigError):
+    """The requested model is not installed here (e.g. the `local` extra is missing).
+
+    A configuration error: the run fails at once with the fix, never as advice to the model.
+    """
 
 
 class ModelIntegrityError(ModelError):
@@ -102,6 +105,22 @@ class SandboxError(AtomAgentError):
 
 class WorkspaceNotFoundError(WorkspaceError, LookupError):
     """A run, step or attempt that was asked for does not exist in the workspace tree."""
+
+
+class NoCheckpointError(WorkspaceError):
+    """A run has no checkpoint to resume from (killed before its first one)."""
+
+
+class CorruptFileError(WorkspaceError):
+    """A workspace file exists but cannot be read as what it should be (names the file)."""
+
+
+class LockedError(WorkspaceError):
+    """Another process holds the workspace run or batch file; the message names it."""
+
+
+class EnvironmentFailure(WorkspaceError):
+    """The machine refused a write or a read (disk full, read-only, damaged file); says the fix."""
 
 
 class SchemaVersionError(WorkspaceError):

@@ -17,19 +17,30 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from atom_agent.context import Context
-from atom_agent.errors import InvalidInputError, WorkspaceError
+from atom_agent.environment import check_workspace
+from atom_agent.errors import InvalidInputError, NoCheckpointError
 from atom_agent.graph import build_graph
+from atom_agent.locks import exclusive, run_lock_path
 from atom_agent.nodes.flow import new_run_id
+from atom_agent.run_checks import (
+    MAX_TASK_CHARS,
+    check_models,
+    check_run_files,
+    check_run_id,
+    check_task_text,
+    checkpoint_failure,
+    failing_run,
+)
 from atom_agent.services import Models, close_all
 from atom_agent.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["MAX_TASK_CHARS", "RunOutcome", "resume_run", "run_task", "sqlite_checkpointer"]
+
 FINISHED = frozenset({"done", "failed", "budget_exhausted", "rejected"})
 """Run statuses after which there is nothing to resume."""
 
-MAX_TASK_CHARS = 20_000
-"""Longest task text accepted (it is pinned into every executor prompt)."""
 
 EventHandler = Callable[[str, Any], None]
 """Receives ``("updates", {node: update})`` and ``("custom", event)`` while a run streams."""
@@ -77,11 +88,17 @@ def sqlite_checkpointer(workspace: Workspace) -> Iterator[SqliteSaver]:
     """
     path = workspace.checkpoints_path
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=SETUP_TIMEOUT_S)
+    try:
+        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=SETUP_TIMEOUT_S)
+    except sqlite3.Error as exc:
+        raise checkpoint_failure(path, exc) from exc
     try:
         saver = SqliteSaver(conn)
         with _SETUP_LOCK:
-            _retry_locked(lambda: _set_up(conn, saver))
+            try:
+                _retry_locked(lambda: _set_up(conn, saver))
+            except sqlite3.Error as exc:
+                raise checkpoint_failure(path, exc) from exc
         yield saver
     finally:
         conn.close()
@@ -107,6 +124,16 @@ def _retry_locked(action: Callable[[], None]) -> None:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
+
+
+def _has_pending_writes(saver: SqliteSaver, config: RunnableConfig) -> bool:
+    """Whether the last superstep's nodes finished but the checkpoint after them is missing.
+
+    (A full disk after a node's writes were saved.) Invoking with no input applies those
+    writes and goes on, although the snapshot shows nothing next.
+    """
+    found = saver.get_tuple(config)
+    return bool(found is not None and found.pending_writes)
 
 
 def _stream(
@@ -181,33 +208,32 @@ def run_task(
             the next run of this process (opening a store and loading its mirror costs more
             than a step) and are closed when the process exits.
     """
-    if not isinstance(task, str) or not task.strip():
-        raise InvalidInputError("the task must be a non-empty string")
-    if len(task) > MAX_TASK_CHARS:
-        raise InvalidInputError(
-            f"the task is {len(task)} characters; at most {MAX_TASK_CHARS} are accepted "
-            f"(put long specifications in a file the task refers to)"
-        )
+    check_task_text(task)
     ctx = context or Context.from_env()
+    check_models(ctx, models)
     workspace = Workspace(Path(ctx.workspace).expanduser())
     rid = run_id or new_run_id()
-    if (workspace.runs_dir / rid).exists():
-        raise InvalidInputError(
-            f"run {rid!r} already exists in {workspace.root}: continue it with resume, "
-            f"or choose another run id"
-        )
+    check_run_id(rid)
+    check_workspace(workspace.root)
     config: RunnableConfig = {"configurable": {"thread_id": rid}, "recursion_limit": 10_000}
-    with sqlite_checkpointer(workspace) as saver:
-        # The run directory does not exist, so any checkpoint under this id is a leftover
-        # (e.g. a run abandoned before its first step): never mix it into the new run.
-        saver.delete_thread(rid)
-        graph = build_graph(models=models, checkpointer=saver)
-        try:
-            _stream(graph, {"task": task, "run_id": rid}, config, ctx, on_event)
-        finally:
-            if close_services:
-                close_all()
-        return _outcome(graph, config, workspace, rid)
+    with exclusive(run_lock_path(workspace.root, rid), f"run {rid!r}"):
+        if (workspace.runs_dir / rid).exists():
+            raise InvalidInputError(
+                f"run {rid!r} already exists in {workspace.root}: continue it with resume, "
+                f"or choose another run id"
+            )
+        with sqlite_checkpointer(workspace) as saver:
+            # The run directory does not exist, so any checkpoint under this id is a leftover
+            # (e.g. a run abandoned before its first step): never mix it into the new run.
+            saver.delete_thread(rid)
+            graph = build_graph(models=models, checkpointer=saver)
+            try:
+                with failing_run(workspace, rid, lambda: bool(graph.get_state(config).values)):
+                    _stream(graph, {"task": task, "run_id": rid}, config, ctx, on_event)
+            finally:
+                if close_services:
+                    close_all()
+            return _outcome(graph, config, workspace, rid)
 
 
 def resume_run(
@@ -228,27 +254,46 @@ def resume_run(
         InvalidInputError: the run waits for an answer and none was given.
     """
     ctx = context or Context.from_env()
+    check_models(ctx, models)
     workspace = Workspace(Path(ctx.workspace).expanduser())
-    workspace.run(run_id)  # raises WorkspaceError for an unknown run
+    check_run_id(run_id)
+    if not (workspace.runs_dir / run_id).is_dir():
+        workspace.run(run_id)  # raises WorkspaceError for an unknown run
+    check_workspace(workspace.root)
+    with exclusive(run_lock_path(workspace.root, run_id), f"run {run_id!r}"):
+        check_run_files(workspace, run_id)
+        return _resume_locked(run_id, ctx, workspace, answer, models, on_event, close_services)
+
+
+def _resume_locked(
+    run_id: str,
+    ctx: Context,
+    workspace: Workspace,
+    answer: Any,
+    models: Models | None,
+    on_event: EventHandler | None,
+    close_services: bool,
+) -> RunOutcome:
     config: RunnableConfig = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
     with sqlite_checkpointer(workspace) as saver:
         graph = build_graph(models=models, checkpointer=saver)
         snapshot = graph.get_state(config)
         if not snapshot.values:
-            raise WorkspaceError(f"run {run_id!r} has no checkpoint to resume from")
+            raise NoCheckpointError(f"run {run_id!r} has no checkpoint to resume from")
         waiting = any(t.interrupts for t in snapshot.tasks)
         if waiting and (answer is None or (isinstance(answer, str) and not answer.strip())):
             raise InvalidInputError(f"run {run_id!r} is waiting for an answer: pass --answer")
-        if not snapshot.next:
+        if not snapshot.next and not _has_pending_writes(saver, config):
             if snapshot.values.get("status") in FINISHED:
                 return _outcome(graph, config, workspace, run_id)
             # Killed between writing a checkpoint and scheduling what follows it: nothing
             # can continue this thread. Drop it; the caller may start the run again.
             saver.delete_thread(run_id)
-            raise WorkspaceError(f"run {run_id!r} has no checkpoint to resume from")
+            raise NoCheckpointError(f"run {run_id!r} has no checkpoint to resume from")
         payload: Any = Command(resume=answer) if waiting else None
         try:
-            _stream(graph, payload, config, ctx, on_event)
+            with failing_run(workspace, run_id, lambda: True):
+                _stream(graph, payload, config, ctx, on_event)
         finally:
             if close_services:
                 close_all()

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import sqlite3
 import sys
 from collections.abc import Sequence
 
 from atom_agent import __version__
+from atom_agent.environment import environment_failure
 from atom_agent.errors import AtomAgentError
 
 # Each module defines `register(subparsers)`, which adds its subcommand and sets `func`
@@ -57,6 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # 2, like argparse's usage errors: the command could not do its job at all (a run
         # that ran and failed exits 1).
         print(f"atom-agent: error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, sqlite3.Error) as exc:
+        # The machine refused (full disk, read-only, damaged file): say which file and the fix,
+        # not a traceback.
+        found = environment_failure(exc)
+        print(f"atom-agent: error: {found or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("atom-agent: interrupted", file=sys.stderr)

@@ -45,6 +45,11 @@ def _cmd(args: argparse.Namespace) -> int:
         models=models_from_factory(args.models_factory),
         on_progress=lambda p: live.update(_line(p)),
         server=args.server,
+        on_retry=lambda task, result: console.print(
+            f"retrying task {task.id}: it ended in error in an earlier invocation "
+            f"({str(result.get('stop_reason', ''))[:200]})",
+            markup=False,
+        ),
     )
     with live:
         summary = run_batch(tasks, out, options)

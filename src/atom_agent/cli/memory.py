@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from atom_agent.context import Context
+from atom_agent.environment import check_workspace
 from atom_agent.errors import ConfigError
 from atom_agent.memory import MemoryManager, MemoryRecord
 from atom_agent.memory.records import MEMORY_TYPES
+from atom_agent.memory.store import CHROMA_URL_ENV
 from atom_agent.session import SessionContext
 
 Handler = Callable[[MemoryManager, SessionContext, argparse.Namespace], int]
@@ -35,12 +39,12 @@ def register(subparsers: Any) -> None:
     listing = action("list", _list, "newest memories first")
     listing.add_argument("--type", default="all", choices=("all", *MEMORY_TYPES))
     listing.add_argument("--all", action="store_true", help="include forgotten memories")
-    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--limit", type=_positive_int, default=50)
     recall = action("recall", _recall, "memories relevant to a query")
     recall.add_argument("query")
     recall.add_argument("--type", default="all", choices=("all", *MEMORY_TYPES))
     recall.add_argument("--min-confidence", type=float, default=0.0)
-    recall.add_argument("--limit", type=int, default=10)
+    recall.add_argument("--limit", type=_positive_int, default=10)
     recall.add_argument("--all", action="store_true", help="include forgotten memories")
     show = action("show", _show, "one memory and its supersession history")
     show.add_argument("memory_id")
@@ -50,7 +54,10 @@ def register(subparsers: Any) -> None:
     forget.add_argument("--replacement", dest="replacement_id")
     export = action("export", _export, "write every record as JSON (stdout or a file)")
     export.add_argument("--output", "-o", help="file to write (default: stdout)")
-    imp = action("import", _import, "load records exported before (a JSON list)")
+    imp = actions.add_parser("import", help="load records exported before (a JSON list)")
+    _shared_options(imp, default=argparse.SUPPRESS)
+    # The file is read and checked before the store is opened: bad input touches nothing.
+    imp.set_defaults(func=lambda args: _run(args, _import, prepare=_read_import))
     imp.add_argument("file", help="JSON file ('-' for stdin)")
     action("sweep", _sweep, "delete expired memories")
 
@@ -73,7 +80,24 @@ def _shared_options(parser: argparse.ArgumentParser, default: Any = None) -> Non
     )
 
 
-def _run(args: argparse.Namespace, handler: Handler) -> int:
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number ≥ 1 (a usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _run(
+    args: argparse.Namespace,
+    handler: Handler,
+    prepare: Callable[[argparse.Namespace], None] | None = None,
+) -> int:
+    if prepare is not None:
+        prepare(args)
     overrides: dict[str, Any] = {}
     if args.workspace:
         overrides["workspace"] = args.workspace
@@ -82,6 +106,8 @@ def _run(args: argparse.Namespace, handler: Handler) -> int:
     if args.chroma_url:
         overrides["chroma_url"] = args.chroma_url
     ctx = Context.from_env(**overrides)
+    if not (ctx.chroma_url or os.environ.get(CHROMA_URL_ENV, "").strip()):
+        check_workspace(Path(ctx.workspace).expanduser())  # a file or read-only: say so
     session = SessionContext(session_id="cli", project_id=ctx.project_id)
     with MemoryManager.from_context(ctx) as manager:
         return handler(manager, session, args)
@@ -166,18 +192,33 @@ def _export(manager: MemoryManager, session: SessionContext, args: argparse.Name
     return 0
 
 
-def _import(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
+def _read_import(args: argparse.Namespace) -> None:
+    """Read and check the import file into ``args.records``."""
     try:
         if args.file == "-":
             data = json.load(sys.stdin)
         else:
             with open(args.file, encoding="utf-8") as fh:
                 data = json.load(fh)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read {args.file}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"cannot import {args.file}: it is not UTF-8 text (byte {exc.start}) — expected the "
+            f"JSON list that `atom-agent memory export` writes"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"cannot import {args.file}: not valid JSON ({exc}) — expected the JSON list that "
+            f"`atom-agent memory export` writes"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {args.file}: {exc.strerror or exc}") from exc
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
         raise ConfigError(f"{args.file}: expected a JSON list of records (as `export` writes)")
-    count = manager.import_(session, data)
+    args.records = data
+
+
+def _import(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
+    count = manager.import_(session, args.records)
     print(json.dumps({"imported": count}) if args.json else f"imported {count} memories")
     return 0
 

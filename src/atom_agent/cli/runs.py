@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from atom_agent.context import Context
+from atom_agent.errors import WorkspaceError
 from atom_agent.workspace import Workspace
 from atom_agent.workspace.deliverable import export_result, result_dir
 
@@ -25,14 +26,19 @@ def _list(args: argparse.Namespace) -> int:
     ws = _workspace(args)
     rows = []
     for run in ws.list_runs():
-        info = ws.read_run(run)
+        try:
+            info = ws.read_run(run)
+        except WorkspaceError as exc:
+            # One unreadable run.json must not hide every other run: list it, flagged.
+            rows.append(_unreadable(run.run_id, exc))
+            continue
         rows.append(
             {
                 "run_id": run.run_id,
-                "status": info.get("status", "?"),
-                "created_at": info.get("created_at", ""),
-                "task": info.get("task", ""),
-                "steps": info.get("steps", {}),
+                "status": str(info.get("status", "?")),
+                "created_at": str(info.get("created_at", "")),
+                "task": str(info.get("task", "")),
+                "steps": info.get("steps") if isinstance(info.get("steps"), dict) else {},
             }
         )
     if args.json:
@@ -49,7 +55,17 @@ def _list(args: argparse.Namespace) -> int:
             escape(r["task"][:60]),
         )  # fmt: skip
     Console().print(table)
+    for r in rows:
+        if r.get("problem"):
+            Console(stderr=True).print(f"[yellow]unreadable:[/yellow] {escape(r['problem'])}")
     return 0
+
+
+def _unreadable(run_id: str, exc: Exception) -> dict[str, Any]:
+    return {
+        "run_id": run_id, "status": "unreadable", "created_at": "", "task": "", "steps": {},
+        "problem": str(exc),
+    }  # fmt: skip
 
 
 def _show(args: argparse.Namespace) -> int:

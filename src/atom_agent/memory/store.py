@@ -19,6 +19,7 @@ from filelock import FileLock
 
 from atom_agent.errors import ConfigError, MemoryStoreError
 from atom_agent.memory.embeddings import MiniLMInt8EmbeddingFunction
+from atom_agent.memory.store_open import open_embedded, with_store_retries
 
 logger = logging.getLogger(__name__)
 
@@ -91,10 +92,7 @@ class ChromaBackend:
         # Absolute: Chroma keeps one system per path string for the process, so a relative
         # path opened again after a chdir would reach the old folder's system on a new file.
         path = Path(workspace).expanduser().resolve() / "memory"
-        path.mkdir(parents=True, exist_ok=True)
-        return cls(
-            chromadb.PersistentClient(path=str(path), settings=settings), path=path, url=None
-        )
+        return cls(open_embedded(path, settings), path=path, url=None)
 
     def snapshot_path(self, name: str) -> Path | None:
         """The snapshot file of collection `name`'s mirror (None: no local cache)."""
@@ -111,10 +109,19 @@ class ChromaBackend:
         with self.lock:
             found = self._collections.get(name)
             if found is None:
-                found = self.client.get_or_create_collection(
-                    name,
-                    embedding_function=self.embedding_function,
-                    metadata={"project_id": project_id, "kind": kind, **_HNSW},
+
+                def create() -> Any:
+                    return self.client.get_or_create_collection(
+                        name,
+                        embedding_function=self.embedding_function,
+                        metadata={"project_id": project_id, "kind": kind, **_HNSW},
+                    )
+
+                # Embedded: first creation races with other processes like opening does.
+                found = (
+                    create()
+                    if self.path is None
+                    else with_store_retries(self.path, "open a memory collection", create)
                 )
                 if (found.metadata or {}).get("project_id") != project_id:
                     raise MemoryStoreError(f"collection {name} belongs to another project")

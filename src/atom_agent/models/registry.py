@@ -128,13 +128,9 @@ def load_chat_model(
         MissingCredentialsError: the provider's API key is not set (names the variable).
         ModelUnavailableError: the provider's package (or the local model) is not installed.
     """
-    parsed = parse_spec(spec)
+    parsed = check_usable(spec, env)
     source = os.environ if env is None else env
     if parsed.provider == LOCAL:
-        if not llama_available():
-            raise ModelUnavailableError(
-                f"the local model needs llama-cpp-python: {weights.INSTALL_HINT}"
-            )
         options: dict[str, Any] = dict(kwargs)
         if temperature is not None:
             options["temperature"] = temperature
@@ -142,16 +138,10 @@ def load_chat_model(
             options.setdefault("model_path", parsed.model)
         return LocalChatModel(**options)
 
-    if importlib.util.find_spec(provider_package(parsed.provider).split(".")[0]) is None:
-        dist = provider_package(parsed.provider).split(".")[0].replace("_", "-")
-        raise ModelUnavailableError(
-            f"provider {parsed.provider!r} needs the package {dist}: pip install {dist}"
-        )
     options = dict(kwargs)
     if parsed.provider in PROVIDER_KEYS:
         found = _env_key(parsed.provider, source)
-        if found is None:
-            raise MissingCredentialsError(parsed.provider, PROVIDER_KEYS[parsed.provider])
+        assert found is not None  # check_usable raised otherwise
         options.setdefault("api_key", found[1])
     if parsed.provider in _NATIVE_RETRIES:
         options.setdefault("max_retries", max_retries)
@@ -163,6 +153,37 @@ def load_chat_model(
     if not isinstance(model, BaseChatModel):  # init_chat_model is typed loosely
         raise ModelSpecError(f"{spec!r} did not produce a chat model")
     return model
+
+
+def check_usable(spec: str, env: Mapping[str, str] | None = None) -> ModelSpec:
+    """Check, without building a client or loading weights, that `spec` can be loaded here.
+
+    What :func:`load_chat_model` would fail on, found before a run starts: a run with a
+    missing key or package fails at once with the fix, not midway.
+
+    Raises:
+        ModelSpecError: malformed spec or unknown provider.
+        MissingCredentialsError: the provider's API key is not set (names the variable).
+        ModelUnavailableError: the provider's package (or llama.cpp) is not installed.
+    """
+    parsed = parse_spec(spec)
+    source = os.environ if env is None else env
+    if parsed.provider == LOCAL:
+        if not llama_available():
+            raise ModelUnavailableError(
+                f"the local model needs llama-cpp-python: {weights.INSTALL_HINT}"
+            )
+        return parsed
+    module = provider_package(parsed.provider).split(".")[0]
+    if importlib.util.find_spec(module) is None:
+        dist = module.replace("_", "-")
+        raise ModelUnavailableError(
+            f"provider {parsed.provider!r} needs the package {dist}: pip install {dist} "
+            f"(or choose another model with --model / ATOM_MODEL, e.g. 'local')"
+        )
+    if parsed.provider in PROVIDER_KEYS and _env_key(parsed.provider, source) is None:
+        raise MissingCredentialsError(parsed.provider, PROVIDER_KEYS[parsed.provider])
+    return parsed
 
 
 @dataclass(frozen=True)

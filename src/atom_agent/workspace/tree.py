@@ -16,6 +16,7 @@ from langchain_core.messages import BaseMessage
 
 from atom_agent.errors import (
     CommitError,
+    CorruptFileError,
     SchemaVersionError,
     WorkspaceError,
     WorkspaceNotFoundError,
@@ -44,6 +45,11 @@ def _check_id(kind: str, value: str) -> str:
             f"starting with a letter or digit)"
         )
     return value
+
+
+def check_id(kind: str, value: str) -> str:
+    """`value` if it is a valid run / step id, else :class:`WorkspaceError` naming `kind`."""
+    return _check_id(kind, value)
 
 
 @dataclass(frozen=True)
@@ -190,9 +196,11 @@ class Workspace:
         try:
             path.mkdir()
         except FileExistsError:
-            raise WorkspaceError(f"run {run_id!r} already exists in {self.runs_dir}") from None
+            if (path / "run.json").exists() or not path.is_dir():
+                raise WorkspaceError(f"run {run_id!r} already exists in {self.runs_dir}") from None
+            # Half-created by a process that died (or hit a full disk) before run.json: finish it.
         run = RunRef(run_id, path)
-        (path / "steps").mkdir()
+        (path / "steps").mkdir(exist_ok=True)
         self.write_run(
             run,
             {
@@ -211,6 +219,10 @@ class Workspace:
         path = self.runs_dir / _check_id("run_id", run_id)
         if not path.is_dir():
             raise WorkspaceNotFoundError(f"no run {run_id!r} in {self.runs_dir}")
+        if not (path / "run.json").exists():
+            # A folder left before its run.json was written is not a run yet (create_run
+            # completes it).
+            raise WorkspaceNotFoundError(f"run {run_id!r} in {self.runs_dir} has no run.json")
         return RunRef(run_id, path)
 
     def list_runs(self) -> list[RunRef]:
@@ -310,12 +322,13 @@ class Workspace:
         path = run.steps_dir / _check_id("step_id", step_id)
         deps = [_check_id("dependency step_id", d) for d in depends_on]
         step = StepRef(run.run_id, step_id, path)
-        if path.exists():
+        if step.step_json.exists():
             if not exist_ok:
                 raise WorkspaceError(f"step {step_id!r} already exists in run {run.run_id!r}")
             self.update_step(step, depends_on=deps, **fields)
             return step
-        (path / "attempts").mkdir(parents=True)
+        # A folder without step.json is a creation cut short (a crash, a full disk): redo it.
+        (path / "attempts").mkdir(parents=True, exist_ok=True)
         self.write_step(
             step,
             {
@@ -474,6 +487,12 @@ class Workspace:
         return result
 
 
+_RESTORE = (
+    "restore it from a backup, or move the run folder aside (`atom-agent runs list` flags it) "
+    "and run the task again"
+)
+
+
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """Write `data` with ``schema_version`` first, atomically."""
     payload = {
@@ -495,12 +514,18 @@ def read_json(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise WorkspaceNotFoundError(f"{path} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise CorruptFileError(
+            f"{path} is corrupt: not UTF-8 text (byte {exc.start}); {_RESTORE}"
+        ) from None
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise WorkspaceError(f"{path} is not valid JSON: {exc}") from exc
+        raise CorruptFileError(f"{path} is corrupt: not valid JSON ({exc}); {_RESTORE}") from None
     if not isinstance(data, dict):
-        raise WorkspaceError(f"{path} must hold a JSON object")
+        raise CorruptFileError(f"{path} is corrupt: it must hold a JSON object; {_RESTORE}")
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise SchemaVersionError(f"{path} has no schema_version: not a workspace file")

@@ -85,9 +85,23 @@ def test_crashes_are_recorded_concurrency_overlaps_and_rerun_skips(
     assert results["t0"]["run_id"] == "tasks.t0"
     assert json.loads((out.parent / "summary.json").read_text())["pass_rate"] == 0.8
 
-    again = run_batch(tasks, out, BatchOptions(ctx, concurrency=2, models=factory.batch_models()))
+    # The crashed run is marked failed, not left `running` / `planning`.
+    boom = json.loads((tmp_path / "ws/runs/tasks.boom/run.json").read_text())
+    assert boom["status"] == "failed"
+    assert "the model provider exploded" in boom["stop_reason"]
+
+    told: list[str] = []
+    again = run_batch(
+        tasks, out,
+        BatchOptions(
+            ctx, concurrency=2, models=factory.batch_models(),
+            on_retry=lambda task, result: told.append(task.id),
+        ),
+    )  # fmt: skip
     assert again["by_status"] == {"done": 4, "error": 1}
-    assert len(out.read_text().splitlines()) == 5  # nothing ran twice
+    assert told == ["boom"] and again["retried"] == ["boom"]  # the error is tried again, and said
+    ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert sorted(ids) == ["boom", "boom", "t0", "t1", "t2", "t3"]  # nothing done ran twice
 
 
 def test_isolated_memory_gives_each_task_its_own_project(tmp_path: Path) -> None:

@@ -1,0 +1,68 @@
+"""A missing API key or provider package fails a run at once, with the fix; never as advice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.unit.graph.scripts import ExecutorScript, models, passing_attempt, step
+
+from atom_agent import Context, build_graph, run_task
+from atom_agent.errors import ConfigError, MissingCredentialsError, ModelUnavailableError
+from atom_agent.state import Plan
+
+from .cli import clean_error, cli
+
+
+def test_cli_missing_key_fails_at_once_with_the_fix(tmp_path: Path) -> None:
+    done = cli(tmp_path / "ws", "run", "add two numbers", "--model", "google_genai:gemini-2.5-pro")
+    clean_error(done, "GOOGLE_API_KEY or GEMINI_API_KEY", "--model")
+    assert not (tmp_path / "ws" / "runs").exists()  # never "stuck at planning"
+
+
+def test_cli_missing_provider_package_fails_at_once_with_the_fix(tmp_path: Path) -> None:
+    done = cli(tmp_path / "ws", "run", "add two numbers", "--model", "openai:gpt-4.1")
+    clean_error(done, "pip install langchain-openai")
+    assert not (tmp_path / "ws" / "runs").exists()
+
+
+def _two_roles() -> dict[str, object]:
+    roles = models([Plan(steps=[step("one")])], ExecutorScript({("one", 1): passing_attempt()}))
+    return {"planner": roles["planner"], "executor": roles["executor"]}
+
+
+def test_a_role_without_its_key_is_found_before_the_run_starts(tmp_path: Path) -> None:
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), reflector_model="google_genai:gemini-2.5-pro",
+        model_profile="standard",
+    )  # fmt: skip
+    with pytest.raises(MissingCredentialsError) as info:
+        run_task("add two numbers", ctx, models=_two_roles())  # type: ignore[arg-type]
+    assert isinstance(info.value, ConfigError) and "GOOGLE_API_KEY" in str(info.value)
+    assert not (tmp_path / "ws" / "runs").exists()
+
+
+def test_config_errors_are_config_errors() -> None:
+    assert issubclass(MissingCredentialsError, ConfigError)
+    assert issubclass(ModelUnavailableError, ConfigError)
+
+
+def test_the_reflector_raises_a_missing_key_instead_of_advising_the_model(
+    tmp_path: Path,
+) -> None:
+    # The graph without run_task's check (as a LangGraph server runs it): the reflector's own
+    # model cannot load. The run must stop with the fix, not become feedback for a retry.
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), reflector_model="google_genai:gemini-2.5-pro",
+        model_profile="standard", sandbox_timeout_s=30,
+    )  # fmt: skip
+    roles = _two_roles()
+    graph = build_graph(models=roles)  # type: ignore[arg-type]
+    with pytest.raises(MissingCredentialsError, match="GOOGLE_API_KEY"):
+        graph.invoke({"task": "add two numbers", "run_id": "r1"}, context=ctx)
+    executor = roles["executor"]
+    assert not any(
+        "API key" in str(m.content)
+        for call in executor.calls
+        for m in call.messages  # type: ignore[attr-defined]
+    )
