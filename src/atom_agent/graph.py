@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from typing import Any, Literal
@@ -13,6 +14,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from atom_agent.context import Context
+from atom_agent.errors import ConfigError
 from atom_agent.nodes.common import context_of, exhausted_budget
 from atom_agent.nodes.executor import make_executor
 from atom_agent.nodes.finish import make_finish
@@ -21,6 +23,8 @@ from atom_agent.nodes.planner import make_planner
 from atom_agent.nodes.reflector import make_reflector
 from atom_agent.services import Models, models_from_factory
 from atom_agent.state import InputState, State
+
+logger = logging.getLogger(__name__)
 
 _ctx = context_of
 
@@ -150,8 +154,21 @@ def _compile(models: Models | None) -> CompiledStateGraph[State, Context, InputS
     return builder.compile(name="atom_agent")
 
 
+def _served_context() -> type[Context]:
+    """The server's context schema, with the ``ATOM_*`` environment as its defaults.
+
+    A bad ``ATOM_*`` value must not break importing this module (the CLI imports it): the
+    schema keeps the built-in defaults, and the error is raised when a run builds its Context.
+    """
+    try:
+        return Context.with_env_defaults()
+    except ConfigError as exc:
+        logger.debug("%s; the served graph keeps the built-in defaults", exc)
+        return Context
+
+
 graph = build_graph(models=models_from_factory())
-graph.context_schema = Context.with_env_defaults()
+graph.context_schema = _served_context()
 """The graph for `langgraph.json` (LangGraph Server / Studio bring their own persistence).
 
 Models come from each run's Context; ``ATOM_MODELS_FACTORY=module:callable`` overrides them
