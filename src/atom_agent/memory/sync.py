@@ -368,8 +368,8 @@ class AccessFlusher:
             sync.flush_access()
             try:
                 sync.save_snapshot(closing=True)
-            except OSError:  # a cache: the next process loads from Chroma instead
-                logger.warning("could not save a memory snapshot", exc_info=True)
+            except OSError as exc:  # a cache: the next process loads from Chroma instead
+                logger.warning("could not save a memory snapshot (%s); it is only a cache", exc)
         return True
 
     def _loop(self) -> None:
@@ -385,5 +385,7 @@ class AccessFlusher:
                     logger.warning("could not write access counts", exc_info=True)
                 try:
                     sync.save_snapshot()  # here, so no recall waits on it
+                except OSError as exc:  # a full disk: the snapshot is only a cache
+                    logger.warning("could not save a memory snapshot (%s); it is only a cache", exc)
                 except Exception:
                     logger.warning("could not save a memory snapshot", exc_info=True)
