@@ -30,7 +30,7 @@ from pathlib import Path
 
 from langchain_core.tools import ToolException
 
-from atom_agent.workspace._atomic import TEMP_PREFIX, durable, fsync_file
+from atom_agent.workspace._atomic import TEMP_PREFIX, durable, write_and_close
 
 MAX_SYMLINKS = 40
 """Symlinks one path may go through (the kernel's limit): more is a loop."""
@@ -348,13 +348,7 @@ def write_atomic(where: Located, data: bytes, shown: str) -> None:
     except OSError as exc:
         raise ToolException(f"cannot write {shown!r}: {exc.strerror}") from None
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            fsync_file(fd)
-        finally:
-            os.close(fd)
+        write_and_close(fd, data)
         os.rename(tmp, where.name, src_dir_fd=where.dir_fd, dst_dir_fd=where.dir_fd)
     except BaseException as exc:
         with contextlib.suppress(OSError):

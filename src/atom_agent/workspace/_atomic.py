@@ -34,6 +34,17 @@ def fsync_file(fd: int) -> None:
         os.fsync(fd)
 
 
+def write_and_close(fd: int, data: bytes) -> None:
+    """Write all of `data` to `fd`, flush it when durable, and close the fd (always)."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        fsync_file(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(path: Path) -> None:
     """Flush a directory entry (so a rename inside it survives a power loss) when durable."""
     if not durable():
@@ -63,13 +74,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, flags, 0o644)
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            fsync_file(fd)
-        finally:
-            os.close(fd)
+        write_and_close(fd, data)
         os.replace(tmp, path)
     except BaseException:
         # Only a failure in this process gets here; a SIGKILL leaves the temp file (harmless).
