@@ -171,7 +171,8 @@ class TimedModel(ScriptedChatModel):
 
 def instrument() -> None:
     """Count the framework's parts (for the breakdown; the totals do not depend on it)."""
-    services_module.SubprocessRunner = TimedRunner  # type: ignore[misc]
+    # The namespace runner, timed (bubblewrap adds its own start-up, measured in sandbox_overhead).
+    services_module.default_runner = lambda python=None: TimedRunner(python)  # type: ignore[assignment]
     executor_module._run = timed("agent loop", executor_module._run)  # type: ignore[assignment]
     executor_module.reconstruct_context = timed(  # type: ignore[assignment]
         "context reconstruction", executor_module.reconstruct_context
@@ -313,7 +314,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     instrument()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         ctx = Context(workspace=str(Path(tmp) / "ws"))
         seed_memory(ctx, args.memories)
         roles = scripted_models()
