@@ -7,7 +7,7 @@ A 5-step plan (each step: write impl.py, write test.py, run_tests; the reflector
 again and judges) with scripted models and trivial tests, checkpointed to SQLite, with real
 memory (Chroma + embeddings) and the real workspace. The time spent inside model calls and
 inside sandbox subprocesses is measured and subtracted; what is left is the framework: graph,
-checkpoints, context reconstruction, memory, workspace I/O, tool routing. Median over runs.
+checkpoints, context reconstruction, memory, workspace I/O, tool calls. Median over runs.
 
 Two settings:
 
@@ -60,13 +60,13 @@ from tests.unit.graph.scripts import (  # noqa: E402
 from atom_agent import Context, run_task  # noqa: E402
 from atom_agent import services as services_module  # noqa: E402
 from atom_agent.memory import MemoryManager  # noqa: E402
-from atom_agent.nodes import executor as executor_module  # noqa: E402
+from atom_agent.nodes.executor import node as executor_module  # noqa: E402
 from atom_agent.nodes import reflector as reflector_module  # noqa: E402
 from atom_agent.sandbox import SubprocessRunner  # noqa: E402
 from atom_agent.session import SessionContext  # noqa: E402
 from atom_agent.state import Plan  # noqa: E402
 from atom_agent.testing import ScriptedChatModel  # noqa: E402
-from atom_agent.tools.router import ToolRouter  # noqa: E402
+from atom_agent.tools import calls as calls_module  # noqa: E402
 from atom_agent.workspace import Workspace  # noqa: E402
 
 STEPS = 5
@@ -178,7 +178,7 @@ def instrument() -> None:
         "context reconstruction", executor_module.reconstruct_context
     )
     reflector_module._judge = timed("judge", reflector_module._judge)  # type: ignore[assignment]
-    ToolRouter.execute = timed("tool routing", ToolRouter.execute)  # type: ignore[method-assign]
+    calls_module.execute = timed("tool calls", calls_module.execute)  # type: ignore[assignment]
     for name in ("recall", "remember", "reinforce", "contradict", "promote"):
         setattr(MemoryManager, name, timed("memory", getattr(MemoryManager, name)))
     for name in ("put", "put_writes", "get_tuple", "delete_thread", "setup"):

@@ -136,4 +136,4 @@ class SandboxUnavailableError(SandboxError):
 
 
 class ToolConfigError(AtomAgentError, ValueError):
-    """Tools were wired wrongly (duplicate names, a trusted tool without its factory)."""
+    """Tools were wired wrongly (an agent run without the context its tools read from)."""

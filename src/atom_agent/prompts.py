@@ -165,3 +165,77 @@ CONTRACT_STEP = """
 The tests are for one step of a larger plan: {title}
 {description}
 """
+
+# --- notes to the executor model during an attempt (the steering middlewares add them) ----------
+
+BROKEN_CALL_NOTE = (
+    "Your last reply was not a complete tool call ({why}), so nothing was done. Call the "
+    "tool again with a shorter reply: keep each file under 60 lines (fewer, distinct test "
+    "cases; no repeated lines)."
+)
+"""After a reply whose tool call was cut off or malformed (the call is asked once more)."""
+
+MISSING_FILES_NOTE = (
+    "Still missing in your staging area: {missing}. Write {it} now with write_file "
+    "(impl.py: the implementation; test.py: pytest tests that import from impl)."
+)
+"""After a tool result, while impl.py or test.py is still missing."""
+
+SALVAGED_NOTE = (
+    "Your last write_file reply was cut off at the token limit. {path} was saved with its "
+    "first {kept} complete lines{repeats}. Check it (read_file, run_tests) and fix what is "
+    "missing with a shorter write: keep each file under 60 lines, with fewer, distinct cases."
+)
+"""On the call after a cut-off write_file whose complete lines were kept."""
+
+EARLIER_TURNS_NOTE = (
+    "This attempt's earlier tool calls and results were left out: the conversation outgrew "
+    "the model's context window. Your files are as you last wrote them (read_file shows them)."
+)
+"""In place of the turns dropped when the conversation outgrew the context window."""
+
+OUT_OF_ROOM = "The conversation no longer fits the model's context window: the attempt ends here."
+"""The final reply of an attempt whose conversation no longer fits at all."""
+
+EXAMPLES_NOTE = "What the task's own examples say: {lines}"
+"""After a failing run_tests: which side the task's ``>>>`` examples prove wrong."""
+
+UNCHANGED_WRITE_NOTE = (
+    "the file already had exactly this content: nothing changed. "
+    "If its tests fail, change whichever is wrong: the code, or the test's "
+    "expected values (check them against the task)."
+)
+"""In write_file's result when the model rewrote a file with identical content."""
+
+ASK_USER_DESCRIPTION = (
+    "Ask the user ONE precise question when the task is ambiguous and you "
+    "cannot decide yourself. The run pauses until the user answers; use it rarely."
+)
+"""The ask_user tool's manual (the model reads it)."""
+
+ASK_USER_WAIT = "wait for the answer"
+"""ask_user's result note."""
+
+INVALID_ARGUMENTS = (
+    "invalid arguments for {tool}: {problems}. Nothing was changed; fix the arguments and "
+    "call it again."
+)
+"""A tool call whose arguments do not fit the tool's schema (one shape for every tool)."""
+
+TOOL_FAILED = (
+    "{tool} failed: {what}. The call may not have done anything; check with "
+    "list_files or read_file, then try a plainer path or a smaller input"
+)
+"""A tool raised something it did not turn into a refusal itself."""
+
+NO_SESSION = (
+    "no session context: tool calls run inside a session (session_id, project_id); the run "
+    "was started without one"
+)
+"""A tool call of an agent run without a session."""
+
+DRAFT_NO_CODE = (
+    "That reply had no Python code block. Reply with the whole impl.py in one ```python "
+    "block, nothing else."
+)
+"""A draft reply without a code block (the next candidate is told)."""

@@ -21,6 +21,14 @@ StepStatus = Literal["pending", "committed", "failed", "blocked"]
 RunStatus = Literal["planning", "running", "done", "failed", "budget_exhausted", "rejected"]
 
 
+IMPL_FILE = "impl.py"
+"""The module every step writes (tests and later steps import it as ``impl``)."""
+TEST_FILE = "test.py"
+"""The pytest file every step writes beside its impl.py."""
+REQUIRED_FILES = (IMPL_FILE, TEST_FILE)
+"""What every attempt must leave in its staging area (the required-files contract)."""
+
+
 class Check(BaseModel):
     """One executable acceptance check: a call and the result (or exception) it must give.
 
@@ -76,7 +84,7 @@ class PlanStep(ProposedStep):
     """One step of a plan: a unit of code, its tests, and its contract (executable checks)."""
 
     expected_files: list[str] = Field(
-        default_factory=lambda: ["impl.py", "test.py"],
+        default_factory=lambda: list(REQUIRED_FILES),
         description="files the step writes; impl.py and test.py at least",
     )
     checks: list[Check] = Field(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,13 @@ from atom_agent.memory import MemoryManager
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.session import SessionContext
 from atom_agent.testing import ScriptedChatModel, tool_call
-from atom_agent.tools.code import create_code_tools
-from atom_agent.tools.files import ToolScope, create_file_tools
-from atom_agent.tools.memory import create_memory_tools
-from atom_agent.tools.router import ToolRouter
-from atom_agent.tools.search import create_search_tools
+from atom_agent.tools.calls import ToolCalls
+from atom_agent.tools.code import CODE_TOOLS
+from atom_agent.tools.context import ToolContext
+from atom_agent.tools.files import FILE_TOOLS
+from atom_agent.tools.memory import MEMORY_TOOLS
+from atom_agent.tools.scope import ToolScope
+from atom_agent.tools.search import SEARCH_TOOLS
 from atom_agent.workspace import Workspace
 
 pytestmark = pytest.mark.integration
@@ -91,14 +92,8 @@ def test_one_attempt_from_tools_to_commit(ws: Workspace, manager: MemoryManager)
         attempt=attempt.n,
     )
     limits = Limits(timeout_s=30.0, cpu_s=20, memory_mb=768)
-    router = ToolRouter(
-        [
-            *create_file_tools(scope),
-            *create_code_tools(scope, default_runner(), limits),
-            *create_search_tools(scope, manager, session),
-        ],
-        trusted=partial(create_memory_tools, manager),
-        scope=scope,
+    context = ToolContext(
+        session=session, scope=scope, runner=default_runner(), limits=limits, memory=manager
     )
 
     model = ScriptedChatModel(
@@ -116,9 +111,13 @@ def test_one_attempt_from_tools_to_commit(ws: Workspace, manager: MemoryManager)
         ]
     )
     agent = create_agent(
-        model, system_prompt=scope.describe(), middleware=[router.middleware(session)]
+        model,
+        tools=[*FILE_TOOLS, *CODE_TOOLS, *SEARCH_TOOLS, *MEMORY_TOOLS],
+        system_prompt=scope.describe(),
+        middleware=[ToolCalls()],
+        context_schema=ToolContext,
     )
-    state = agent.invoke({"messages": [("user", "Implement the LRU cache step.")]})
+    state = agent.invoke({"messages": [("user", "Implement the LRU cache step.")]}, context=context)
 
     results = {m.tool_call_id: m for m in state["messages"] if isinstance(m, ToolMessage)}
     assert all(m.status == "success" for m in results.values()), results

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from atom_agent.checks.names import free_names
 from atom_agent.sandbox import Limits, SandboxRunner
-from atom_agent.state import Check
+from atom_agent.state import IMPL_FILE, Check
 
 CheckStatus = Literal["passed", "failed", "error", "timeout", "invalid", "not_run"]
 PER_CHECK_SECONDS = 5.0
@@ -259,7 +259,7 @@ def run_contract(
             runnable.append(i)
     if not runnable:
         return report
-    if not (staging / "impl.py").is_file():
+    if not (staging / IMPL_FILE).is_file():
         report.error = "impl.py is missing"
         for i in runnable:
             report.results[i].reason = "impl.py is missing"

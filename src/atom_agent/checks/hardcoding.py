@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from atom_agent.state import IMPL_FILE
+
 logger = logging.getLogger(__name__)
 
 Kind = Literal["large_string", "large_bytes", "literal_table", "syntax_error"]
@@ -77,7 +79,7 @@ class HardcodingReport:
 
 
 def check_source(
-    source: str, *, path: str = "impl.py", thresholds: Thresholds | None = None
+    source: str, *, path: str = IMPL_FILE, thresholds: Thresholds | None = None
 ) -> HardcodingReport:
     """Scan Python `source` for large literals standing in for computation.
 

@@ -24,7 +24,7 @@ from atom_agent.checks.extract import task_checks
 from atom_agent.checks.names import defined_in_code
 from atom_agent.errors import InvalidInputError, ModelUnavailableError
 from atom_agent.sandbox import Limits, SandboxRunner
-from atom_agent.state import Check
+from atom_agent.state import IMPL_FILE, Check
 
 _FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -196,7 +196,7 @@ def warming(
         if not checks:
             return Warmed(code, tokens_in, tokens_out, n, False)
         with tempfile.TemporaryDirectory(prefix="warming-") as tmp:
-            (Path(tmp) / "impl.py").write_text(code, encoding="utf-8")
+            (Path(tmp) / IMPL_FILE).write_text(code, encoding="utf-8")
             report = run_contract(
                 checks, staging=Path(tmp), runner=runner, limits=limits, defines=names
             )

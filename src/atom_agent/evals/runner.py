@@ -18,6 +18,7 @@ from atom_agent.errors import WorkspaceError
 from atom_agent.evals.humaneval import Problem, score, single_shot, task_text, warming
 from atom_agent.sandbox import Limits, SandboxRunner, default_runner
 from atom_agent.services import Models, services_for
+from atom_agent.state import IMPL_FILE
 from atom_agent.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ def committed_source(workspace: Workspace, run_id: str, problem: Problem) -> str
         return None
     found: str | None = None
     for step in workspace.list_steps(run):
-        impl = step.artifacts / "impl.py"
+        impl = step.artifacts / IMPL_FILE
         if impl.is_file():
             text = impl.read_text(encoding="utf-8", errors="replace")
             if f"def {problem.entry_point}" in text:
@@ -67,7 +68,7 @@ def attempt_sources(workspace: Workspace, run_id: str, problem: Problem) -> list
     sources: list[str] = []
     for step in workspace.list_steps(run):
         for attempt in workspace.list_attempts(step):
-            impl = attempt.staging / "impl.py"
+            impl = attempt.staging / IMPL_FILE
             if impl.is_file():
                 text = impl.read_text(encoding="utf-8", errors="replace")
                 if f"def {problem.entry_point}" in text:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,15 @@ class SourceType(StrEnum):
 
 
 MEMORY_TYPES: tuple[str, ...] = tuple(t.value for t in MemoryType)
+"""The memory types, by name: the one list (tool schemas and prompts derive from it)."""
+
+if TYPE_CHECKING:
+    MemoryTypeName = str
+    RecallTypeName = str
+else:  # schemas the model sees: one enum of the names, from MemoryType
+    MemoryTypeName = Literal[MEMORY_TYPES]
+    RecallTypeName = Literal[("all", *MEMORY_TYPES)]
+
 TYPE_CODES: dict[str, int] = {name: i for i, name in enumerate(MEMORY_TYPES)}
 
 

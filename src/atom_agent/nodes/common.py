@@ -13,8 +13,8 @@ from atom_agent.checks.names import defined_in_code
 from atom_agent.context import Context
 from atom_agent.services import Models, Services, services_for
 from atom_agent.session import SessionContext
-from atom_agent.state import Plan, State
-from atom_agent.tools.files import ToolScope
+from atom_agent.state import IMPL_FILE, Plan, State
+from atom_agent.tools.scope import ToolScope
 from atom_agent.workspace import AttemptRef, RunRef, StepRef, Workspace
 
 
@@ -45,7 +45,7 @@ def available_names(artifacts: dict[str, Path]) -> list[str]:
     """Public names the dependencies' committed impl.py files define (a check may use them)."""
     names: list[str] = []
     for path in artifacts.values():
-        impl = path / "impl.py"
+        impl = path / IMPL_FILE
         if impl.is_file():
             names += defined_in_code(impl.read_text(errors="replace"))
     return names
@@ -150,6 +150,5 @@ def attempt_scope(workspace: Workspace, step: StepRef, attempt: AttemptRef) -> A
     return AttemptScope(
         staging=base.staging,
         dependencies=base.dependencies,
-        owner=base.owner,
         package_root=root,
     )

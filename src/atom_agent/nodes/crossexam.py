@@ -20,7 +20,7 @@ from typing import Any
 
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.sandbox import Limits, RunResult, SandboxRunner
-from atom_agent.state import Check
+from atom_agent.state import IMPL_FILE, TEST_FILE, Check
 
 MIN_WITNESSES = 2
 """Independent implementations that must all contradict a check before it is suspect."""
@@ -87,7 +87,7 @@ def cross_examine(
         for n, source in enumerate(witnesses):
             folder = Path(tmp) / str(n)
             folder.mkdir()
-            (folder / "impl.py").write_text(source, encoding="utf-8")
+            (folder / IMPL_FILE).write_text(source, encoding="utf-8")
             dirs.append(folder)
             testimony.reports.append(
                 run_contract(
@@ -147,12 +147,12 @@ def _examine_tests(
         return
     outcomes: list[RunResult] = []
     for folder in sound:
-        (folder / "test.py").write_text(test_file.read_text(errors="replace"), encoding="utf-8")
+        (folder / TEST_FILE).write_text(test_file.read_text(errors="replace"), encoding="utf-8")
         outcomes.append(
             runner.run_pytest(
                 cwd=folder,
                 limits=limits,
-                targets=["test.py"],
+                targets=[TEST_FILE],
                 python_path=[folder, *python_path],
             )
         )

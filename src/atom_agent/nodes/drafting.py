@@ -27,7 +27,7 @@ from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.names import code_blocks, defined_in_code
 from atom_agent.sandbox import Limits, SandboxRunner
-from atom_agent.state import Check, Plan, PlanStep
+from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
 from atom_agent.telemetry import emit
 from atom_agent.workspace._atomic import atomic_write_text
 
@@ -288,7 +288,7 @@ def write_drafts(
         if not source.strip():
             return candidate
         candidate.path = folder / str(candidate.k)
-        atomic_write_text(candidate.path / "impl.py", source)
+        atomic_write_text(candidate.path / IMPL_FILE, source)
         candidate.report = run_contract(
             checks,
             staging=candidate.path,
@@ -339,10 +339,7 @@ def write_drafts(
     return drafts
 
 
-NO_CODE_NOTE = (
-    "That reply had no Python code block. Reply with the whole impl.py in one ```python "
-    "block, nothing else."
-)
+NO_CODE_NOTE = prompts.DRAFT_NO_CODE
 
 
 def retry_note(report: ContractReport, suspect: set[int] | None = None) -> str:
@@ -392,7 +389,7 @@ def dependency_lines(artifacts: dict[str, Path], import_of: Any) -> dict[str, st
     """``{dep_id: "from deps.x.impl import f, g"}`` for the dependencies' committed code."""
     lines: dict[str, str] = {}
     for dep_id, path in artifacts.items():
-        impl = path / "impl.py"
+        impl = path / IMPL_FILE
         names = defined_in_code(impl.read_text(errors="replace")) if impl.is_file() else []
         module = import_of(dep_id)
         lines[dep_id] = f"from {module} import {', '.join(names)}" if names else f"import {module}"

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from atom_agent.checks.contract import ContractReport
-from atom_agent.errors import AtomAgentError
+from atom_agent.errors import AtomAgentError, ConfigError
 from atom_agent.memory import MemoryManager, MemoryRecord, WorkingMemory
 from atom_agent.memory.idempotent import memory_key, remember_once
 from atom_agent.sandbox import RunResult
 from atom_agent.session import SessionContext
-from atom_agent.state import PlanStep
+from atom_agent.state import IMPL_FILE, PlanStep
 
 from .evidence import first_failure
 
@@ -89,7 +89,7 @@ def record_interface(
     An older interface memory whose names are all among the new one's is superseded by it (the
     new commit is what the code now is). Returns the id written ([] when nothing is exposed).
     """
-    impl = artifacts / "impl.py"
+    impl = artifacts / IMPL_FILE
     if not impl.is_file():
         return []
     lines = interface_lines(impl.read_text(encoding="utf-8", errors="replace"))
@@ -283,6 +283,8 @@ def promote_once(
                     "source_type": "system",
                 },
             )
+        except ConfigError:
+            raise  # the store is misconfigured: the run fails with the fix
         except AtomAgentError as exc:
             logger.warning("promotion of a working-memory candidate failed: %s", exc)
             continue

@@ -23,6 +23,7 @@ from atom_agent.context import Context
 from atom_agent.models.structured import invoke_structured
 from atom_agent.services import Models
 from atom_agent.state import (
+    REQUIRED_FILES,
     Check,
     Plan,
     PlanStep,
@@ -218,7 +219,7 @@ def single_step_plan(task: str) -> Plan:
                 description="Do the whole task above: the code in impl.py, its tests in test.py.",
                 acceptance_criteria=list(SINGLE_STEP_CRITERIA),
                 depends_on=[],
-                expected_files=["impl.py", "test.py"],
+                expected_files=list(REQUIRED_FILES),
                 defines=task_names(task),
             )
         ],

@@ -15,24 +15,17 @@ from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.examples import examples_feedback, run_examples, task_examples
 from atom_agent.checks.hardcoding import check_file
 from atom_agent.context import Context
-from atom_agent.errors import (
-    AtomAgentError,
-    MissingCredentialsError,
-    ModelError,
-    ModelSpecError,
-    ModelUnavailableError,
-)
+from atom_agent.errors import AtomAgentError, ConfigError, ModelError, ModelSpecError
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.structured import invoke_structured
 from atom_agent.sandbox import RunResult
 from atom_agent.services import Models, Services
 from atom_agent.session import SessionContext
-from atom_agent.state import Judgement, Plan, PlanStep, State
+from atom_agent.state import IMPL_FILE, REQUIRED_FILES, TEST_FILE, Judgement, Plan, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.workspace import AttemptRef, StepRef
 
-from .attempt_control import REQUIRED_FILES
 from .common import (
     AttemptScope,
     attempt_scope,
@@ -85,11 +78,11 @@ def make_reflector(models: Models | None) -> Any:
         result: RunResult | None = None
         if not missing:
             result = svc.runner.run_pytest(
-                cwd=staging, limits=svc.limits, targets=["test.py"], python_path=scope.python_path()
+                cwd=staging, limits=svc.limits, targets=[TEST_FILE], python_path=scope.python_path()
             )
         tests_ok = _tests_ok(result)
         contract: ContractReport | None = None
-        if step.checks and "impl.py" not in missing:
+        if step.checks and IMPL_FILE not in missing:
             contract = run_contract(
                 step.checks,
                 staging=staging,
@@ -101,7 +94,7 @@ def make_reflector(models: Models | None) -> Any:
             )
         examples = None
         wanted = task_examples(state["task"], step.description)
-        if wanted and "impl.py" not in missing:
+        if wanted and IMPL_FILE not in missing:
             examples = run_examples(
                 wanted,
                 staging=staging,
@@ -109,7 +102,7 @@ def make_reflector(models: Models | None) -> Any:
                 limits=svc.limits,
                 python_path=scope.python_path(),
             )
-        hard = check_file(staging / "impl.py") if "impl.py" not in missing else None
+        hard = check_file(staging / IMPL_FILE) if IMPL_FILE not in missing else None
         hard_ok = hard is None or hard.ok
 
         usage: dict[str, float] = {}
@@ -304,8 +297,8 @@ def _judge(
                 criteria="\n".join(f"- {c}" for c in criteria),
                 test_summary=evidence["summary"],
                 test_output=str(evidence.get("output_tail", ""))[-1200:],
-                impl=_read(staging / "impl.py"),
-                tests=_read(staging / "test.py"),
+                impl=_read(staging / IMPL_FILE),
+                tests=_read(staging / TEST_FILE),
             )
         ),
     ]
@@ -315,7 +308,7 @@ def _judge(
         try:
             reply = invoke_structured(svc.structured("reflector", Judgement), messages)
         except ModelError as exc:
-            if isinstance(exc, MissingCredentialsError | ModelSpecError | ModelUnavailableError):
+            if isinstance(exc, ConfigError | ModelSpecError):
                 raise  # configuration, not the model's answer: the run must fail with the fix
             logger.warning("reflector judgement failed: %s", exc)
             break
@@ -364,7 +357,7 @@ def _cross_examine(
     available: list[str],
 ) -> tuple[Testimony, list[AIMessage]]:
     """Independent implementations (uninformed drafts, fresh samples) testify on the failures."""
-    witnesses = _uninformed_drafts(attempt, exclude=scope.staging / "impl.py")
+    witnesses = _uninformed_drafts(attempt, exclude=scope.staging / IMPL_FILE)
     spent: list[AIMessage] = []
     wanted = max(0, MIN_WITNESSES - len(witnesses))
     if samples and wanted:
@@ -385,7 +378,7 @@ def _cross_examine(
         examined=contract,
         witnesses=witnesses,
         tests_failed=result is not None and not tests_ok,
-        test_file=scope.staging / "test.py",
+        test_file=scope.staging / TEST_FILE,
         runner=svc.runner,
         limits=svc.limits,
         python_path=scope.python_path()[1:],
@@ -415,9 +408,9 @@ def _uninformed_drafts(attempt: AttemptRef, exclude: Path) -> list[str]:
     sources = []
     for candidate in data.get("candidates", []):
         path = candidate.get("path")
-        if candidate.get("informed") or not path or not (Path(path) / "impl.py").is_file():
+        if candidate.get("informed") or not path or not (Path(path) / IMPL_FILE).is_file():
             continue
-        source = (Path(path) / "impl.py").read_text(errors="replace")
+        source = (Path(path) / IMPL_FILE).read_text(errors="replace")
         if source != examined:
             sources.append(source)
     return sources
@@ -436,5 +429,7 @@ def _adjust(
                 svc.memory.reinforce(session, memory_id, evidence=evidence[:500])
             else:
                 svc.memory.contradict(session, memory_id, amount=0.15, evidence=evidence[:500])
+        except ConfigError:
+            raise  # the store is misconfigured: the run fails with the fix
         except AtomAgentError as exc:  # forgotten or expired since it was recalled
             logger.info("could not adjust memory %s: %s", memory_id, exc)

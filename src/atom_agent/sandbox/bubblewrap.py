@@ -33,7 +33,7 @@ import sysconfig
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from atom_agent.errors import SandboxError
+from atom_agent.errors import SandboxUnavailableError
 from atom_agent.sandbox.base import Limits
 from atom_agent.sandbox.subprocess_runner import _LAUNCHER, Confinement, SubprocessRunner
 
@@ -236,7 +236,7 @@ class BubblewrapRunner(SubprocessRunner):
         tree_limit: give each run its own cgroup where possible (False: rlimits only).
 
     Raises:
-        SandboxError: bubblewrap is not installed or does not work on this machine.
+        SandboxUnavailableError: bubblewrap is not installed or does not work on this machine.
     """
 
     kind = "bubblewrap"
@@ -253,7 +253,7 @@ class BubblewrapRunner(SubprocessRunner):
         self.packages = tuple(packages)
         support = probe_bubblewrap()
         if not support.usable or support.path is None:
-            raise SandboxError(f"bubblewrap runner unavailable: {support.reason}")
+            raise SandboxUnavailableError(f"bubblewrap runner unavailable: {support.reason}")
         self.bwrap = support.path
 
     def _prefix(

@@ -1,7 +1,10 @@
-"""The executor's tools.
+"""The agent's tools: plain LangChain tools that read their attempt from the run's context.
 
-``files`` (read/write/edit/list, confined to an attempt's scope), ``code`` (run_python,
-run_tests in the sandbox), ``search`` (search_files, search_memory), ``memory`` (remember,
-recall, forget) and ``router`` (the one entry point that routes and reports every call).
+``scope`` (where an attempt may read and write; the model's paths checked), ``confine``
+(opening paths through directory fds), ``files`` (read/write/edit/list), ``code`` (run_python,
+run_tests in the sandbox), ``search`` (search_files, search_memory, web_search), ``memory``
+(remember, recall, forget), ``context`` (``ToolContext``: what a call reads from its run),
+``results`` (the JSON results and the one invalid-arguments message) and ``calls`` (every
+call's telemetry and error results: the ``ToolCalls`` middleware and ``run_tool``).
 Import the submodules directly; this package imports nothing.
 """

@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field
 
-from atom_agent.sandbox import Limits, RunResult, SandboxRunner
-from atom_agent.tools.files import ToolScope, structured_tool, to_json
+from atom_agent.sandbox import Limits, RunResult
+from atom_agent.tools.context import tool_context
+from atom_agent.tools.results import structured_tool, to_json
+from atom_agent.tools.scope import ToolScope
 
 logger = logging.getLogger(__name__)
 
@@ -36,58 +39,65 @@ class RunTestsArgs(BaseModel):
     )
 
 
-def create_code_tools(scope: ToolScope, runner: SandboxRunner, limits: Limits) -> list[BaseTool]:
-    """run_python and run_tests executing inside `runner` under `limits`, in `scope`'s staging.
+def run_python(path: str, args: list[str] | None = None, *, runtime: ToolRuntime) -> str:
+    """Run a Python file of your staging area in a sandbox and return its exit code and output.
 
-    A run that fails, crashes or hits a limit is a normal result (``ok: false`` with the exit
-    code, the reason and the output tail); only an unusable argument is an error result.
+    The working directory is your staging area; your files and your dependencies' files
+    are importable. No network, limited time, CPU and memory; output is truncated in the
+    middle when long. Use it to try your code; use run_tests for pytest.
     """
+    context = tool_context(runtime)
+    scope, runner, limits = context.need_scope(), context.need_runner(), context.limits
+    argv = list(args or [])
+    if len(argv) > _MAX_ARGS or any(len(a) > _MAX_ARG_CHARS for a in argv):
+        raise ToolException(
+            f"at most {_MAX_ARGS} arguments of up to {_MAX_ARG_CHARS} characters each"
+        )
+    target = _staging_file(scope, path)
+    rel = target.relative_to(scope.staging.resolve()).as_posix()
+    result = runner.run_python(
+        rel, cwd=scope.staging, limits=limits, args=argv, python_path=scope.python_path()
+    )
+    return to_json(_report(result, limits, rel))
 
-    def run_python(path: str, args: list[str] | None = None) -> str:
-        """Run a Python file of your staging area in a sandbox and return its exit code and output.
 
-        The working directory is your staging area; your files and your dependencies' files
-        are importable. No network, limited time, CPU and memory; output is truncated in the
-        middle when long. Use it to try your code; use run_tests for pytest.
-        """
-        argv = list(args or [])
-        if len(argv) > _MAX_ARGS or any(len(a) > _MAX_ARG_CHARS for a in argv):
+def run_tests(path: str | None = None, *, runtime: ToolRuntime) -> str:
+    """Run pytest on your staging area (or one test file / node id) in a sandbox.
+
+    Returns pass/fail/error/skip counts from pytest's own report, the exit code and the
+    tail of pytest's output (failures are at the end). A run that ends before pytest
+    writes its report (a test calling os._exit or exit, a crash, a kill) is a failure.
+    Tests import your modules directly, e.g. `from impl import LRUCache`; dependency
+    modules are importable too. No network, limited time and memory.
+    """
+    context = tool_context(runtime)
+    scope, runner, limits = context.need_scope(), context.need_runner(), context.limits
+    targets: list[str] = []
+    if path:
+        file_part, sep, node = path.partition("::")
+        target = scope.resolve_write(file_part)
+        if not target.exists():
             raise ToolException(
-                f"at most {_MAX_ARGS} arguments of up to {_MAX_ARG_CHARS} characters each"
+                f"{file_part!r} does not exist; write the test file first "
+                f"or omit path to run all tests"
             )
-        target = _staging_file(scope, path)
-        rel = target.relative_to(scope.staging.resolve()).as_posix()
-        result = runner.run_python(
-            rel, cwd=scope.staging, limits=limits, args=argv, python_path=scope.python_path()
-        )
-        return to_json(_report(result, limits, rel))
+        rel = target.relative_to(scope.staging.resolve()).as_posix() or "."
+        targets.append(rel + sep + node)
+    result = runner.run_pytest(
+        cwd=scope.staging, limits=limits, targets=targets, python_path=scope.python_path()
+    )
+    return to_json(_report(result, limits, path or "."))
 
-    def run_tests(path: str | None = None) -> str:
-        """Run pytest on your staging area (or one test file / node id) in a sandbox.
 
-        Returns pass/fail/error/skip counts from pytest's own report, the exit code and the
-        tail of pytest's output (failures are at the end). A run that ends before pytest
-        writes its report (a test calling os._exit or exit, a crash, a kill) is a failure.
-        Tests import your modules directly, e.g. `from impl import LRUCache`; dependency
-        modules are importable too. No network, limited time and memory.
-        """
-        targets: list[str] = []
-        if path:
-            file_part, sep, node = path.partition("::")
-            target = scope.resolve_write(file_part)
-            if not target.exists():
-                raise ToolException(
-                    f"{file_part!r} does not exist; write the test file first "
-                    f"or omit path to run all tests"
-                )
-            rel = target.relative_to(scope.staging.resolve()).as_posix() or "."
-            targets.append(rel + sep + node)
-        result = runner.run_pytest(
-            cwd=scope.staging, limits=limits, targets=targets, python_path=scope.python_path()
-        )
-        return to_json(_report(result, limits, path or "."))
+CODE_TOOLS: tuple[BaseTool, ...] = (
+    structured_tool(run_python, RunPythonArgs),
+    structured_tool(run_tests, RunTestsArgs),
+)
+"""run_python and run_tests, in the run's sandbox ``runner`` under its ``limits``, in its scope.
 
-    return [structured_tool(run_python, RunPythonArgs), structured_tool(run_tests, RunTestsArgs)]
+A run that fails, crashes or hits a limit is a normal result (``ok: false`` with the exit
+code, the reason and the output tail); only an unusable argument is an error result.
+"""
 
 
 def _staging_file(scope: ToolScope, path: str) -> Any:

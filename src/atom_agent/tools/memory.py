@@ -5,44 +5,29 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from pydantic import BaseModel, Field, ValidationError
+from langchain.tools import ToolRuntime
+from langchain_core.tools import BaseTool, ToolException
+from pydantic import BaseModel, Field
 
-from atom_agent.errors import MemoryNotFoundError, MemoryValidationError
+from atom_agent.errors import MemoryNotFoundError, MemoryValidationError, ToolConfigError
 from atom_agent.memory.manager import MemoryManager
-from atom_agent.memory.records import MAX_CONTENT_CHARS, MAX_RECALL_LIMIT, require_session
+from atom_agent.memory.records import (
+    MAX_CONTENT_CHARS,
+    MAX_RECALL_LIMIT,
+    MemoryTypeName,
+    RecallTypeName,
+    require_session,
+)
 from atom_agent.session import SessionContext
+from atom_agent.tools.context import tool_context
+from atom_agent.tools.results import structured_tool
 
 logger = logging.getLogger(__name__)
 
 MEMORY_TOOL_NAMES = ("remember", "recall", "forget")
 """Names of the trusted in-process memory tools (routed beside the sandboxed tools)."""
-
-TypeName = Literal[
-    "fact",
-    "assumption",
-    "hypothesis",
-    "discovery",
-    "risk",
-    "unknown",
-    "decision",
-    "convention",
-    "lesson_learned",
-]
-RecallType = Literal[
-    "all",
-    "fact",
-    "assumption",
-    "hypothesis",
-    "discovery",
-    "risk",
-    "unknown",
-    "decision",
-    "convention",
-    "lesson_learned",
-]
 
 
 class RememberArgs(BaseModel):
@@ -52,7 +37,7 @@ class RememberArgs(BaseModel):
         description=f"What to remember: one concise, factual statement (max {MAX_CONTENT_CHARS} "
         "characters)."
     )
-    type: TypeName = Field(default="fact", description="Kind of memory.")
+    type: MemoryTypeName = Field(default="fact", description="Kind of memory.")
     confidence: float = Field(
         default=0.8, description="How sure you are, 0.0-1.0 (values outside are clamped)."
     )
@@ -65,7 +50,7 @@ class RecallArgs(BaseModel):
     query: str | None = Field(
         default=None, description="What you are looking for, in words; omit to list the newest."
     )
-    type: RecallType = Field(default="all", description="Only memories of this kind.")
+    type: RecallTypeName = Field(default="all", description="Only memories of this kind.")
     min_confidence: float = Field(
         default=0.5, ge=0.0, le=1.0, description="Only memories at least this confident (0-1)."
     )
@@ -87,22 +72,12 @@ class ForgetArgs(BaseModel):
     )
 
 
-def _validation_message(tool: str) -> Callable[[Any], str]:
-    def handle(error: Any) -> str:
-        if isinstance(error, ValidationError):
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-                + (f" (got {e['input']!r})" if "input" in e and e["loc"] else "")
-                for e in error.errors()
-            )
-        else:
-            problems = str(error)
-        return (
-            f"Error: invalid arguments for {tool}: {problems}. Nothing was changed; fix the "
-            "arguments and call it again."
-        )
-
-    return handle
+def _attempt(runtime: ToolRuntime, operation: str) -> tuple[MemoryManager, SessionContext]:
+    """The run's memory manager and session (MissingSessionError without a session)."""
+    context = tool_context(runtime)
+    if not isinstance(context.memory, MemoryManager):
+        raise ToolConfigError(f"{operation} needs the run's MemoryManager: pass memory=")
+    return context.memory, require_session(context.session, operation)
 
 
 def _call(tool: str, fn: Callable[[], dict[str, Any]]) -> str:
@@ -111,125 +86,131 @@ def _call(tool: str, fn: Callable[[], dict[str, Any]]) -> str:
         return json.dumps(fn(), ensure_ascii=False)
     except MemoryValidationError as exc:
         raise ToolException(
-            f"Error: {tool} rejected its arguments: {exc}. Nothing was changed; fix the "
+            f"{tool} rejected its arguments: {exc}. Nothing was changed; fix the "
             "arguments and call it again."
         ) from exc
     except MemoryNotFoundError as exc:
         raise ToolException(
-            f"Error: {exc}. Nothing was changed; use recall to find the right memory id."
+            f"{exc}. Nothing was changed; use recall to find the right memory id."
         ) from exc
 
 
-def create_memory_tools(manager: MemoryManager, session: SessionContext | None) -> list[BaseTool]:
-    """The `remember`, `recall` and `forget` tools acting for `session` on `manager`.
+def remember(
+    content: str,
+    type: str = "fact",
+    confidence: float = 0.8,
+    rationale: str | None = None,
+    *,
+    runtime: ToolRuntime,
+) -> str:
+    """Persist important information to long-term memory, for later steps and future runs.
 
-    Bad arguments come back to the model as an error tool result (nothing is written); a missing
-    session raises :class:`~atom_agent.errors.MissingSessionError` on the first call, because no
-    argument the model could pass would fix it.
+    Use it when you discover something valuable: project facts (framework, dependencies,
+    layout), conventions the tests or the user expect, a solution that worked, a decision and
+    why, a risk or a known issue. Store one concise statement per call. What you remember is
+    saved at once and can be found with `recall`.
     """
 
-    def remember(
-        content: str, type: str = "fact", confidence: float = 0.8, rationale: str | None = None
-    ) -> str:
-        """Persist important information to long-term memory, for later steps and future runs.
-
-        Use it when you discover something valuable: project facts (framework, dependencies,
-        layout), conventions the tests or the user expect, a solution that worked, a decision and
-        why, a risk or a known issue. Store one concise statement per call. What you remember is
-        saved at once and can be found with `recall`.
-        """
-
-        def run() -> dict[str, Any]:
-            s = require_session(session, "remember")
-            record = manager.remember(
-                s,
-                content,
-                type=type,
-                confidence=confidence,
-                rationale=rationale,
-                source_type="agent",
-                importance=1.0,  # the agent's choice bypasses promotion
-            )
-            return {
-                "remembered": True,
-                "memory_id": record.id,
-                "memory_type": record.type.value,
-                "message": f"Stored {record.type.value} memory with id {record.id}",
-            }
-
-        return _call("remember", run)
-
-    def recall(
-        query: str | None = None,
-        type: str = "all",
-        min_confidence: float = 0.5,
-        limit: int = 10,
-        include_superseded: bool = False,
-    ) -> str:
-        """Search long-term memory for what was learned: facts, decisions, conventions, lessons.
-
-        Give a query in plain words to get the most relevant memories; omit it to get the newest.
-        Filter by type and a confidence floor. Each result has an id you can pass to `forget`.
-        """
-
-        def run() -> dict[str, Any]:
-            s = require_session(session, "recall")
-            found = manager.recall(
-                s,
-                query,
-                type=type,
-                min_confidence=min_confidence,
-                limit=limit,
-                include_superseded=include_superseded,
-            )
-            return {
-                "count": len(found),
-                "memories": [
-                    {
-                        "id": r.id,
-                        "content": r.content,
-                        "type": r.type.value,
-                        "confidence": round(r.confidence, 4),
-                        "timestamp": r.created_at.isoformat(),
-                    }
-                    for r in found
-                ],
-            }
-
-        return _call("recall", run)
-
-    def forget(memory_id: str, reason: str | None = None, replacement_id: str | None = None) -> str:
-        """Mark a memory outdated or wrong (soft delete): kept for provenance, gone from recall.
-
-        If a newer memory replaces it, remember the new one first and pass its id as
-        replacement_id; both ids must exist.
-        """
-
-        def run() -> dict[str, Any]:
-            s = require_session(session, "forget")
-            manager.forget(s, memory_id, reason=reason, replacement_id=replacement_id)
-            out: dict[str, Any] = {
-                "forgotten": True,
-                "memory_id": memory_id,
-                "message": f"Memory {memory_id} has been superseded"
-                + (f" by {replacement_id}" if replacement_id else ""),
-            }
-            if reason:
-                out["reason"] = reason
-            return out
-
-        return _call("forget", run)
-
-    tools: list[BaseTool] = []
-    for fn, schema in ((remember, RememberArgs), (recall, RecallArgs), (forget, ForgetArgs)):
-        tools.append(
-            StructuredTool.from_function(
-                fn,
-                name=fn.__name__,
-                description=(fn.__doc__ or "").strip(),
-                args_schema=schema,
-                handle_tool_error=True,
-                handle_validation_error=_validation_message(fn.__name__),
-            )
+    def run() -> dict[str, Any]:
+        manager, s = _attempt(runtime, "remember")
+        record = manager.remember(
+            s,
+            content,
+            type=type,
+            confidence=confidence,
+            rationale=rationale,
+            source_type="agent",
+            importance=1.0,  # the agent's choice bypasses promotion
         )
-    return tools
+        return {
+            "remembered": True,
+            "memory_id": record.id,
+            "memory_type": record.type.value,
+            "message": f"Stored {record.type.value} memory with id {record.id}",
+        }
+
+    return _call("remember", run)
+
+
+def recall(
+    query: str | None = None,
+    type: str = "all",
+    min_confidence: float = 0.5,
+    limit: int = 10,
+    include_superseded: bool = False,
+    *,
+    runtime: ToolRuntime,
+) -> str:
+    """Search long-term memory for what was learned: facts, decisions, conventions, lessons.
+
+    Give a query in plain words to get the most relevant memories; omit it to get the newest.
+    Filter by type and a confidence floor. Each result has an id you can pass to `forget`.
+    """
+
+    def run() -> dict[str, Any]:
+        manager, s = _attempt(runtime, "recall")
+        found = manager.recall(
+            s,
+            query,
+            type=type,
+            min_confidence=min_confidence,
+            limit=limit,
+            include_superseded=include_superseded,
+        )
+        return {
+            "count": len(found),
+            "memories": [
+                {
+                    "id": r.id,
+                    "content": r.content,
+                    "type": r.type.value,
+                    "confidence": round(r.confidence, 4),
+                    "timestamp": r.created_at.isoformat(),
+                }
+                for r in found
+            ],
+        }
+
+    return _call("recall", run)
+
+
+def forget(
+    memory_id: str,
+    reason: str | None = None,
+    replacement_id: str | None = None,
+    *,
+    runtime: ToolRuntime,
+) -> str:
+    """Mark a memory outdated or wrong (soft delete): kept for provenance, gone from recall.
+
+    If a newer memory replaces it, remember the new one first and pass its id as
+    replacement_id; both ids must exist.
+    """
+
+    def run() -> dict[str, Any]:
+        manager, s = _attempt(runtime, "forget")
+        manager.forget(s, memory_id, reason=reason, replacement_id=replacement_id)
+        out: dict[str, Any] = {
+            "forgotten": True,
+            "memory_id": memory_id,
+            "message": f"Memory {memory_id} has been superseded"
+            + (f" by {replacement_id}" if replacement_id else ""),
+        }
+        if reason:
+            out["reason"] = reason
+        return out
+
+    return _call("forget", run)
+
+
+MEMORY_TOOLS: tuple[BaseTool, ...] = (
+    structured_tool(remember, RememberArgs),
+    structured_tool(recall, RecallArgs),
+    structured_tool(forget, ForgetArgs),
+)
+"""`remember`, `recall` and `forget`, acting for the run's ``session`` on its ``memory``.
+
+Bad arguments come back to the model as an error tool result (nothing is written); a missing
+session raises :class:`~atom_agent.errors.MissingSessionError`, because no argument the model
+could pass would fix it.
+"""

@@ -7,31 +7,26 @@ import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import regex as regex_engine
+from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field
 
 from atom_agent.errors import ToolConfigError
+from atom_agent.memory.records import RecallTypeName, require_session
 from atom_agent.session import SessionContext
 from atom_agent.tools.confine import WalkLimits, read_at, walk
-from atom_agent.tools.files import (
-    _SKIP_DIRS,
-    ToolScope,
-    scope_roots,
-    shown_path,
-    structured_tool,
-    to_json,
-)
+from atom_agent.tools.context import tool_context
+from atom_agent.tools.results import structured_tool, to_json
+from atom_agent.tools.scope import SKIP_DIRS, ToolScope, scope_roots, shown_path
 
 logger = logging.getLogger(__name__)
 
 _MAX_FILE_BYTES = 2 * 1024 * 1024  # larger files are skipped (generated data, not code)
 _MAX_LINE_CHARS = 4000  # lines are matched and shown up to this length
 _SHOWN_CHARS = 240
-SEARCH_SECONDS = 5.0
-"""Matching time one search_files call may spend in all (the `regex` engine's timeout)."""
 
 
 class MemoryRecordLike(Protocol):
@@ -98,18 +93,7 @@ class SearchMemoryArgs(BaseModel):
     """Arguments of search_memory."""
 
     query: str = Field(description="What you want to know, in words (searched by meaning).")
-    type: Literal[
-        "all",
-        "fact",
-        "assumption",
-        "hypothesis",
-        "discovery",
-        "risk",
-        "unknown",
-        "decision",
-        "convention",
-        "lesson_learned",
-    ] = Field(default="all", description="Only memories of this kind.")
+    type: RecallTypeName = Field(default="all", description="Only memories of this kind.")
     limit: int = Field(default=5, ge=1, le=20, description="Most memories to return (1-20).")
 
 
@@ -120,127 +104,115 @@ class WebSearchArgs(BaseModel):
     max_results: int = Field(default=5, ge=1, le=10, description="Most results (1-10).")
 
 
-def create_search_tools(
-    scope: ToolScope,
-    memory: MemoryRecall | None = None,
-    session: SessionContext | None = None,
+def search_files(
+    pattern: str,
+    regex: bool = False,
+    path: str = ".",
+    ignore_case: bool = False,
     *,
-    max_results: int = 50,
-    search_seconds: float = SEARCH_SECONDS,
-    web: WebSearch | None = None,
-) -> list[BaseTool]:
-    """search_files; search_memory when `memory` is given; web_search only when `web` is given.
+    runtime: ToolRuntime,
+) -> str:
+    """Find lines in your files and your dependencies' files; returns 'file:line: text'.
 
-    Args:
-        scope: the attempt's readable area.
-        memory: the long-term memory (anything with ``recall``, e.g. ``MemoryManager``).
-        session: the session search_memory acts for (required with `memory`).
-        max_results: cap on search_files matches.
-        search_seconds: matching time one search_files call may take before it is an error.
-        web: a web search backend; pass one only when ``Context.web_search`` is on (off by
-            default, and this machine has no network).
-
-    Raises:
-        ToolConfigError: `memory` without a `session`.
+    Literal text by default; set regex=true for a Python regular expression. Binary and
+    very large files are skipped. Results are capped: narrow the pattern or the path.
     """
-    if memory is not None and session is None:
-        raise ToolConfigError("search_memory needs the session it acts for: pass session=")
-
-    def search_files(
-        pattern: str, regex: bool = False, path: str = ".", ignore_case: bool = False
-    ) -> str:
-        """Find lines in your files and your dependencies' files; returns 'file:line: text'.
-
-        Literal text by default; set regex=true for a Python regular expression. Binary and
-        very large files are skipped. Results are capped: narrow the pattern or the path.
-        """
-        if not pattern:
-            raise ToolException("pattern is empty; give the text to look for")
-        # The `regex` engine, not `re`: its matching takes a timeout (and releases the GIL),
-        # so a pattern that backtracks exponentially, e.g. (a+)+$, cannot hang the run.
-        flags = regex_engine.IGNORECASE if ignore_case else 0
+    context = tool_context(runtime)
+    scope, search_seconds = context.need_scope(), context.search_seconds
+    max_results = context.max_search_results
+    if not pattern:
+        raise ToolException("pattern is empty; give the text to look for")
+    # The `regex` engine, not `re`: its matching takes a timeout (and releases the GIL),
+    # so a pattern that backtracks exponentially, e.g. (a+)+$, cannot hang the run.
+    flags = regex_engine.IGNORECASE if ignore_case else 0
+    try:
+        matcher = regex_engine.compile(pattern if regex else regex_engine.escape(pattern), flags)
+    except (regex_engine.error, ValueError, OverflowError, RecursionError) as exc:
+        raise ToolException(
+            f"invalid regular expression {pattern!r}: {exc}; fix it, or "
+            f"pass regex=false to search for the literal text"
+        ) from None
+    deadline = time.monotonic() + search_seconds
+    matches: list[str] = []
+    total = 0
+    for shown, number, line in _lines(scope, path):
+        remaining = deadline - time.monotonic()
         try:
-            matcher = regex_engine.compile(
-                pattern if regex else regex_engine.escape(pattern), flags
-            )
-        except (regex_engine.error, ValueError, OverflowError, RecursionError) as exc:
+            if remaining <= 0:
+                raise TimeoutError
+            found = matcher.search(line, timeout=remaining, concurrent=True)
+        except TimeoutError:
             raise ToolException(
-                f"invalid regular expression {pattern!r}: {exc}; fix it, or "
-                f"pass regex=false to search for the literal text"
+                f"the search took longer than {search_seconds:g}s (it was at "
+                f"{shown}:{number}); a pattern with nested repetition such as (a+)+ "
+                f"backtracks without end: simplify it, narrow the path, or pass "
+                f"regex=false for literal text"
             ) from None
-        deadline = time.monotonic() + search_seconds
-        matches: list[str] = []
-        total = 0
-        for shown, number, line in _lines(scope, path):
-            remaining = deadline - time.monotonic()
-            try:
-                if remaining <= 0:
-                    raise TimeoutError
-                found = matcher.search(line, timeout=remaining, concurrent=True)
-            except TimeoutError:
-                raise ToolException(
-                    f"the search took longer than {search_seconds:g}s (it was at "
-                    f"{shown}:{number}); a pattern with nested repetition such as (a+)+ "
-                    f"backtracks without end: simplify it, narrow the path, or pass "
-                    f"regex=false for literal text"
-                ) from None
-            if found:
-                total += 1
-                if len(matches) < max_results:
-                    text = line if len(line) <= _SHOWN_CHARS else line[:_SHOWN_CHARS] + "…"
-                    matches.append(f"{shown}:{number}: {text}")
-        result: dict[str, Any] = {"pattern": pattern, "count": total, "matches": matches}
-        if total > len(matches):
-            result["note"] = (
-                f"showing {len(matches)} of {total} matches; narrow the pattern or the path"
-            )
-        return to_json(result)
+        if found:
+            total += 1
+            if len(matches) < max_results:
+                text = line if len(line) <= _SHOWN_CHARS else line[:_SHOWN_CHARS] + "…"
+                matches.append(f"{shown}:{number}: {text}")
+    result: dict[str, Any] = {"pattern": pattern, "count": total, "matches": matches}
+    if total > len(matches):
+        result["note"] = (
+            f"showing {len(matches)} of {total} matches; narrow the pattern or the path"
+        )
+    return to_json(result)
 
-    tools = [structured_tool(search_files, SearchFilesArgs)]
 
-    if memory is not None and session is not None:
-        bound_session = session
+def search_memory(query: str, type: str = "all", limit: int = 5, *, runtime: ToolRuntime) -> str:
+    """Search long-term memory by meaning: facts, conventions, lessons of earlier work.
 
-        def search_memory(query: str, type: str = "all", limit: int = 5) -> str:
-            """Search long-term memory by meaning: facts, conventions, lessons of earlier work.
-
-            Returns the most relevant memories of earlier steps and runs, with their type and
-            confidence. Read-only; use `remember` to store something new.
-            """
-            if not query.strip():
-                raise ToolException("query is empty; say what you want to know")
-            records = memory.recall(bound_session, query, type=type, limit=limit)
-            return to_json(
+    Returns the most relevant memories of earlier steps and runs, with their type and
+    confidence. Read-only; use `remember` to store something new.
+    """
+    context = tool_context(runtime)
+    memory: MemoryRecall | None = context.memory
+    if memory is None:
+        raise ToolConfigError("search_memory needs the run's long-term memory: pass memory=")
+    session = require_session(context.session, "search_memory")
+    if not query.strip():
+        raise ToolException("query is empty; say what you want to know")
+    records = memory.recall(session, query, type=type, limit=limit)
+    return to_json(
+        {
+            "query": query,
+            "count": len(records),
+            "memories": [
                 {
-                    "query": query,
-                    "count": len(records),
-                    "memories": [
-                        {
-                            "id": r.id,
-                            "content": r.content,
-                            "type": str(r.type),
-                            "confidence": round(float(r.confidence), 3),
-                            "created_at": r.created_at.isoformat(),
-                        }
-                        for r in records
-                    ],
+                    "id": r.id,
+                    "content": r.content,
+                    "type": str(r.type),
+                    "confidence": round(float(r.confidence), 3),
+                    "created_at": r.created_at.isoformat(),
                 }
-            )
+                for r in records
+            ],
+        }
+    )
 
-        tools.append(structured_tool(search_memory, SearchMemoryArgs))
 
-    if web is not None:
-        backend = web
+def web_search(query: str, max_results: int = 5, *, runtime: ToolRuntime) -> str:
+    """Search the web; returns titles, URLs and snippets. Enabled only when configured."""
+    backend: WebSearch | None = tool_context(runtime).web
+    if backend is None:
+        raise ToolConfigError("web_search needs a backend in the run's context: pass web=")
+    if not query.strip():
+        raise ToolException("query is empty")
+    results = list(backend(query, max_results))[:max_results]
+    return to_json({"query": query, "results": results})
 
-        def web_search(query: str, max_results: int = 5) -> str:
-            """Search the web; returns titles, URLs and snippets. Enabled only when configured."""
-            if not query.strip():
-                raise ToolException("query is empty")
-            results = list(backend(query, max_results))[:max_results]
-            return to_json({"query": query, "results": results})
 
-        tools.append(structured_tool(web_search, WebSearchArgs))
-    return tools
+SEARCH_TOOLS: tuple[BaseTool, ...] = (
+    structured_tool(search_files, SearchFilesArgs),
+    structured_tool(search_memory, SearchMemoryArgs),
+)
+"""search_files over the run's scope; search_memory over its long-term memory (read-only)."""
+
+WEB_SEARCH = structured_tool(web_search, WebSearchArgs)
+"""web_search through the run's ``web`` backend; give it to an agent only when
+``Context.web_search`` is on (off by default, and this machine has no network)."""
 
 
 def _lines(scope: ToolScope, path: str) -> Iterator[tuple[str, int, str]]:
@@ -260,7 +232,7 @@ def _lines(scope: ToolScope, path: str) -> Iterator[tuple[str, int, str]]:
                     shown = shown_path(prefix, where.parts)
                     yield from _file_lines(where.dir_fd, where.name, shown)
                     continue
-            for entry in walk(where, limits, _SKIP_DIRS):
+            for entry in walk(where, limits, SKIP_DIRS):
                 if entry.size <= _MAX_FILE_BYTES:
                     shown = shown_path(prefix, entry.parts)
                     yield from _file_lines(entry.dir_fd, entry.name, shown)

@@ -34,7 +34,7 @@ from typing import Any
 from atom_agent.checks.names import is_public, named_in_text
 from atom_agent.errors import SandboxError, WorkspaceError
 from atom_agent.sandbox import Limits, SandboxRunner
-from atom_agent.state import Plan, topological_order
+from atom_agent.state import IMPL_FILE, Plan, topological_order
 from atom_agent.workspace._atomic import atomic_write_bytes, atomic_write_text
 from atom_agent.workspace._rewrite import ImportMap, rewrite_imports
 from atom_agent.workspace.tree import RunRef, Workspace
@@ -106,7 +106,7 @@ def build_deliverable(
         for s in (next(p for p in plan.steps if p.id == i) for i in topological_order(plan))
         if statuses.get(s.id) == "committed" and (run.steps_dir / s.id).is_dir()
     ]
-    steps = [s for s in steps if (s.artifacts / "impl.py").is_file()]
+    steps = [s for s in steps if (s.artifacts / IMPL_FILE).is_file()]
     if not steps:
         return None
     notes: list[str] = []
@@ -258,7 +258,7 @@ def _write_tree(
     for s in steps:  # other modules a step wrote beside impl.py keep their name where free
         for path in sorted(s.artifacts.glob("*.py")):
             stem = path.stem
-            if path.name == "impl.py" or _is_test_file(path.name) or stem == "conftest":
+            if path.name == IMPL_FILE or _is_test_file(path.name) or stem == "conftest":
                 continue
             module = stem if _usable(stem, taken) else f"{s.module}_{snake(stem)}"
             s.extra[stem] = module
@@ -282,7 +282,7 @@ def _write_tree(
             if path.suffix != ".py" or len(rel.parts) > 1:
                 notes.append(f"step {s.step_id}: {rel} is not a top-level Python file; not copied")
                 continue
-            if path.name == "impl.py":
+            if path.name == IMPL_FILE:
                 dest = pkg_dir / f"{s.module}.py"
             elif path.name == "conftest.py":
                 notes.append(f"step {s.step_id}: conftest.py not copied (fixtures would clash)")

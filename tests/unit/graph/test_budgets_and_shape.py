@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from atom_agent import Context, build_graph, run_task
+from atom_agent.errors import ConfigError, MissingCredentialsError, ModelError
 from atom_agent.state import Plan
+from atom_agent.testing import ScriptedChatModel
 from atom_agent.workspace import Workspace
 
 from .scripts import (
@@ -139,3 +146,34 @@ def test_unknown_executor_tools_are_a_configuration_error(tmp_path) -> None:  # 
     roles = models([Plan(steps=[step("one")])], ExecutorScript({}))
     with pytest.raises(ConfigError, match="unknown tool.*teleport"):
         run_task("t", ctx, models=roles)
+
+
+class _KeyRevokedError(ModelError, ConfigError):
+    """A provider's configuration error other than a missing key (e.g. a revoked one)."""
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        MissingCredentialsError("google_genai", ("GOOGLE_API_KEY",)),
+        _KeyRevokedError("the judge's API key was revoked: set a new one in EXAMPLE_API_KEY"),
+    ],
+    ids=["missing key", "any configuration error"],
+)
+def test_a_configuration_error_of_the_judge_fails_the_run_and_is_never_feedback(
+    tmp_path: Path, error: Exception
+) -> None:
+    """Only model and tool failures become feedback; a ConfigError fails the run with its fix."""
+
+    def judge(messages: list[Any]) -> Any:
+        raise error
+
+    ctx = Context(workspace=str(tmp_path / "ws"))
+    roles = models([Plan(steps=[step("one")])], ExecutorScript({("one", 1): passing_attempt()}))
+    roles["reflector"] = ScriptedChatModel(respond=judge)
+    with pytest.raises(ConfigError, match=re.escape(str(error)[:40])):
+        run_task("t", ctx, models=roles)
+    ws = Workspace(ctx.workspace)
+    (run,) = ws.list_runs()
+    attempt = ws.attempt(ws.step(run, "one"), 1)
+    assert not attempt.verdict_json.exists()  # no verdict, no advice to a next attempt

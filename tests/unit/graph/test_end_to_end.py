@@ -105,7 +105,7 @@ def test_a_local_model_stuck_rewriting_the_same_file_is_sampled(ctx: Context) ->
     from langchain_core.outputs import ChatGeneration, ChatResult
 
     from atom_agent.models import LocalChatModel
-    from atom_agent.nodes.attempt_control import UNSTUCK_TEMPERATURE
+    from atom_agent.nodes.executor.steering import UNSTUCK_TEMPERATURE
 
     from .scripts import BAD_TEST, run_tests, write
 
@@ -140,7 +140,7 @@ def test_a_local_model_rewriting_impl_while_test_is_missing_is_told_and_sampled(
     from langchain_core.outputs import ChatGeneration, ChatResult
 
     from atom_agent.models import LocalChatModel
-    from atom_agent.nodes.attempt_control import UNSTUCK_TEMPERATURE
+    from atom_agent.nodes.executor.steering import UNSTUCK_TEMPERATURE
 
     from .scripts import write
 

@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from atom_agent import Context
 from atom_agent.memory import MemoryManager
-from atom_agent.reconstruct import estimate_tokens, reconstruct_context
+from atom_agent.nodes.executor.prompt import estimate_tokens, reconstruct_context
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan
 from atom_agent.workspace import Workspace

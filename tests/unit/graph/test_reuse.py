@@ -12,9 +12,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from atom_agent import Context, build_graph, run_task
 from atom_agent.errors import ToolConfigError
 from atom_agent.models.profiles import profile_for
-from atom_agent.nodes.attempt_control import AttemptContext
 from atom_agent.nodes.common import attempt_scope, context_of
-from atom_agent.nodes.executor import attempt_agent, attempt_router
+from atom_agent.nodes.executor import node as executor_node
+from atom_agent.nodes.executor.attempt import AttemptContext
+from atom_agent.nodes.executor.node import attempt_agent
+from atom_agent.nodes.executor.tools import executor_tools
 from atom_agent.services import Services, close_all, services_for, shared_memory
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan
@@ -46,17 +48,20 @@ def test_concurrent_attempts_share_one_agent_and_keep_their_files_apart(ctx: Con
     model = ScriptedChatModel(respond=respond, latency_s=0.05)
     svc = services_for(ctx, model)
     attempts = {step_id: _attempt(svc, step_id) for step_id in ("left", "right")}
-    routers = {k: attempt_router(svc, scope, session, profile_for(model)) for k, (scope, session) in
-               attempts.items()}  # fmt: skip
-    agents = {k: attempt_agent(svc, model, routers[k].tools(attempts[k][1])) for k in attempts}
-    assert agents["left"] is agents["right"]  # compiled once, for both attempts
+    profile = profile_for(model)
+    agent = attempt_agent(model, profile, executor_tools(ctx.executor_tools, profile))
 
     def run_one(step_id: str) -> list[BaseMessage]:
         scope, session = attempts[step_id]
         context = AttemptContext(
-            router=routers[step_id], session=session, scope=scope, max_tool_calls=10
+            session=session,
+            scope=scope,
+            runner=svc.runner,
+            limits=svc.limits,
+            memory=svc.memory,
+            max_tool_calls=10,
         )
-        out = agents[step_id].invoke({"messages": [HumanMessage(step_id)]}, context=context)
+        out = agent.invoke({"messages": [HumanMessage(step_id)]}, context=context)
         return list(out["messages"])
 
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -70,6 +75,27 @@ def test_concurrent_attempts_share_one_agent_and_keep_their_files_apart(ctx: Con
         tools = [m.name for m in results[step_id] if isinstance(m, ToolMessage)]
         assert tools == ["write_file", "write_file", "run_tests"]
         assert isinstance(results[step_id][-1], ToolMessage)  # no model call after the pass
+
+
+def test_the_executor_compiles_its_agent_once_for_every_attempt(
+    ctx: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiled: list[Any] = []
+
+    def counted(*args: Any) -> Any:
+        compiled.append(args)
+        return attempt_agent(*args)
+
+    monkeypatch.setattr(executor_node, "attempt_agent", counted)
+    plan = Plan(steps=[step("one"), step("two", depends_on=["one"])])
+    script = {
+        ("one", 1): [tool_call("list_files", {}), "I am done"],  # fails: no files
+        ("one", 2): passing_attempt(),
+        ("two", 1): passing_attempt(),
+    }
+    outcome = run_task("t", ctx, models=models([plan], ExecutorScript(script)))
+    assert outcome.ok
+    assert len(compiled) == 1  # three attempts of two steps, one agent
 
 
 def test_the_graph_is_compiled_once_per_models_and_each_caller_gets_its_own_persistence() -> None:
@@ -132,8 +158,7 @@ def test_an_attempt_agent_run_without_its_context_is_a_wiring_error(ctx: Context
     model = ScriptedChatModel(responses=[tool_call("list_files", {}), "ok"])
     svc = services_for(ctx, model)
     scope, session = _attempt(svc, "one")
-    agent = attempt_agent(
-        svc, model, attempt_router(svc, scope, session, profile_for(model)).tools(session)
-    )
-    with pytest.raises(ToolConfigError, match="RouteContext"):
+    profile = profile_for(model)
+    agent = attempt_agent(model, profile, executor_tools(ctx.executor_tools, profile))
+    with pytest.raises(ToolConfigError, match="context=ToolContext"):
         agent.invoke({"messages": [HumanMessage("go")]})

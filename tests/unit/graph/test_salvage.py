@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from atom_agent.nodes.salvage import salvage_write
+from atom_agent.models.local_wire import salvage_write
 
 
 def _cut(path: str, content: str, keep: int) -> str:

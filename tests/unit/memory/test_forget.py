@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -10,7 +11,6 @@ from atom_agent.errors import MemoryNotFoundError, MemoryValidationError, Missin
 from atom_agent.memory import MemoryManager
 from atom_agent.memory.store import collection_name
 from atom_agent.session import SessionContext
-from atom_agent.tools.memory import create_memory_tools
 
 
 def test_forget_marks_superseded(manager: MemoryManager, session: SessionContext) -> None:
@@ -69,8 +69,10 @@ def test_reason_is_stored(manager: MemoryManager, session: SessionContext) -> No
     assert manager.get(session, record.id).supersede_reason == "we moved to 3.11"
 
 
-def test_tool_success_message(manager: MemoryManager, session: SessionContext) -> None:
-    tools = {t.name: t for t in create_memory_tools(manager, session)}
+def test_tool_success_message(
+    manager: MemoryManager, session: SessionContext, memory_tools: Any
+) -> None:
+    tools = {t.name: t for t in memory_tools(manager, session)}
     old = manager.remember(session, "old")
     new = manager.remember(session, "new")
     plain = json.loads(tools["forget"].invoke({"memory_id": new.id}))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
 
 from atom_agent.errors import MemoryValidationError, MissingSessionError
 from atom_agent.memory import MemoryManager
 from atom_agent.session import SessionContext
-from atom_agent.tools.memory import create_memory_tools
 
 
 @pytest.fixture
@@ -143,9 +143,9 @@ def test_empty_when_nothing_matches(
 
 
 def test_tool_formats_count_and_memories(
-    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
+    manager: MemoryManager, session: SessionContext, stocked: dict[str, str], memory_tools: Any
 ) -> None:
-    recall = create_memory_tools(manager, session)[1]
+    recall = memory_tools(manager, session)[1]
     result = json.loads(recall.invoke({"query": "database", "limit": 1}))
     assert result["count"] == 1
     (memory,) = result["memories"]

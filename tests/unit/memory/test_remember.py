@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,6 @@ from atom_agent.errors import MemoryValidationError, MissingSessionError
 from atom_agent.memory import MemoryManager, MemoryType
 from atom_agent.memory.store import collection_name
 from atom_agent.session import SessionContext
-from atom_agent.tools.memory import create_memory_tools
 
 
 def test_remember_creates_memory_with_given_type(
@@ -70,9 +70,9 @@ def test_ids_are_unique(manager: MemoryManager, session: SessionContext) -> None
 
 
 def test_tool_sets_source_agent_and_max_importance(
-    manager: MemoryManager, session: SessionContext
+    manager: MemoryManager, session: SessionContext, memory_tools: Any
 ) -> None:
-    remember = create_memory_tools(manager, session)[0]
+    remember = memory_tools(manager, session)[0]
     result = json.loads(remember.invoke({"content": "CI runs on GitHub Actions"}))
     stored = manager.get(session, result["memory_id"])
     assert stored.source_type.value == "agent"
@@ -97,18 +97,20 @@ def test_persists_immediately_with_provenance(
     ]
 
 
-def test_tool_returns_formatted_success(manager: MemoryManager, session: SessionContext) -> None:
-    remember = create_memory_tools(manager, session)[0]
+def test_tool_returns_formatted_success(
+    manager: MemoryManager, session: SessionContext, memory_tools: Any
+) -> None:
+    remember = memory_tools(manager, session)[0]
     result = json.loads(remember.invoke({"content": "Prefer dataclasses", "type": "decision"}))
     assert set(result) == {"remembered", "memory_id", "memory_type", "message"}
     assert result["remembered"] is True and result["memory_type"] == "decision"
     assert result["message"] == f"Stored decision memory with id {result['memory_id']}"
 
 
-def test_missing_session_is_a_clear_error(manager: MemoryManager) -> None:
+def test_missing_session_is_a_clear_error(manager: MemoryManager, memory_tools: Any) -> None:
     with pytest.raises(MissingSessionError, match="memory.remember needs a session context"):
         manager.remember(None, "orphan")  # type: ignore[arg-type]
-    remember = create_memory_tools(manager, None)[0]
+    remember = memory_tools(manager, None)[0]
     with pytest.raises(MissingSessionError, match="needs a session context"):
         remember.invoke({"content": "orphan"})
 

@@ -14,18 +14,20 @@ from atom_agent.errors import MissingSessionError
 from atom_agent.memory import MemoryManager
 from atom_agent.session import SessionContext
 from atom_agent.testing import ScriptedChatModel, tool_call
-from atom_agent.tools.memory import MEMORY_TOOL_NAMES, create_memory_tools
+from atom_agent.tools.context import ToolContext
+from atom_agent.tools.memory import MEMORY_TOOL_NAMES, MEMORY_TOOLS
 
 
 def _run(manager: MemoryManager, session: SessionContext, *replies: Any) -> list[ToolMessage]:
     model = ScriptedChatModel(responses=[*replies, "done"])
-    agent = create_agent(model, create_memory_tools(manager, session))
-    result = agent.invoke({"messages": [HumanMessage("work")]})
+    agent = create_agent(model, MEMORY_TOOLS, context_schema=ToolContext)
+    context = ToolContext(session=session, memory=manager)
+    result = agent.invoke({"messages": [HumanMessage("work")]}, context=context)
     return [m for m in result["messages"] if isinstance(m, ToolMessage)]
 
 
 def test_tool_schemas_are_the_contract(manager: MemoryManager, session: SessionContext) -> None:
-    tools = create_memory_tools(manager, session)
+    tools = MEMORY_TOOLS
     assert tuple(t.name for t in tools) == MEMORY_TOOL_NAMES
     specs = {t.name: convert_to_openai_tool(t)["function"] for t in tools}
     remember = specs["remember"]["parameters"]
@@ -126,19 +128,22 @@ def test_events_reach_the_graph_custom_stream(
             "done",
         ]
     )
-    agent = create_agent(model, create_memory_tools(manager, session))
-    chunks = list(agent.stream({"messages": [HumanMessage("go")]}, stream_mode="custom"))
+    agent = create_agent(model, MEMORY_TOOLS, context_schema=ToolContext)
+    context = ToolContext(session=session, memory=manager)
+    chunks = list(
+        agent.stream({"messages": [HumanMessage("go")]}, stream_mode="custom", context=context)
+    )
     names = [c["event"] for c in chunks if isinstance(c, dict)]
     assert names == ["memory.remember", "memory.recall"]
     assert chunks[0]["session_id"] == "s1" and chunks[0]["memory_type"] == "fact"
 
 
-def test_sessions_work_concurrently(manager: MemoryManager) -> None:
+def test_sessions_work_concurrently(manager: MemoryManager, memory_tools: Any) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     def work(i: int) -> str:
         s = SessionContext(session_id=f"s{i}", project_id="shared")
-        remember = create_memory_tools(manager, s)[0]
+        remember = memory_tools(manager, s)[0]
         return str(json.loads(remember.invoke({"content": f"note number {i}"}))["memory_id"])
 
     with ThreadPoolExecutor(4) as pool:
@@ -189,8 +194,10 @@ def test_filters_and_replacement_chain_through_the_tools(
 
 
 @pytest.mark.parametrize("name", ["remember", "recall", "forget"])
-def test_every_tool_without_a_session_is_a_clear_error(manager: MemoryManager, name: str) -> None:
-    tool = {t.name: t for t in create_memory_tools(manager, None)}[name]
+def test_every_tool_without_a_session_is_a_clear_error(
+    manager: MemoryManager, name: str, memory_tools: Any
+) -> None:
+    tool = {t.name: t for t in memory_tools(manager, None)}[name]
     args = {"remember": {"content": "orphan"}, "recall": {}, "forget": {"memory_id": "m1"}}[name]
     with pytest.raises(MissingSessionError, match="needs a session context"):
         tool.invoke(args)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from atom_agent.cli import main
+from atom_agent.errors import SandboxUnavailableError
 from atom_agent.sandbox import (
     BubblewrapRunner,
     SubprocessRunner,
@@ -41,6 +42,9 @@ def test_without_bwrap_on_path_the_namespace_runner_is_chosen_with_the_reason(
     status = sandbox_status()
     assert status.runner == "namespaces" and "apt-get install bubblewrap" in status.reason
     assert any("remount" in gap for gap in status.gaps)
+    monkeypatch.setattr("atom_agent.sandbox.bubblewrap.probe_bubblewrap", lambda: missing)
+    with pytest.raises(SandboxUnavailableError, match="bwrap not installed"):
+        BubblewrapRunner()  # asked for explicitly, where it cannot run: a clear error
 
 
 def test_doctor_runs_code_in_the_active_sandbox(capsys: pytest.CaptureFixture[str]) -> None:

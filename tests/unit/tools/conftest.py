@@ -11,7 +11,8 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
 from atom_agent.session import SessionContext
-from atom_agent.tools.files import ToolScope
+from atom_agent.tools.context import ToolContext, tool_runtime
+from atom_agent.tools.scope import ToolScope
 
 Call = Callable[..., tuple[str, dict[str, Any]]]
 
@@ -48,12 +49,29 @@ def session() -> SessionContext:
 
 
 @pytest.fixture
-def call() -> Call:
-    """Invoke a tool as an agent would (a ToolCall): returns (status, parsed JSON content)."""
+def context(scope: ToolScope, session: SessionContext) -> ToolContext:
+    """The run context the tools read: the scope and session above (no sandbox, no memory)."""
+    return ToolContext(session=session, scope=scope)
 
-    def invoke(tool: BaseTool, **args: Any) -> tuple[str, dict[str, Any]]:
+
+@pytest.fixture
+def call(context: ToolContext) -> Call:
+    """Invoke a tool as an agent would (a ToolCall with the run's runtime injected).
+
+    Returns (status, parsed JSON content); ``_context=`` runs it in another run's context.
+    """
+
+    def invoke(
+        tool: BaseTool, _context: ToolContext | None = None, **args: Any
+    ) -> tuple[str, dict[str, Any]]:
+        injected = tool_runtime(_context or context, "call-1")
         message = tool.invoke(
-            {"type": "tool_call", "name": tool.name, "args": args, "id": "call-1"}
+            {
+                "type": "tool_call",
+                "name": tool.name,
+                "args": {**args, "runtime": injected},
+                "id": "call-1",
+            }
         )
         assert isinstance(message, ToolMessage)
         assert isinstance(message.content, str)

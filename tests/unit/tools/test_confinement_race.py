@@ -15,8 +15,10 @@ import sys
 from pathlib import Path
 
 from atom_agent.session import SessionContext
-from atom_agent.tools.files import ToolScope, create_file_tools
-from atom_agent.tools.router import ToolRouter
+from atom_agent.tools.calls import run_tool
+from atom_agent.tools.context import ToolContext
+from atom_agent.tools.files import FILE_TOOLS
+from atom_agent.tools.scope import ToolScope
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +58,7 @@ def test_a_flipping_symlink_never_redirects_a_read_or_a_write(
     (staging / "d" / "f.txt").write_text("inside\n")
     (outside / "f.txt").write_text("OUTSIDE SECRET\n")
     before = {p.name: p.read_bytes() for p in outside.iterdir()}
-    router = ToolRouter(create_file_tools(ToolScope(staging=staging)))
+    context = ToolContext(session=session, scope=ToolScope(staging=staging))
     stop = tmp_path / "stop"
     flipper = subprocess.Popen(
         [sys.executable, "-c", FLIPPER, str(staging), str(outside), str(stop)],
@@ -76,7 +78,7 @@ def test_a_flipping_symlink_never_redirects_a_read_or_a_write(
             for call in (read_call, write_call):
                 calls += 1
                 try:
-                    result = router.execute(call, session)
+                    result = run_tool(FILE_TOOLS, call, context)
                 except Exception:  # noqa: BLE001 - counted: none may escape
                     raised += 1
                     continue

@@ -1,4 +1,4 @@
-"""Hostile tool calls through ToolRouter.execute: every one ends in a tool result, none hangs.
+"""Hostile tool calls through run_tool: every one ends in a tool result, none hangs.
 
 The classes of issue 13 ("Tool calls from the model"): names too long for the file system, code
 in the path, lone surrogates, symlink loops, a 1,100-level tree, non-UTF-8 names, FIFOs and
@@ -13,18 +13,22 @@ import os
 import socket
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool
 
 from atom_agent.session import SessionContext
-from atom_agent.tools.files import ToolScope, create_file_tools
-from atom_agent.tools.router import ToolResult, ToolRouter
-from atom_agent.tools.search import create_search_tools
+from atom_agent.tools.calls import ToolResult, run_tool
+from atom_agent.tools.context import ToolContext
+from atom_agent.tools.files import FILE_TOOLS
+from atom_agent.tools.scope import ToolScope
+from atom_agent.tools.search import SEARCH_TOOLS
+
+Tools = Sequence[BaseTool]
 
 JOIN_S = 60.0  # generous: a call that has not returned by then is hung, not slow
 DEEP = 1100
@@ -42,13 +46,13 @@ class Case:
     setup: Callable[[Path], None] | None = field(default=None, repr=False)
 
 
-def run_bounded(router: ToolRouter, call: dict[str, Any], session: SessionContext) -> ToolResult:
-    """`router.execute` in a daemon thread: fails if it raises or has not returned in JOIN_S."""
+def run_bounded(tools: Tools, call: dict[str, Any], context: ToolContext) -> ToolResult:
+    """`run_tool` in a daemon thread: fails if it raises or has not returned in JOIN_S."""
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            box["result"] = router.execute(call, session)
+            box["result"] = run_tool(tools, call, context)
         except BaseException as exc:  # noqa: BLE001 - the test reports whatever escaped
             box["raised"] = exc
 
@@ -354,23 +358,27 @@ CASES = [
 
 
 @pytest.fixture
-def router(scope: ToolScope) -> ToolRouter:
-    tools = [*create_file_tools(scope), *create_search_tools(scope, search_seconds=1.0)]
-    return ToolRouter(tools, scope=scope)
+def tools() -> Tools:
+    return [*FILE_TOOLS, *SEARCH_TOOLS[:1]]  # the file tools and search_files
+
+
+@pytest.fixture
+def context(scope: ToolScope, session: SessionContext) -> ToolContext:
+    return ToolContext(session=session, scope=scope, search_seconds=1.0)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_hostile_call_ends_in_a_tool_result(
     case: Case,
-    router: ToolRouter,
-    session: SessionContext,
+    tools: Tools,
+    context: ToolContext,
     area: dict[str, Path],
 ) -> None:
     if case.setup is not None:
         case.setup(area["staging"])
     secret = (area["outside"] / "secret.txt").read_bytes()
     call = {"name": case.tool, "args": case.args, "id": "hostile-1"}
-    result = run_bounded(router, call, session)
+    result = run_bounded(tools, call, context)
     content = json.loads(result.content)
     assert result.status == case.status, content
     if case.expect is not None:
@@ -380,37 +388,35 @@ def test_hostile_call_ends_in_a_tool_result(
 
 
 def test_listings_carry_odd_names_and_bounds(
-    router: ToolRouter, session: SessionContext, area: dict[str, Path]
+    tools: Tools, context: ToolContext, area: dict[str, Path]
 ) -> None:
     staging = area["staging"]
     non_utf8_name(staging)
     deep_tree(staging)
     fifo(staging)
-    listing = json.loads(run_bounded(router, _call("list_files", {}), session).content)
+    listing = json.loads(run_bounded(tools, _call("list_files", {}), context).content)
     paths = [f["path"] for f in listing["files"]]
     assert "caf\\xe9.py" in paths  # the undecodable byte shown, not dropped, not a crash
     assert "pipe" not in paths  # not a regular file
     assert "deeper than 64 levels" in listing["note"]
     found = json.loads(
-        run_bounded(router, _call("search_files", {"pattern": "needle"}), session).content
+        run_bounded(tools, _call("search_files", {"pattern": "needle"}), context).content
     )
     assert found["matches"] == ["caf\\xe9.py:1: needle = 'in a file whose name is latin-1'"]
 
 
 def test_a_wide_tree_is_listed_within_bounds(
-    router: ToolRouter, session: SessionContext, area: dict[str, Path]
+    tools: Tools, context: ToolContext, area: dict[str, Path]
 ) -> None:
     wide = area["staging"] / "wide"
     wide.mkdir()
     for i in range(10_500):
         (wide / f"d{i:05d}").mkdir()
-    listing = json.loads(run_bounded(router, _call("list_files", {}), session).content)
+    listing = json.loads(run_bounded(tools, _call("list_files", {}), context).content)
     assert listing["count"] == 0 and "stopped after looking at 10000 entries" in listing["note"]
 
 
-def test_whatever_a_tool_raises_is_an_error_result(
-    scope: ToolScope, session: SessionContext
-) -> None:
+def test_whatever_a_tool_raises_is_an_error_result(context: ToolContext) -> None:
     def crash(kind: str) -> str:
         """A tool with a bug."""
         if kind == "os":
@@ -421,7 +427,7 @@ def test_whatever_a_tool_raises_is_an_error_result(
             "\ud800".encode()
         raise RuntimeError(f"unexpected {kind}\ud800")
 
-    router = ToolRouter([StructuredTool.from_function(crash)], scope=scope)
+    crashing = [StructuredTool.from_function(crash)]
     expected = {
         "os": "crash failed: File name too long (ENAMETOOLONG)",
         "recursion": "crash failed: RecursionError: maximum recursion depth exceeded",
@@ -429,7 +435,7 @@ def test_whatever_a_tool_raises_is_an_error_result(
         "other": "crash failed: RuntimeError: unexpected other\\ud800",
     }
     for kind, text in expected.items():
-        result = run_bounded(router, _call("crash", {"kind": kind}), session)
+        result = run_bounded(crashing, _call("crash", {"kind": kind}), context)
         assert result.status == "error" and result.route == "sandboxed"
         assert json.loads(result.content)["error"].startswith(text), result.content
 

@@ -11,18 +11,23 @@ from langchain_core.tools import BaseTool
 
 from atom_agent.context import Context
 from atom_agent.sandbox import Limits, default_runner
-from atom_agent.tools.code import create_code_tools
-from atom_agent.tools.files import ToolScope
+from atom_agent.session import SessionContext
+from atom_agent.tools.code import CODE_TOOLS
+from atom_agent.tools.context import ToolContext
+from atom_agent.tools.scope import ToolScope
 
 Call = Callable[..., tuple[str, dict[str, Any]]]
 
 
 @pytest.fixture
-def tools(
-    scope: ToolScope, by_name: Callable[[list[BaseTool]], dict[str, BaseTool]]
-) -> dict[str, BaseTool]:
+def context(scope: ToolScope, session: SessionContext) -> ToolContext:
     limits = Limits(timeout_s=20.0, cpu_s=10, memory_mb=512, output_bytes=4096)
-    return by_name(create_code_tools(scope, default_runner(), limits))
+    return ToolContext(session=session, scope=scope, runner=default_runner(), limits=limits)
+
+
+@pytest.fixture
+def tools(by_name: Callable[[list[BaseTool]], dict[str, BaseTool]]) -> dict[str, BaseTool]:
+    return by_name(list(CODE_TOOLS))
 
 
 def test_run_python_with_args_and_dependency_imports(
@@ -46,10 +51,17 @@ def test_a_failing_program_is_a_normal_result(
     assert out["ok"] is False and out["exit_code"] == 1 and "wrong answer" in out["output"]
 
 
-def test_timeouts_are_explained(scope: ToolScope, call: Call, area: dict[str, Path]) -> None:
+def test_timeouts_are_explained(
+    context: ToolContext, tools: dict[str, BaseTool], call: Call, area: dict[str, Path]
+) -> None:
     (area["staging"] / "hang.py").write_text("while True:\n    pass\n")
-    tool = create_code_tools(scope, default_runner(), Limits(timeout_s=1.0))[0]
-    status, out = call(tool, path="hang.py")
+    quick = ToolContext(
+        session=context.session,
+        scope=context.scope,
+        runner=context.runner,
+        limits=Limits(timeout_s=1.0),
+    )
+    status, out = call(tools["run_python"], quick, path="hang.py")
     assert status == "success" and out["ok"] is False and out["timed_out"] is True
     assert out["limit_hit"] == "timeout" and "time limit" in out["summary"]
 

@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 from langchain_core.tools import BaseTool
 
-from atom_agent.tools.files import ToolScope, create_file_tools
+from atom_agent.session import SessionContext
+from atom_agent.tools.context import ToolContext
+from atom_agent.tools.files import FILE_TOOLS
+from atom_agent.tools.scope import ToolScope
 from atom_agent.workspace import Workspace
 
 Call = Callable[..., tuple[str, dict[str, Any]]]
@@ -18,9 +21,9 @@ Call = Callable[..., tuple[str, dict[str, Any]]]
 
 @pytest.fixture
 def tools(
-    scope: ToolScope, by_name: Callable[[list[BaseTool]], dict[str, BaseTool]]
+    by_name: Callable[[list[BaseTool]], dict[str, BaseTool]],
 ) -> dict[str, BaseTool]:
-    return by_name(create_file_tools(scope))
+    return by_name(list(FILE_TOOLS))
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -253,11 +256,12 @@ def test_scope_for_a_workspace_attempt(
     step = ws.create_step(run, "feature", depends_on=["base"])
     attempt = ws.new_attempt(step)
     scope = ToolScope.for_attempt(ws, step, attempt)
-    assert scope.owner == ("r1", "feature", 1)
-    tools = by_name(create_file_tools(scope))
-    status, out = call(tools["read_file"], path="deps/base/base.py")
+    assert scope.staging == attempt.staging
+    tools = by_name(list(FILE_TOOLS))
+    context = ToolContext(scope=scope, session=SessionContext(session_id="r1", project_id="p"))
+    status, out = call(tools["read_file"], context, path="deps/base/base.py")
     assert status == "success" and out["content"] == "BASE = 1\n"
-    call(tools["write_file"], path="impl.py", content="from base import BASE\n")
+    call(tools["write_file"], context, path="impl.py", content="from base import BASE\n")
     assert (attempt.staging / "impl.py").exists()
     assert scope.python_path() == [attempt.staging, base.artifacts]
 

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from langchain_core.tools import BaseTool
 
-from atom_agent.errors import ToolConfigError
+from atom_agent.errors import MissingSessionError, ToolConfigError
 from atom_agent.memory import MemoryManager
 from atom_agent.session import SessionContext
-from atom_agent.tools.files import ToolScope
-from atom_agent.tools.search import MemoryRecall, create_search_tools
+from atom_agent.tools.context import ToolContext
+from atom_agent.tools.scope import ToolScope
+from atom_agent.tools.search import SEARCH_TOOLS, WEB_SEARCH, MemoryRecall
 
 Call = Callable[..., tuple[str, dict[str, Any]]]
 ByName = Callable[[list[BaseTool]], dict[str, BaseTool]]
@@ -36,7 +37,7 @@ def files(area: dict[str, Path]) -> dict[str, Path]:
 def test_literal_search_reports_file_and_line(
     scope: ToolScope, files: dict[str, Path], call: Call, by_name: ByName
 ) -> None:
-    tool = by_name(create_search_tools(scope))["search_files"]
+    tool = by_name(list(SEARCH_TOOLS))["search_files"]
     status, out = call(tool, pattern="get(")
     assert status == "success"
     assert out["matches"] == [
@@ -56,7 +57,7 @@ def test_literal_search_reports_file_and_line(
 def test_regex_search_and_bad_regex(
     scope: ToolScope, files: dict[str, Path], call: Call, by_name: ByName
 ) -> None:
-    tool = by_name(create_search_tools(scope))["search_files"]
+    tool = by_name(list(SEARCH_TOOLS))["search_files"]
     _, out = call(tool, pattern=r"^\s+def \w+\(self", regex=True)
     assert out["matches"] == ["impl.py:2:     def get(self, key):"]
     status, out = call(tool, pattern="get(", regex=True)
@@ -72,8 +73,8 @@ def test_results_are_capped(
     scope: ToolScope, area: dict[str, Path], call: Call, by_name: ByName
 ) -> None:
     (area["staging"] / "many.txt").write_text("hit\n" * 500)
-    tool = by_name(create_search_tools(scope, max_results=10))["search_files"]
-    _, out = call(tool, pattern="hit")
+    tool = by_name(list(SEARCH_TOOLS))["search_files"]
+    _, out = call(tool, ToolContext(scope=scope, max_search_results=10), pattern="hit")
     assert out["count"] == 500 and len(out["matches"]) == 10
     assert "showing 10 of 500" in out["note"]
 
@@ -126,8 +127,9 @@ def test_search_memory_against_the_protocol(
         ]
     )
     recall: MemoryRecall = memory
-    tool = by_name(create_search_tools(scope, recall, session))["search_memory"]
-    status, out = call(tool, query="which pytest style", type="convention", limit=3)
+    tool = by_name(list(SEARCH_TOOLS))["search_memory"]
+    context = ToolContext(scope=scope, session=session, memory=recall)
+    status, out = call(tool, context, query="which pytest style", type="convention", limit=3)
     assert status == "success"
     assert out == {
         "query": "which pytest style",
@@ -143,7 +145,7 @@ def test_search_memory_against_the_protocol(
         ],
     }
     assert memory.calls == [(session, "which pytest style", "convention", 3)]
-    status, out = call(tool, query="x", limit=99)
+    status, out = call(tool, context, query="x", limit=99)
     assert status == "error" and "limit" in out["error"]
 
 
@@ -170,28 +172,33 @@ def test_search_memory_with_the_real_memory_manager(
     )
     other = SessionContext(session_id="s9", project_id="other-project")
     manager.remember(other, "Other project: tests use unittest", type="convention")
-    tool = by_name(create_search_tools(scope, manager, session))["search_memory"]
-    status, out = call(tool, query="which test framework do we use?")
+    tool = by_name(list(SEARCH_TOOLS))["search_memory"]
+    context = ToolContext(scope=scope, session=session, memory=manager)
+    status, out = call(tool, context, query="which test framework do we use?")
     assert status == "success" and out["count"] >= 1
     assert out["memories"][0]["content"].startswith("The project uses pytest")
     assert all("Other project" not in m["content"] for m in out["memories"])  # isolation
-    _, out = call(tool, query="eviction policy of the cache", type="decision")
+    _, out = call(tool, context, query="eviction policy of the cache", type="decision")
     assert [m["type"] for m in out["memories"]] == ["decision"]
 
 
-def test_optional_tools_are_opt_in(
+def test_tools_without_what_they_need_are_wiring_errors_and_web_search_is_opt_in(
     scope: ToolScope, session: SessionContext, call: Call, by_name: ByName
 ) -> None:
-    assert list(by_name(create_search_tools(scope))) == ["search_files"]
-    with pytest.raises(ToolConfigError, match="session"):
-        create_search_tools(scope, KeywordMemory([]))
+    assert [t.name for t in SEARCH_TOOLS] == ["search_files", "search_memory"]
+    tools = by_name([*SEARCH_TOOLS, WEB_SEARCH])
+    with pytest.raises(ToolConfigError, match="memory="):
+        call(tools["search_memory"], ToolContext(scope=scope, session=session), query="q")
+    with pytest.raises(MissingSessionError, match="needs a session context"):
+        call(tools["search_memory"], ToolContext(scope=scope, memory=KeywordMemory([])), query="q")
+    with pytest.raises(ToolConfigError, match="web="):
+        call(tools["web_search"], ToolContext(scope=scope, session=session), query="q")
     seen: list[str] = []
 
     def backend(query: str, n: int) -> list[dict[str, str]]:
         seen.append(query)
         return [{"title": "t", "url": "https://example.invalid", "snippet": "s"}] * 20
 
-    tools = by_name(create_search_tools(scope, web=backend))
-    assert set(tools) == {"search_files", "web_search"}
-    _, out = call(tools["web_search"], query="lru cache python", max_results=2)
+    context = ToolContext(scope=scope, session=session, web=backend)
+    _, out = call(tools["web_search"], context, query="lru cache python", max_results=2)
     assert len(out["results"]) == 2 and seen == ["lru cache python"]

@@ -19,7 +19,7 @@ from atom_agent import prompts
 from atom_agent.context import Context
 from atom_agent.memory import MemoryManager, MemoryRecord
 from atom_agent.session import SessionContext
-from atom_agent.state import Plan, PlanStep, outline
+from atom_agent.state import IMPL_FILE, Plan, PlanStep, outline
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
 
 CHARS_PER_TOKEN = 4
@@ -181,7 +181,7 @@ def draft_notes(
 def _dependency_entry(dep_id: str, path: Path) -> str:
     files = sorted(p.name for p in path.iterdir() if p.is_file()) if path.is_dir() else []
     line = f"- {dep_id}: read as deps/{dep_id}/<file>, importable; files: {', '.join(files)}"
-    impl = path / "impl.py"
+    impl = path / IMPL_FILE
     if impl.is_file():
         source = impl.read_text(errors="replace")
         lines = [m.group(0).strip() for m in _SIGNATURE.finditer(source)]

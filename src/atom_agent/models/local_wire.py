@@ -1,4 +1,8 @@
-"""What can be kept of a ``write_file`` call cut off at the model's token limit.
+"""The local model's tool-call wire format: what can be kept of a cut-off ``write_file`` call.
+
+The embedded model answers a tool call as ``{"name": "write_file", "arguments": {"path": ...,
+"content": ...}}`` (see :mod:`atom_agent.models.local`); when generation stops at the token
+limit that JSON is cut off and LangChain keeps it only as an invalid tool call's text.
 
 A small model writing a test file often falls into repeating the same assertion until the
 token limit cuts the call off: the reply is not a tool call, and asking again tends to end the

@@ -1,9 +1,7 @@
-"""Executor node: one attempt of one step as a ReAct loop (`create_agent`) on tiered context."""
+"""The executor node: one attempt of one step, drafts first or a ReAct loop on tiered context."""
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -12,42 +10,26 @@ from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field
 
 from atom_agent import prompts
 from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.context import Context
-from atom_agent.errors import ConfigError
 from atom_agent.models.profiles import ModelProfile, profile_for
-from atom_agent.reconstruct import draft_notes, reconstruct_context
 from atom_agent.services import Models, Services
-from atom_agent.session import SessionContext
-from atom_agent.state import Check, State
+from atom_agent.state import IMPL_FILE, TEST_FILE, Check, State
 from atom_agent.telemetry import emit
-from atom_agent.tools.code import create_code_tools
-from atom_agent.tools.files import ToolScope, create_file_tools
-from atom_agent.tools.memory import create_memory_tools
-from atom_agent.tools.router import (
-    TRUSTED_TOOLS,
-    RoutingMiddleware,
-    ToolRouter,
-)
-from atom_agent.tools.search import create_search_tools
+from atom_agent.tools.calls import ToolCalls
+from atom_agent.tools.scope import ToolScope
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
 from atom_agent.workspace._atomic import atomic_write_json, atomic_write_text
 
-from .attempt_control import (
-    ASK_USER,
-    AttemptContext,
-    StopMiddleware,
-)
-from .common import (
+from ..common import (
     AttemptScope,
     attempt_scope,
     available_names,
@@ -57,55 +39,13 @@ from .common import (
     services,
     step_session,
 )
-from .drafting import Drafts, dependency_lines, draft_prompt, temperatures, write_drafts
+from ..drafting import Drafts, dependency_lines, draft_prompt, temperatures, write_drafts
+from .attempt import ASK_USER, AttemptContext
+from .prompt import draft_notes, reconstruct_context
+from .steering import steering
+from .tools import executor_tools
 
 logger = logging.getLogger(__name__)
-
-LEAN_TOOLS = frozenset({"write_file", "read_file", "edit_file", "list_files", "run_tests"})
-"""The executor's tools for small local models: write, read, fix and test."""
-
-
-def select_tools(available: set[str], setting: str, profile: ModelProfile) -> set[str]:
-    """The tool names ``Context.executor_tools`` selects (see its docstring).
-
-    Raises:
-        ConfigError: the setting names a tool that does not exist.
-    """
-    if setting.strip() == "all" or (not setting.strip() and not profile.lean_tools):
-        return set(available)
-    wanted = (
-        set(LEAN_TOOLS)
-        if not setting.strip()
-        else {n.strip() for n in setting.split(",") if n.strip()}
-    )
-    unknown = wanted - available
-    if unknown:
-        raise ConfigError(
-            f"executor_tools: unknown tool(s) {sorted(unknown)}; available: {sorted(available)}"
-        )
-    return wanted
-
-
-class AskUserArgs(BaseModel):
-    """Arguments of ask_user."""
-
-    question: str = Field(description="one precise question for the user", min_length=3)
-
-
-def _ask_user(question: str) -> str:
-    return json.dumps({"status": "asked", "question": question, "note": "wait for the answer"})
-
-
-@functools.cache
-def ask_user_tool() -> BaseTool:
-    """The tool the executor calls when only the user can resolve an ambiguity (stateless)."""
-    return StructuredTool.from_function(
-        func=_ask_user,
-        name=ASK_USER,
-        description="Ask the user ONE precise question when the task is ambiguous and you "
-        "cannot decide yourself. The run pauses until the user answers; use it rarely.",
-        args_schema=AskUserArgs,
-    )
 
 
 def _examples_check(
@@ -116,7 +56,7 @@ def _examples_check(
         return None
 
     def check() -> ExamplesReport:
-        if not (scope.staging / "impl.py").is_file():
+        if not (scope.staging / IMPL_FILE).is_file():
             return ExamplesReport()
         return run_examples(
             examples,
@@ -130,7 +70,20 @@ def _examples_check(
 
 
 def make_executor(models: Models | None) -> Any:
-    """The executor node, closed over the model override of `build_graph`."""
+    """The executor node, closed over the model override of `build_graph`.
+
+    The node's ReAct agent is compiled on its first tool loop and kept here, in the node's
+    closure (one per model and tool set): an attempt only differs in what it passes as
+    ``context=`` (:class:`AttemptContext`: its scope, session, sandbox and budget).
+    """
+    agents: dict[tuple[str, tuple[str, ...]], tuple[BaseChatModel, Agent]] = {}
+
+    def agent_for(model: BaseChatModel, profile: ModelProfile, tools: list[BaseTool]) -> Agent:
+        key = (profile.name, tuple(t.name for t in tools))
+        known = agents.get(key)
+        if known is None or known[0] is not model:
+            known = agents[key] = (model, attempt_agent(model, profile, tools))
+        return known[1]
 
     def executor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         svc = services(runtime, models)
@@ -148,7 +101,7 @@ def make_executor(models: Models | None) -> Any:
         scope = attempt_scope(svc.workspace, step_ref, attempt)
         model = svc.model("executor")
         profile = profile_for(model, ctx.model_profile)
-        router = attempt_router(svc, scope, session, profile)
+        tools = executor_tools(ctx.executor_tools, profile)  # a bad setting fails here
         available = available_names(svc.workspace.dependency_artifacts(step_ref))
         runnable = [
             c
@@ -211,12 +164,13 @@ def make_executor(models: Models | None) -> Any:
             prompt_tokens=prompt.tokens,
             memories=len(prompt.memory_ids),
         )
-        agent = attempt_agent(svc, model, router.tools(session))
+        agent = agent_for(model, profile, tools)
         context = AttemptContext(
-            router=router,
             session=session,
             scope=scope,
-            profile=profile,
+            runner=svc.runner,
+            limits=svc.limits,
+            memory=svc.memory,
             max_tool_calls=ctx.max_tool_calls,
             check_examples=_examples_check(
                 svc, scope, task_examples(state["task"], step.description)
@@ -252,61 +206,25 @@ def make_executor(models: Models | None) -> Any:
     return executor
 
 
-def attempt_router(
-    svc: Services, scope: ToolScope, session: SessionContext, profile: ModelProfile
-) -> ToolRouter:
-    """The router of one attempt: its sandboxed tools bound to `scope`, memory tools trusted."""
-    memory = svc.memory
-    sandboxed: list[BaseTool] = [
-        *create_file_tools(scope),
-        *create_code_tools(scope, svc.runner, svc.limits),
-        *create_search_tools(scope, memory, session),
-        ask_user_tool(),
-    ]
-    chosen = select_tools(
-        {t.name for t in sandboxed} | TRUSTED_TOOLS, svc.ctx.executor_tools, profile
-    )
-    trusted_names = chosen & TRUSTED_TOOLS
-    return ToolRouter(
-        [t for t in sandboxed if t.name in chosen],
-        trusted=(lambda s: [t for t in create_memory_tools(memory, s) if t.name in trusted_names])
-        if trusted_names
-        else None,
-        trusted_names=trusted_names or TRUSTED_TOOLS,
-        scope=scope,
-    )
+Agent = CompiledStateGraph[Any, Any, Any, Any]
 
 
-def attempt_agent(
-    svc: Services, model: BaseChatModel, tools: Sequence[BaseTool]
-) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The executor's ReAct agent for `model` and these tools, compiled once per Services.
+def attempt_agent(model: BaseChatModel, profile: ModelProfile, tools: Sequence[BaseTool]) -> Agent:
+    """The executor's ReAct agent: `model` with `tools`, steered as `profile` needs.
 
-    Compiling an agent costs milliseconds; an attempt only differs in what it passes as
-    ``context=`` (:class:`AttemptContext`: its router, session, scope and budget), so
-    attempts (also concurrent ones, in batch) share one agent per tool set.
+    The tools are plain tools that read the attempt from the run's context; one agent serves
+    every attempt, also concurrent ones (batch).
     """
-    key = ("executor-agent", id(model), tuple(_schema_key(t) for t in tools))
-    return svc.memo(
-        key,
-        lambda: create_agent(
-            model,
-            tools=[],  # the routing middleware brings the tools and answers their calls
-            system_prompt=prompts.EXECUTOR_SYSTEM,
-            middleware=[RoutingMiddleware(tools), StopMiddleware()],
-            context_schema=AttemptContext,
-            # An attempt is one unit: after a crash it restarts on its staging (files kept)
-            # rather than resuming a half-finished conversation from a nested checkpoint.
-            checkpointer=False,
-        ),
+    return create_agent(
+        model,
+        tools=list(tools),
+        system_prompt=prompts.EXECUTOR_SYSTEM,
+        middleware=[ToolCalls(), *steering(profile)],
+        context_schema=AttemptContext,
+        # An attempt is one unit: after a crash it restarts on its staging (files kept)
+        # rather than resuming a half-finished conversation from a nested checkpoint.
+        checkpointer=False,
     )
-
-
-def _schema_key(tool: BaseTool) -> tuple[str, str, Any]:
-    """What the model sees of a tool: name, description, argument schema (hashable)."""
-    schema = tool.args_schema
-    hashable = schema if isinstance(schema, type) else json.dumps(schema, sort_keys=True)
-    return (tool.name, tool.description, hashable)
 
 
 def _run(
@@ -362,10 +280,10 @@ def _draft(
     )
     best = drafts.best
     if best is not None:
-        atomic_write_text(scope.staging / "impl.py", best.source)
+        atomic_write_text(scope.staging / IMPL_FILE, best.source)
         # The contract as pytest, without the checks every witness contradicted.
         trusted = [c for i, c in enumerate(checks) if i not in drafts.suspect]
-        atomic_write_text(scope.staging / "test.py", contract_tests(trusted))
+        atomic_write_text(scope.staging / TEST_FILE, contract_tests(trusted))
     atomic_write_json(
         attempt.path / DRAFTS_FILE,
         {

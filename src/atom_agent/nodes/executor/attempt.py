@@ -1,0 +1,79 @@
+"""What one attempt passes to the executor agent as its runtime context, and what it reads back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atom_agent.checks.examples import ExamplesReport
+from atom_agent.errors import ToolConfigError
+from atom_agent.state import REQUIRED_FILES
+from atom_agent.tools.context import ToolContext, tool_context
+
+ASK_USER = "ask_user"
+"""The tool the executor calls to ask the user a question (the attempt then ends)."""
+
+
+@dataclass(frozen=True)
+class AttemptContext(ToolContext):
+    """What one attempt passes to the executor agent as ``context=``.
+
+    The tools read the attempt (scope, session, runner, memory) from the
+    :class:`~atom_agent.tools.context.ToolContext` part; the steering middlewares read the rest.
+
+    Attributes:
+        max_tool_calls: the attempt's tool-call budget.
+        check_examples: runs the task's ``>>>`` examples against the staged impl.py (None
+            when the task has none); after a failing test run its verdict tells the model
+            which side is wrong, the code or its own test.
+    """
+
+    max_tool_calls: int = 12
+    check_examples: Callable[[], ExamplesReport] | None = None
+
+    @property
+    def staging(self) -> Path:
+        """The attempt's staging area (where impl.py and test.py must appear)."""
+        return self.need_scope().staging
+
+    def files_written(self) -> bool:
+        """Whether every required file is in the staging area."""
+        return not self.missing_files()
+
+    def missing_files(self) -> list[str]:
+        """The required files not (yet) in the staging area."""
+        return [f for f in REQUIRED_FILES if not (self.staging / f).is_file()]
+
+
+def attempt_of(runtime: Any) -> AttemptContext:
+    """The :class:`AttemptContext` of an executor agent run.
+
+    Raises:
+        ToolConfigError: the agent was invoked without one (a wiring error).
+    """
+    context = tool_context(runtime)
+    if not isinstance(context, AttemptContext):
+        raise ToolConfigError(
+            f"the executor agent needs context=AttemptContext(...), not {type(context).__name__}"
+        )
+    return context
+
+
+def tests_passed(content: str) -> bool:
+    """Whether a run_tests tool result reports a clean pass (≥ 1 test, no failure, no error)."""
+    try:
+        data = json.loads(content)
+    except (TypeError, ValueError):
+        return False
+    tests = data.get("tests") if isinstance(data, dict) else None
+    if not isinstance(tests, dict):
+        return False
+    return bool(
+        data.get("ok", data.get("exit_code") == 0)
+        and tests.get("passed", 0) > 0
+        and tests.get("failed", 0) == 0
+        and tests.get("errors", 0) == 0
+    )

@@ -1,0 +1,73 @@
+"""A reply whose tool call is broken (cut off, malformed JSON) is asked once more, told why."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.messages.ai import add_usage
+
+from atom_agent import prompts
+from atom_agent.telemetry import emit
+
+from ._calls import broken_call, last_reply, replaced
+from ._request import with_note
+from .unstick import unstuck
+
+
+class Reask(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Ask once more after a broken tool call; the retry's reply also carries the wasted tokens.
+
+    A broken call would end the loop as if the model had answered. The broken reply is not
+    kept in the conversation (its text would only cost prompt); a note after the last message
+    says what happened.
+
+    Args:
+        resample: the retry samples (:func:`.unstick.unstuck`) instead of repeating the same
+            greedy reply (small models).
+    """
+
+    def __init__(self, *, resample: bool = False) -> None:
+        super().__init__()
+        self.resample = resample
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """The reply, or after a broken call the reply to the re-ask."""
+        response = handler(request)
+        again = self._again(request, response)
+        return response if again is None else spent_too(handler(again), response)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """Async :meth:`wrap_model_call`."""
+        response = await handler(request)
+        again = self._again(request, response)
+        return response if again is None else spent_too(await handler(again), response)
+
+    def _again(
+        self, request: ModelRequest[Any], response: ModelResponse[Any]
+    ) -> ModelRequest[Any] | None:
+        """The request to send once more, or None when the reply is usable."""
+        why = broken_call(response)
+        if why is None:
+            return None
+        emit("executor.broken_call", reason=why)
+        again = with_note(request, prompts.BROKEN_CALL_NOTE.format(why=why))
+        return unstuck(again) if self.resample else again
+
+
+def spent_too(response: ModelResponse[Any], wasted: ModelResponse[Any]) -> ModelResponse[Any]:
+    """`response`, its reply also carrying the tokens of the `wasted` call (for budgets)."""
+    last, spent = last_reply(response), last_reply(wasted)
+    if last is None or spent is None or spent.usage_metadata is None:
+        return response
+    usage = add_usage(last.usage_metadata, spent.usage_metadata)
+    return replaced(response, last.model_copy(update={"usage_metadata": usage}))

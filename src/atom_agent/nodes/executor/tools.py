@@ -1,0 +1,76 @@
+"""The executor's tools: which of the plain tools an attempt's model gets, and ask_user."""
+
+from __future__ import annotations
+
+import json
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from atom_agent import prompts
+from atom_agent.errors import ConfigError
+from atom_agent.models.profiles import ModelProfile
+from atom_agent.tools.code import CODE_TOOLS
+from atom_agent.tools.files import FILE_TOOLS
+from atom_agent.tools.memory import MEMORY_TOOLS
+from atom_agent.tools.search import SEARCH_TOOLS
+
+from .attempt import ASK_USER
+
+LEAN_TOOLS = frozenset({"write_file", "read_file", "edit_file", "list_files", "run_tests"})
+"""The executor's tools for small local models: write, read, fix and test."""
+
+
+class AskUserArgs(BaseModel):
+    """Arguments of ask_user."""
+
+    question: str = Field(description="one precise question for the user", min_length=3)
+
+
+def _ask_user(question: str) -> str:
+    return json.dumps({"status": "asked", "question": question, "note": prompts.ASK_USER_WAIT})
+
+
+ASK_USER_TOOL: BaseTool = StructuredTool.from_function(
+    func=_ask_user,
+    name=ASK_USER,
+    description=prompts.ASK_USER_DESCRIPTION,
+    args_schema=AskUserArgs,
+)
+"""The tool the executor calls when only the user can resolve an ambiguity (stateless)."""
+
+EXECUTOR_TOOLS: tuple[BaseTool, ...] = (
+    *FILE_TOOLS,
+    *CODE_TOOLS,
+    *SEARCH_TOOLS,
+    ASK_USER_TOOL,
+    *MEMORY_TOOLS,
+)
+"""Every tool an executor may get, in the order the model sees them."""
+
+
+def select_tools(available: set[str], setting: str, profile: ModelProfile) -> set[str]:
+    """The tool names ``Context.executor_tools`` selects (see its docstring).
+
+    Raises:
+        ConfigError: the setting names a tool that does not exist.
+    """
+    if setting.strip() == "all" or (not setting.strip() and not profile.lean_tools):
+        return set(available)
+    wanted = (
+        set(LEAN_TOOLS)
+        if not setting.strip()
+        else {n.strip() for n in setting.split(",") if n.strip()}
+    )
+    unknown = wanted - available
+    if unknown:
+        raise ConfigError(
+            f"executor_tools: unknown tool(s) {sorted(unknown)}; available: {sorted(available)}"
+        )
+    return wanted
+
+
+def executor_tools(setting: str, profile: ModelProfile) -> list[BaseTool]:
+    """The tools of the executor for ``Context.executor_tools`` and the model's profile."""
+    chosen = select_tools({t.name for t in EXECUTOR_TOOLS}, setting, profile)
+    return [t for t in EXECUTOR_TOOLS if t.name in chosen]

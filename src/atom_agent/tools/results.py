@@ -1,0 +1,75 @@
+"""What a tool call gives the model: JSON text, refusals as ``{"error": ...}``, one error shape."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, ValidationError
+
+from atom_agent import prompts
+
+
+def structured_tool(func: Callable[..., str], schema: type[BaseModel]) -> BaseTool:
+    """A StructuredTool from `func` whose refusals and bad arguments become JSON error results.
+
+    `func`'s docstring is the model's manual; its ``runtime: ToolRuntime`` parameter (if any)
+    is injected by the agent and is not part of the schema the model sees.
+    """
+    return StructuredTool.from_function(
+        func=func,
+        name=func.__name__,
+        description=(func.__doc__ or "").strip(),
+        args_schema=schema,
+        handle_tool_error=tool_error_json,
+        handle_validation_error=invalid_arguments(func.__name__),
+    )
+
+
+def tool_error_json(error: ToolException) -> str:
+    """The model-facing content of a refused tool call: ``{"error": "..."}``."""
+    return to_json({"error": str(error)})
+
+
+def invalid_arguments(tool: str) -> Callable[[ValidationError], str]:
+    """The one formatter of arguments that do not fit `tool`'s schema (field, what is wrong)."""
+
+    def handle(error: ValidationError) -> str:
+        return to_json({"error": invalid_arguments_text(tool, error)})
+
+    return handle
+
+
+def invalid_arguments_text(tool: str, error: Any) -> str:
+    """The message of :func:`invalid_arguments` (for a ValidationError or anything else)."""
+    if isinstance(error, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+            + (f" (got {_shown_input(e['input'])})" if "input" in e and e["loc"] else "")
+            for e in error.errors()
+        )
+    else:
+        problems = str(error)
+    return prompts.INVALID_ARGUMENTS.format(tool=tool, problems=problems)
+
+
+def _shown_input(value: Any) -> str:
+    if isinstance(value, dict | list | tuple) and len(value) > 20:
+        return f"<{type(value).__name__} of {len(value)}>"
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):  # a model's 10,000-deep list
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def to_json(data: Mapping[str, Any]) -> str:
+    """Compact JSON for the model (UTF-8 kept readable; lone surrogates escaped, never sent raw)."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True)
+    return text
