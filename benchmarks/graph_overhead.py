@@ -60,8 +60,8 @@ from tests.unit.graph.scripts import (  # noqa: E402
 from atom_agent import Context, run_task  # noqa: E402
 from atom_agent import services as services_module  # noqa: E402
 from atom_agent.memory import MemoryManager  # noqa: E402
-from atom_agent.nodes.executor import node as executor_module  # noqa: E402
 from atom_agent.nodes import reflector as reflector_module  # noqa: E402
+from atom_agent.nodes.executor import node as executor_module  # noqa: E402
 from atom_agent.sandbox import SubprocessRunner  # noqa: E402
 from atom_agent.session import SessionContext  # noqa: E402
 from atom_agent.state import Plan  # noqa: E402

@@ -239,3 +239,9 @@ DRAFT_NO_CODE = (
     "block, nothing else."
 )
 """A draft reply without a code block (the next candidate is told)."""
+
+REFLECTOR_SKIPPED = (
+    "Your judgement covered {judged} of the {total} criteria. Judge every criterion, one entry "
+    "each, in this order:\n{criteria}"
+)
+"""Asked once more when a judgement skipped criteria."""

@@ -325,9 +325,11 @@ def _judge(
         messages = [
             *messages,
             HumanMessage(
-                f"Your judgement covered {len(judgement.criteria)} of the "
-                f"{len(criteria)} criteria. Judge every criterion, one entry "
-                "each, in this order:\n" + "\n".join(f"- {c}" for c in criteria)
+                prompts.REFLECTOR_SKIPPED.format(
+                    judged=len(judgement.criteria),
+                    total=len(criteria),
+                    criteria="\n".join(f"- {c}" for c in criteria),
+                )
             ),
         ]
     return judgement, usage_of(spent, model_name_of(model))
