@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -25,7 +24,7 @@ from atom_agent.context import Context
 from atom_agent.errors import ConfigError
 from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.reconstruct import draft_notes, reconstruct_context
-from atom_agent.services import Models, Services
+from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
 from atom_agent.state import Check, State
 from atom_agent.telemetry import emit
@@ -54,7 +53,6 @@ from .common import (
     plan_of,
     python_ident,
     run_ref,
-    services,
     step_session,
 )
 from .drafting import Drafts, dependency_lines, draft_prompt, temperatures, write_drafts
@@ -96,7 +94,6 @@ def _ask_user(question: str) -> str:
     return json.dumps({"status": "asked", "question": question, "note": "wait for the answer"})
 
 
-@functools.cache
 def ask_user_tool() -> BaseTool:
     """The tool the executor calls when only the user can resolve an ambiguity (stateless)."""
     return StructuredTool.from_function(
@@ -109,7 +106,7 @@ def ask_user_tool() -> BaseTool:
 
 
 def _examples_check(
-    svc: Services, scope: ToolScope, examples: list[tuple[str, str]]
+    svc: Resources, scope: ToolScope, examples: list[tuple[str, str]]
 ) -> Callable[[], ExamplesReport] | None:
     """Runs `examples` against the attempt's staged impl.py (None without examples)."""
     if not examples:
@@ -129,11 +126,11 @@ def _examples_check(
     return check
 
 
-def make_executor(models: Models | None) -> Any:
-    """The executor node, closed over the model override of `build_graph`."""
+def make_executor(res: Resources) -> Any:
+    """The executor node, closed over the run's resources."""
 
     def executor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        svc = services(runtime, models)
+        svc = res
         ctx = svc.ctx
         plan = plan_of(state)
         step_id = state.get("current_step")
@@ -253,7 +250,7 @@ def make_executor(models: Models | None) -> Any:
 
 
 def attempt_router(
-    svc: Services, scope: ToolScope, session: SessionContext, profile: ModelProfile
+    svc: Resources, scope: ToolScope, session: SessionContext, profile: ModelProfile
 ) -> ToolRouter:
     """The router of one attempt: its sandboxed tools bound to `scope`, memory tools trusted."""
     memory = svc.memory
@@ -278,7 +275,7 @@ def attempt_router(
 
 
 def attempt_agent(
-    svc: Services, model: BaseChatModel, tools: Sequence[BaseTool]
+    svc: Resources, model: BaseChatModel, tools: Sequence[BaseTool]
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The executor's ReAct agent for `model` and these tools, compiled once per Services.
 
@@ -328,7 +325,7 @@ DRAFTS_FILE = "drafts.json"
 
 
 def _draft(
-    svc: Services,
+    svc: Resources,
     task: str,
     plan: Any,
     step: Any,

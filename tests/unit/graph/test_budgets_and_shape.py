@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from atom_agent import Context, build_graph, run_task
+from atom_agent import Context, Resources, build_graph, run_task
 from atom_agent.state import Plan
 from atom_agent.workspace import Workspace
 
@@ -92,7 +92,7 @@ def test_attempts_per_step_budget_is_exact(tmp_path) -> None:  # type: ignore[no
 
 
 def test_graph_shape() -> None:
-    drawn = build_graph().get_graph()
+    drawn = build_graph(Resources(Context())).get_graph()
     edges = {(e.source, e.target, e.conditional) for e in drawn.edges}
     assert edges == {
         ("__start__", "start", False),
