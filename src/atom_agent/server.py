@@ -8,10 +8,11 @@ closes them when the run ends. Persistence is the server's own.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
@@ -61,15 +62,24 @@ def run_context(schema: type[Context], sent: Any) -> Context:
 Served = CompiledStateGraph[State, Context, InputState, State]
 
 
-@contextmanager
-def graph(runtime: ServerRuntime[Any]) -> Iterator[Served]:
+@asynccontextmanager
+async def graph(runtime: ServerRuntime[Any]) -> AsyncIterator[Served]:
     """The graph of one server call, over Resources built from that run's Context.
 
     Models come from the Context's specs; ``ATOM_MODELS_FACTORY=module:callable`` overrides
-    them (custom clients, scripted models in tests).
+    them (custom clients, scripted models in tests). Building and closing touch files (the
+    environment, imports, the memory store's last writes), so they run in a worker thread:
+    the server's event loop never blocks on them.
     """
-    schema = served_context()
     execution = runtime.execution_runtime
-    ctx = run_context(schema, execution.context if execution is not None else None)
-    with Resources(ctx, models=models_from_factory()) as resources:
-        yield build_graph(resources)
+    resources = await asyncio.to_thread(_open, execution.context if execution is not None else None)
+    try:
+        yield await asyncio.to_thread(build_graph, resources)
+    finally:
+        await asyncio.to_thread(resources.close)
+
+
+def _open(sent: Any) -> Resources:
+    """The Resources of one server call (`sent`: the run's context, None for a read)."""
+    ctx = run_context(served_context(), sent)
+    return Resources(ctx, models=models_from_factory())

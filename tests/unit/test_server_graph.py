@@ -6,7 +6,9 @@ here the factory is called the way the server calls it, with langgraph-sdk's run
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.graph.state import CompiledStateGraph
@@ -33,11 +35,18 @@ def server_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+async def _served(runtime: Any, run: Any = None) -> Any:
+    """Enter the factory as the server does (async), and run `run(graph)` inside it."""
+    async with graph(runtime) as served:
+        assert isinstance(served, CompiledStateGraph)
+        return await asyncio.to_thread(run, served) if run else served
+
+
 def test_a_run_gets_a_graph_over_the_context_the_client_sent(server_env: Path) -> None:
     sent = {"max_attempts": 3, "max_replans": 0, "approve_plan": False}  # False: the default
-    with graph(_execution(sent)) as served:
-        assert isinstance(served, CompiledStateGraph)
-        out = served.invoke({"task": "add", "run_id": "r1"}, context=sent)
+    out = asyncio.run(
+        _served(_execution(sent), lambda g: g.invoke({"task": "add", "run_id": "r1"}, context=sent))
+    )
     assert out["status"] == "failed"  # not interrupted: the client's approve_plan=False held
     attempts = server_env / "env_ws" / "runs" / "r1" / "steps" / "adder" / "attempts"
     assert len(list(attempts.iterdir())) == 3  # not the server's ATOM_MAX_ATTEMPTS=5
@@ -45,12 +54,12 @@ def test_a_run_gets_a_graph_over_the_context_the_client_sent(server_env: Path) -
 
 def test_schema_reads_get_the_servers_environment_as_defaults(server_env: Path) -> None:
     read = _ReadRuntime(access_context="assistants.read", user=None, store=InMemoryStore())
-    with graph(read) as served:
-        schema = served.context_schema
-        assert schema().max_attempts == 5 and schema().approve_plan is True
-        assert schema(approve_plan=False).approve_plan is False
-        props = served.get_context_jsonschema()["properties"]
-        assert props["max_attempts"]["default"] == 5
+    served = asyncio.run(_served(read))
+    schema = served.context_schema
+    assert schema().max_attempts == 5 and schema().approve_plan is True
+    assert schema(approve_plan=False).approve_plan is False
+    props = served.get_context_jsonschema()["properties"]
+    assert props["max_attempts"]["default"] == 5
 
 
 def test_what_a_client_may_send_as_context() -> None:
