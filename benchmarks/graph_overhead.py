@@ -11,12 +11,11 @@ checkpoints, context reconstruction, memory, workspace I/O, tool calls. Median o
 
 Two settings:
 
-- steady: every run in one workspace with one set of models, in one process (a script, batch,
-  a LangGraph server); the warm-up run pays the imports, the embedding model load, the first
-  open of the store and compiling the graph and the executor's agent for these models.
-- cold: each run in a new workspace with new model objects (the first run of a project, or of
-  a script that builds its models per run): it also pays creating the memory store and the
-  checkpoint database, and compiling the graph and the agent.
+- steady: every run on one Resources (one workspace, one set of models, one open store), as a
+  batch or a script running many tasks has; the warm-up run pays the imports, the embedding
+  model load and the first open of the store. Every run compiles its own graph.
+- cold: each run on new Resources in a new workspace (the first run of a project, or a CLI
+  call): it also pays creating and opening the memory store and the checkpoint database.
 
 "Model calls" are timed around the chat model's ``invoke`` (the provider's latency plus
 LangChain's per-call work: callbacks, tracing metadata, message conversion); the strict figure
@@ -58,10 +57,10 @@ from tests.unit.graph.scripts import (  # noqa: E402
 )
 
 from atom_agent import Context, run_task  # noqa: E402
-from atom_agent import services as services_module  # noqa: E402
 from atom_agent.memory import MemoryManager  # noqa: E402
 from atom_agent.nodes import reflector as reflector_module  # noqa: E402
 from atom_agent.nodes.executor import node as executor_module  # noqa: E402
+from atom_agent.resources import Resources  # noqa: E402
 from atom_agent.sandbox import SubprocessRunner  # noqa: E402
 from atom_agent.session import SessionContext  # noqa: E402
 from atom_agent.state import Plan  # noqa: E402
@@ -171,8 +170,6 @@ class TimedModel(ScriptedChatModel):
 
 def instrument() -> None:
     """Count the framework's parts (for the breakdown; the totals do not depend on it)."""
-    # The namespace runner, timed (bubblewrap adds its own start-up, measured in sandbox_overhead).
-    services_module.default_runner = lambda python=None: TimedRunner(python)  # type: ignore[assignment]
     executor_module._run = timed("agent loop", executor_module._run)  # type: ignore[assignment]
     executor_module.reconstruct_context = timed(  # type: ignore[assignment]
         "context reconstruction", executor_module.reconstruct_context
@@ -243,12 +240,12 @@ def scripted_models() -> dict[str, TimedModel]:
     }
 
 
-def one_run(ctx: Context, roles: dict[str, TimedModel], *, events: bool = False) -> Run:
-    """One 5-step run in `ctx`'s workspace with the models `roles` (and an event handler)."""
+def one_run(res: Resources, *, events: bool = False) -> Run:
+    """One 5-step run on `res` (its workspace, its models), with an event handler or not."""
     handler = (lambda mode, chunk: None) if events else None
     CLOCK.reset()
     wall, cpu = time.perf_counter(), time.process_time()
-    outcome = run_task("benchmark", ctx, models=roles, on_event=handler)  # type: ignore[arg-type]
+    outcome = run_task("benchmark", resources=res, on_event=handler)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert outcome.status == "done", outcome
     return Run(wall, cpu, dict(CLOCK.wall), dict(CLOCK.cpu))
@@ -317,14 +314,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         ctx = Context(workspace=str(Path(tmp) / "ws"))
         seed_memory(ctx, args.memories)
-        roles = scripted_models()
-        one_run(ctx, roles, events=args.events)  # warm-up: imports, embedding model, store
-        steady = [one_run(ctx, roles, events=args.events) for _ in range(args.runs)]
+        # Steady: one Resources for every run, as a batch or a script running many tasks has.
+        with Resources(ctx, models=scripted_models(), runner=TimedRunner()) as res:  # type: ignore[arg-type]
+            one_run(res, events=args.events)  # warm-up: imports, embedding model, store
+            steady = [one_run(res, events=args.events) for _ in range(args.runs)]
         cold = []
         for i in range(args.cold_runs):
             fresh = Context(workspace=str(Path(tmp) / f"cold{i}"))
             seed_memory(fresh, args.memories)
-            cold.append(one_run(fresh, scripted_models(), events=args.events))
+            with Resources(fresh, models=scripted_models(), runner=TimedRunner()) as own:  # type: ignore[arg-type]
+                cold.append(one_run(own, events=args.events))
     memories = f", {args.memories} memories in the project" if args.memories else ""
     events = ", events streamed to a handler" if args.events else ""
     report(f"steady (one workspace, one process{memories}{events})", steady, breakdown=True)

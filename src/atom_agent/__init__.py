@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from atom_agent.context import Context
 
 if TYPE_CHECKING:
-    from atom_agent.graph import build_graph, graph
+    from atom_agent.graph import build_graph
+    from atom_agent.resources import Resources
     from atom_agent.run import RunOutcome, resume_run, run_task
 
 try:
@@ -22,30 +21,11 @@ except PackageNotFoundError:  # running from a source tree without an install
 # so `atom-agent --version` and `from atom_agent import Context` stay fast.
 _LAZY = {
     "build_graph": "atom_agent.graph",
-    "graph": "atom_agent.graph",
+    "Resources": "atom_agent.resources",
     "run_task": "atom_agent.run",
     "resume_run": "atom_agent.run",
     "RunOutcome": "atom_agent.run",
 }
-
-
-class _Package(types.ModuleType):
-    """The package module, with one rule: the name ``graph`` stays the compiled graph.
-
-    Importing a submodule binds it as an attribute of its package, so once anything ran
-    ``import atom_agent.graph`` (``run.py`` does, ``langgraph.json`` names the file),
-    ``atom_agent.graph`` would be the module and ``from atom_agent import graph`` would
-    hand out the module instead of the graph. The submodule stays importable by its full
-    name (``from atom_agent.graph import build_graph``); only the binding is skipped.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "graph" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:
@@ -60,8 +40,8 @@ __all__ = [
     "Context",
     "RunOutcome",
     "__version__",
+    "Resources",
     "build_graph",
-    "graph",
     "resume_run",
     "run_task",
 ]

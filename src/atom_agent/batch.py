@@ -34,8 +34,8 @@ from atom_agent.errors import (
     WorkspaceNotFoundError,
 )
 from atom_agent.locks import batch_lock_path, exclusive
+from atom_agent.resources import Models, Resources
 from atom_agent.run import MAX_TASK_CHARS, RunOutcome, resume_run, run_task
-from atom_agent.services import Models, close_all
 from atom_agent.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -218,6 +218,9 @@ class BatchOptions:
     """A LangGraph Server URL: its workers run the tasks (``langgraph dev``, Platform)."""
     on_retry: Callable[[BatchTask, Mapping[str, Any]], None] | None = None
     """Told about each task retried because an earlier invocation recorded it as ``error``."""
+    resources: Resources | None = None
+    """Open Resources the tasks run on (their owner closes them); default: the batch builds
+    one from `context` and `models` and closes it at the end."""
 
 
 def run_batch(tasks_path: Path, results_path: Path, options: BatchOptions) -> dict[str, Any]:
@@ -263,11 +266,15 @@ def _run_locked(
             _count(progress, finished[t.id], skipped=True)
     pending = [t for t in tasks if t.id not in finished]
 
+    # One Resources for the batch: its tasks share the loaded models and the open store.
+    owned = options.resources is None
+    resources = options.resources or Resources(options.context, models=options.models)
+
     def work(task: BatchTask) -> None:
         with progress.lock:
             progress.running += 1
         _notify(options, progress)
-        result = _run_one(task, name, workspace, options)
+        result = _run_one(task, name, workspace, options, resources)
         results.append(result)
         with progress.lock:
             progress.running -= 1
@@ -279,7 +286,8 @@ def _run_locked(
             for future in as_completed([pool.submit(work, t) for t in pending]):
                 future.result()  # _run_one records task errors; this re-raises only bugs
     finally:
-        close_all()
+        if owned:
+            resources.close()
     summary = summarize(tasks, results.read(), results_path)
     if retried:
         summary["retried"] = [t.id for t in retried]
@@ -305,7 +313,7 @@ def _count(progress: BatchProgress, result: Mapping[str, Any], *, skipped: bool 
 
 
 def _run_one(
-    task: BatchTask, name: str, workspace: Workspace, opts: BatchOptions
+    task: BatchTask, name: str, workspace: Workspace, opts: BatchOptions, resources: Resources
 ) -> dict[str, Any]:
     run_id = f"{name}.{task.id}"
     ctx = opts.context.replace(**task.settings)
@@ -316,7 +324,7 @@ def _run_one(
         if opts.server:
             result = _on_server(task, run_id, opts.server)
         else:
-            result = _result(task, _start_or_resume(task, run_id, ctx, workspace, opts.models))
+            result = _result(task, _start_or_resume(task, run_id, ctx, workspace, resources))
     except Exception as exc:  # noqa: BLE001 - one task's crash must not stop the batch
         logger.exception("batch task %s crashed", task.id)
         result = {
@@ -330,18 +338,18 @@ def _run_one(
 
 
 def _start_or_resume(
-    task: BatchTask, run_id: str, ctx: Context, workspace: Workspace, models: Models | None
+    task: BatchTask, run_id: str, ctx: Context, workspace: Workspace, resources: Resources
 ) -> RunOutcome:
     run_dir = workspace.runs_dir / run_id
     if run_dir.exists():
         try:
             # Killed mid-run by an earlier invocation: continue from its checkpoint.
-            return resume_run(run_id, ctx, models=models, close_services=False)
+            return resume_run(run_id, ctx, resources=resources)
         except (NoCheckpointError, WorkspaceNotFoundError):
             # Killed before its first checkpoint: nothing to keep, start it again.
             stale = run_dir.with_name(f"{run_id}.abandoned-{int(time.time())}")
             shutil.move(str(run_dir), stale)
-    return run_task(task.task, ctx, models=models, run_id=run_id, close_services=False)
+    return run_task(task.task, ctx, resources=resources, run_id=run_id)
 
 
 def _on_server(task: BatchTask, run_id: str, url: str) -> dict[str, Any]:

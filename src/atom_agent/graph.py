@@ -1,43 +1,36 @@
-"""Graph assembly: node names, routers, `build_graph()`, and the module-level `graph`."""
+"""Graph assembly: node names, routers, and `build_graph(resources)`."""
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from atom_agent.context import Context
-from atom_agent.errors import ConfigError
-from atom_agent.nodes.common import context_of, exhausted_budget
+from atom_agent.nodes.common import exhausted_budget
 from atom_agent.nodes.executor import make_executor
 from atom_agent.nodes.finish import make_finish
-from atom_agent.nodes.flow import approve_plan, ask_user, make_start, select_step
+from atom_agent.nodes.flow import ask_user, make_approve_plan, make_start, select_step
 from atom_agent.nodes.planner import make_planner
 from atom_agent.nodes.reflector import make_reflector
-from atom_agent.services import Models, models_from_factory
+from atom_agent.resources import Resources
 from atom_agent.state import InputState, State
 
 logger = logging.getLogger(__name__)
 
-_ctx = context_of
 
-
-def after_planner(
-    state: State, runtime: Runtime[Context]
-) -> Literal["approve_plan", "select_step", "finish"]:
+def after_planner(state: State, ctx: Context) -> Literal["approve_plan", "select_step", "finish"]:
     """A failed planner ends the run; otherwise approval (if asked for) or the first step."""
     if state.get("status") == "failed" or not state.get("plan"):
         return "finish"
-    if exhausted_budget(state, _ctx(runtime)):
+    if exhausted_budget(state, ctx):
         return "finish"
-    return "approve_plan" if _ctx(runtime).approve_plan else "select_step"
+    return "approve_plan" if ctx.approve_plan else "select_step"
 
 
 def after_approval(state: State) -> Literal["planner", "select_step"]:
@@ -45,9 +38,9 @@ def after_approval(state: State) -> Literal["planner", "select_step"]:
     return "planner" if state.get("decision") == "replan" else "select_step"
 
 
-def after_select(state: State, runtime: Runtime[Context]) -> Literal["executor", "finish"]:
+def after_select(state: State, ctx: Context) -> Literal["executor", "finish"]:
     """Run the chosen step, or finish when none is left or a budget is spent."""
-    if state.get("current_step") is None or exhausted_budget(state, _ctx(runtime)):
+    if state.get("current_step") is None or exhausted_budget(state, ctx):
         return "finish"
     return "executor"
 
@@ -62,13 +55,13 @@ def after_executor(state: State) -> Literal["ask_user", "reflector"]:
 
 
 def after_reflector(
-    state: State, runtime: Runtime[Context]
+    state: State, ctx: Context
 ) -> Literal["executor", "planner", "select_step", "finish"]:
     """Retry, replan, or move on (committed or failed); a spent budget ends the run."""
     decision = state.get("decision")
     if decision not in ("commit", "retry", "replan", "fail"):
         raise ValueError(f"reflector left an unknown decision: {decision!r}")
-    if exhausted_budget(state, _ctx(runtime)):
+    if exhausted_budget(state, ctx):
         return "finish"
     if decision == "retry":
         return "executor"
@@ -78,100 +71,56 @@ def after_reflector(
 
 
 def build_graph(
+    resources: Resources,
     *,
-    models: Models | None = None,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     store: BaseStore | None = None,
 ) -> CompiledStateGraph[State, Context, InputState, State]:
-    """The planner → executor → reflector graph.
+    """The planner → executor → reflector graph over `resources`.
 
-    Compiled once per `models` object in a process; each call returns its own copy with the
-    given persistence (compiling takes milliseconds, a copy microseconds).
+    The nodes close over `resources` (models, workspace, memory, sandbox runner) and read
+    every setting from ``resources.ctx``; invoke the graph with that Context (or none). A
+    graph is compiled per call (milliseconds); nothing is cached between calls.
 
     Args:
-        models: one chat model for every role, or ``{"planner": …, "executor": …,
-            "reflector": …}``; roles not given are loaded from the Context's model specs.
+        resources: what the run uses, built by the caller from its Context.
         checkpointer: persistence for resume and interrupts (the CLI uses SQLite in the
             workspace); None for LangGraph Server / Studio, which bring their own.
         store: a LangGraph store (e.g. atom_agent's Chroma store adapter), passed through.
     """
-    base = _compiled(models)
-    graph = base.copy(update={"checkpointer": checkpointer, "store": store})
-    # `copy` rebuilds the graph from its public fields and drops the serde allowlist that
-    # compile() derives from the schemas (used with LANGGRAPH_STRICT_MSGPACK): carry it over.
-    graph._serde_allowlist = base._serde_allowlist
-    return graph
-
-
-GRAPHS_KEPT = 16
-"""Compiled graphs kept per process, one per models object (least recently used dropped)."""
-
-_GRAPHS: OrderedDict[int, tuple[Models | None, CompiledStateGraph[Any, Any, Any, Any]]] = (
-    OrderedDict()
-)
-_GRAPHS_LOCK = threading.Lock()
-
-
-def _compiled(models: Models | None) -> CompiledStateGraph[State, Context, InputState, State]:
-    """The graph for `models` without persistence, compiled on first use.
-
-    Keyed by the models object's id; the entry holds the object, so its id is not reused.
-    """
-    key = id(models)
-    with _GRAPHS_LOCK:
-        found = _GRAPHS.get(key)
-        if found is not None:
-            _GRAPHS.move_to_end(key)
-            return found[1]
-    compiled = _compile(models)
-    with _GRAPHS_LOCK:
-        _GRAPHS.setdefault(key, (models, compiled))
-        _GRAPHS.move_to_end(key)
-        while len(_GRAPHS) > GRAPHS_KEPT:
-            _GRAPHS.popitem(last=False)
-        return _GRAPHS[key][1]
-
-
-def _compile(models: Models | None) -> CompiledStateGraph[State, Context, InputState, State]:
-    builder = StateGraph(State, context_schema=Context, input_schema=InputState)
-    builder.add_node("start", make_start(models))
-    builder.add_node("planner", make_planner(models))
-    builder.add_node("approve_plan", approve_plan)
+    ctx = resources.ctx
+    builder = StateGraph(State, context_schema=type(ctx), input_schema=InputState)
+    builder.add_node("start", make_start(resources))
+    builder.add_node("planner", make_planner(resources))
+    builder.add_node("approve_plan", make_approve_plan(resources))
     builder.add_node("select_step", select_step)
-    builder.add_node("executor", make_executor(models))
+    builder.add_node("executor", make_executor(resources))
     builder.add_node("ask_user", ask_user)
-    builder.add_node("reflector", make_reflector(models))
-    builder.add_node("finish", make_finish(models))
+    builder.add_node("reflector", make_reflector(resources))
+    builder.add_node("finish", make_finish(resources))
     builder.add_edge(START, "start")
     builder.add_edge("start", "planner")
-    builder.add_conditional_edges("planner", after_planner)
+    builder.add_conditional_edges(
+        "planner", _routed(after_planner, ctx), ["approve_plan", "select_step", "finish"]
+    )
     builder.add_conditional_edges("approve_plan", after_approval)
-    builder.add_conditional_edges("select_step", after_select)
+    builder.add_conditional_edges("select_step", _routed(after_select, ctx), ["executor", "finish"])
     builder.add_conditional_edges("executor", after_executor)
     builder.add_edge("ask_user", "executor")
-    builder.add_conditional_edges("reflector", after_reflector)
+    builder.add_conditional_edges(
+        "reflector",
+        _routed(after_reflector, ctx),
+        ["executor", "planner", "select_step", "finish"],
+    )
     builder.add_edge("finish", END)
-    return builder.compile(name="atom_agent")
+    return builder.compile(checkpointer=checkpointer, store=store, name="atom_agent")
 
 
-def _served_context() -> type[Context]:
-    """The server's context schema, with the ``ATOM_*`` environment as its defaults.
+def _routed(router: Callable[[State, Context], str], ctx: Context) -> Callable[[State], str]:
+    """`router` with the run's Context bound (its destinations are given beside it)."""
 
-    A bad ``ATOM_*`` value must not break importing this module (the CLI imports it): the
-    schema keeps the built-in defaults, and the error is raised when a run builds its Context.
-    """
-    try:
-        return Context.with_env_defaults()
-    except ConfigError as exc:
-        logger.debug("%s; the served graph keeps the built-in defaults", exc)
-        return Context
+    def route(state: State) -> str:
+        return router(state, ctx)
 
-
-graph = build_graph(models=models_from_factory())
-graph.context_schema = _served_context()
-"""The graph for `langgraph.json` (LangGraph Server / Studio bring their own persistence).
-
-Models come from each run's Context; ``ATOM_MODELS_FACTORY=module:callable`` overrides them
-for the whole server (custom clients, scripted models in tests). Its context schema takes
-the server's ``ATOM_*`` environment as defaults, read once here: a field a client sends
-always wins over it."""
+    route.__name__ = router.__name__
+    return route

@@ -18,10 +18,11 @@ from langgraph.types import Command
 
 from atom_agent.context import Context
 from atom_agent.environment import check_workspace
-from atom_agent.errors import InvalidInputError, NoCheckpointError
+from atom_agent.errors import ConfigError, InvalidInputError, NoCheckpointError
 from atom_agent.graph import build_graph
 from atom_agent.locks import exclusive, run_lock_path
 from atom_agent.nodes.flow import new_run_id
+from atom_agent.resources import Models, Resources
 from atom_agent.run_checks import (
     MAX_TASK_CHARS,
     check_models,
@@ -31,7 +32,6 @@ from atom_agent.run_checks import (
     checkpoint_failure,
     failing_run,
 )
-from atom_agent.services import Models, close_all
 from atom_agent.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -189,9 +189,9 @@ def run_task(
     context: Context | None = None,
     *,
     models: Models | None = None,
+    resources: Resources | None = None,
     run_id: str | None = None,
     on_event: EventHandler | None = None,
-    close_services: bool = False,
 ) -> RunOutcome:
     """Run `task` until it is done, fails, runs out of budget, or asks a question.
 
@@ -202,15 +202,15 @@ def run_task(
         task: the software task.
         context: the configuration (default: ``Context.from_env()``).
         models: chat model(s) to use instead of the Context's model specs (tests, scripts).
+        resources: open Resources to run on (a batch or an evaluation shares its models and
+            memory between runs this way); the caller closes them. Default: Resources are
+            built from the Context and `models` for this run and closed at its end.
         run_id: the run id (default: a new, sortable one).
         on_event: called with every stream part, for progress displays.
-        close_services: close the memory stores afterwards. By default they stay open for
-            the next run of this process (opening a store and loading its mirror costs more
-            than a step) and are closed when the process exits.
     """
     check_task_text(task)
-    ctx = context or Context.from_env()
-    check_models(ctx, models)
+    ctx = context or (resources.ctx if resources is not None else Context.from_env())
+    check_models(ctx, resources.models if resources is not None else models)
     workspace = Workspace(Path(ctx.workspace).expanduser())
     rid = run_id or new_run_id()
     check_run_id(rid)
@@ -226,14 +226,29 @@ def run_task(
             # The run directory does not exist, so any checkpoint under this id is a leftover
             # (e.g. a run abandoned before its first step): never mix it into the new run.
             saver.delete_thread(rid)
-            graph = build_graph(models=models, checkpointer=saver)
-            try:
+            with _resources(ctx, models, resources) as res:
+                graph = build_graph(res, checkpointer=saver)
                 with failing_run(workspace, rid, lambda: bool(graph.get_state(config).values)):
                     _stream(graph, {"task": task, "run_id": rid}, config, ctx, on_event)
-            finally:
-                if close_services:
-                    close_all()
             return _outcome(graph, config, workspace, rid)
+
+
+@contextmanager
+def _resources(
+    ctx: Context, models: Models | None, resources: Resources | None
+) -> Iterator[Resources]:
+    """The Resources of one run: derived from the caller's, or built here and closed after.
+
+    Raises:
+        ConfigError: both `models` and `resources` were given.
+    """
+    if resources is not None:
+        if models is not None:
+            raise ConfigError("give models or resources, not both (Resources carry models)")
+        yield resources if resources.ctx == ctx else resources.for_context(ctx)
+        return
+    with Resources(ctx, models=models) as owned:
+        yield owned
 
 
 def resume_run(
@@ -242,8 +257,8 @@ def resume_run(
     *,
     answer: Any = None,
     models: Models | None = None,
+    resources: Resources | None = None,
     on_event: EventHandler | None = None,
-    close_services: bool = False,
 ) -> RunOutcome:
     """Continue a run: answer its pending question, or pick up after a crash where it stopped.
 
@@ -253,8 +268,8 @@ def resume_run(
         WorkspaceError: no such run, or it has no checkpoint to resume from.
         InvalidInputError: the run waits for an answer and none was given.
     """
-    ctx = context or Context.from_env()
-    check_models(ctx, models)
+    ctx = context or (resources.ctx if resources is not None else Context.from_env())
+    check_models(ctx, resources.models if resources is not None else models)
     workspace = Workspace(Path(ctx.workspace).expanduser())
     check_run_id(run_id)
     if not (workspace.runs_dir / run_id).is_dir():
@@ -262,21 +277,20 @@ def resume_run(
     check_workspace(workspace.root)
     with exclusive(run_lock_path(workspace.root, run_id), f"run {run_id!r}"):
         check_run_files(workspace, run_id)
-        return _resume_locked(run_id, ctx, workspace, answer, models, on_event, close_services)
+        with _resources(ctx, models, resources) as res:
+            return _resume_locked(run_id, res, workspace, answer, on_event)
 
 
 def _resume_locked(
     run_id: str,
-    ctx: Context,
+    res: Resources,
     workspace: Workspace,
     answer: Any,
-    models: Models | None,
     on_event: EventHandler | None,
-    close_services: bool,
 ) -> RunOutcome:
     config: RunnableConfig = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
     with sqlite_checkpointer(workspace) as saver:
-        graph = build_graph(models=models, checkpointer=saver)
+        graph = build_graph(res, checkpointer=saver)
         snapshot = graph.get_state(config)
         if not snapshot.values:
             raise NoCheckpointError(f"run {run_id!r} has no checkpoint to resume from")
@@ -291,10 +305,6 @@ def _resume_locked(
             saver.delete_thread(run_id)
             raise NoCheckpointError(f"run {run_id!r} has no checkpoint to resume from")
         payload: Any = Command(resume=answer) if waiting else None
-        try:
-            with failing_run(workspace, run_id, lambda: True):
-                _stream(graph, payload, config, ctx, on_event)
-        finally:
-            if close_services:
-                close_all()
+        with failing_run(workspace, run_id, lambda: True):
+            _stream(graph, payload, config, res.ctx, on_event)
         return _outcome(graph, config, workspace, run_id)

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from atom_agent import Context, run_task
-from atom_agent.services import close_all
 from atom_agent.workspace import Workspace
 
 pytestmark = [pytest.mark.local_model, pytest.mark.integration]
@@ -28,10 +27,7 @@ def test_a_small_task_on_the_local_model(tmp_path: Path) -> None:
         max_replans=0,
         max_wall_seconds=300,
     )
-    try:
-        outcome = run_task(TASK, ctx)
-    finally:
-        close_all()
+    outcome = run_task(TASK, ctx)
     assert outcome.status in ("done", "failed", "budget_exhausted"), outcome
 
     ws = Workspace(ctx.workspace)

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from atom_agent.batch import BatchOptions, BatchProgress, run_batch
-from atom_agent.services import models_from_factory
+from atom_agent.resources import models_from_factory
 
 from .run import context_from_args
 

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from atom_agent.evals.humaneval import load_problems
 from atom_agent.evals.runner import run_humaneval
-from atom_agent.services import models_from_factory
+from atom_agent.resources import models_from_factory
 
 from .run import context_from_args
 

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from atom_agent.context import Context
+from atom_agent.resources import Models, Resources, models_from_factory
 from atom_agent.run import RunOutcome, resume_run, run_task
-from atom_agent.services import Models, models_from_factory
 from atom_agent.workspace.deliverable import ExportError, export_result
 
 from .progress import Progress
@@ -99,13 +99,14 @@ def _run(args: argparse.Namespace) -> int:
     ctx = context_from_args(args)
     console = Console(stderr=args.json)
     progress = None if args.json else Progress(console, verbose=args.verbose > 0)
-    models = models_from_args(args)
-    outcome = run_task(args.task, ctx, models=models, run_id=args.run_id, on_event=progress)
-    while outcome.status == "interrupted" and not args.json:
-        answer = _ask(outcome, console)
-        if answer is None:
-            break
-        outcome = resume_run(outcome.run_id, ctx, answer=answer, models=models, on_event=progress)
+    # Built once here: the run and every answer given in this terminal share its models.
+    with Resources(ctx, models=models_from_args(args)) as res:
+        outcome = run_task(args.task, resources=res, run_id=args.run_id, on_event=progress)
+        while outcome.status == "interrupted" and not args.json:
+            answer = _ask(outcome, console)
+            if answer is None:
+                break
+            outcome = resume_run(outcome.run_id, answer=answer, resources=res, on_event=progress)
     code = _finish(outcome, args, console)
     return _export(outcome, args, console) or code
 
@@ -132,8 +133,8 @@ def _resume(args: argparse.Namespace) -> int:
     ctx = context_from_args(args)
     console = Console(stderr=args.json)
     progress = None if args.json else Progress(console, verbose=args.verbose > 0)
-    models = models_from_args(args)
-    outcome = resume_run(args.run_id, ctx, answer=args.answer, models=models, on_event=progress)
+    with Resources(ctx, models=models_from_args(args)) as res:
+        outcome = resume_run(args.run_id, answer=args.answer, resources=res, on_event=progress)
     return _finish(outcome, args, console)
 
 

@@ -16,20 +16,12 @@ from atom_agent.batch import BatchOptions, run_batch
 from atom_agent.context import Context
 from atom_agent.errors import WorkspaceError
 from atom_agent.evals.humaneval import Problem, score, single_shot, task_text, warming
+from atom_agent.resources import Models, Resources
 from atom_agent.sandbox import Limits, SandboxRunner, default_runner
-from atom_agent.services import Models, services_for
 from atom_agent.state import IMPL_FILE
 from atom_agent.workspace import Workspace
 
 logger = logging.getLogger(__name__)
-
-
-def _baseline_model(ctx: Context, models: Models | None) -> BaseChatModel:
-    if isinstance(models, BaseChatModel):
-        return models
-    if models is not None and "executor" in models:
-        return models["executor"]
-    return services_for(ctx, None).model("executor")
 
 
 def committed_source(workspace: Workspace, run_id: str, problem: Problem) -> str | None:
@@ -108,7 +100,25 @@ def run_humaneval(
     )
     # The baseline first, one scored line per problem: cheap, and kept when a long agent run
     # is stopped; a re-run skips what is already scored (like the agent batch resumes).
-    model = _baseline_model(ctx, models) if baseline or warm else None
+    with Resources(ctx, models=models, runner=runner) as resources:
+        return _evaluate(problems, resources, out_dir, tasks, baseline, warm, concurrency, limits,
+                         on_progress)  # fmt: skip
+
+
+def _evaluate(
+    problems: list[Problem],
+    resources: Resources,
+    out_dir: Path,
+    tasks: Path,
+    baseline: bool,
+    warm: bool,
+    concurrency: int,
+    limits: Limits,
+    on_progress: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    """Every arm on one Resources: the baselines and the agent use the same loaded model."""
+    ctx, runner = resources.ctx, resources.runner
+    model = resources.model("executor") if baseline or warm else None
     baselines: dict[str, dict[str, Any]] = {}
     warmed: dict[str, dict[str, Any]] = {}
     if model is not None and baseline:
@@ -122,7 +132,7 @@ def run_humaneval(
             "warming", problems, out_dir / "warming.jsonl", warms, runner, limits, on_progress
         )
     # Problems are independent: one problem's lessons must not reach another's prompt.
-    options = BatchOptions(ctx, concurrency, isolated_memory=True, models=models)
+    options = BatchOptions(ctx, concurrency, isolated_memory=True, resources=resources)
     run_batch(tasks, out_dir / "results.jsonl", options)
     results = _read_jsonl(out_dir / "results.jsonl")
     workspace = Workspace(Path(ctx.workspace).expanduser())

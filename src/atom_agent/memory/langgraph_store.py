@@ -479,7 +479,7 @@ def make_store() -> ChromaStore:
     ctx = Context.from_env()
     ttl = _server_ttl_config()
     store = ChromaStore.open(
-        ctx.workspace, project_id=ctx.project_id, chroma_url=ctx.chroma_url or None, ttl=ttl
+        ctx.workspace, project_id=ctx.project_id, chroma_url=ctx.chroma_url, ttl=ttl
     )
     if ttl and ttl.get("sweep_interval_minutes"):
         store.start_ttl_sweeper()

@@ -98,9 +98,14 @@ class MemoryManager:
         """Open the memory a run's :class:`Context` configures."""
         return cls.open(
             ctx.workspace,
-            chroma_url=ctx.chroma_url or None,
+            chroma_url=ctx.chroma_url,  # "" = embedded: the Context resolved ATOM_CHROMA_URL
             promotion_threshold=ctx.memory_promotion_threshold,
         )
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (a closed manager still answers recalls)."""
+        return self._flusher.closed
 
     def close(self) -> None:
         """Write pending access counts and release the client's handles."""

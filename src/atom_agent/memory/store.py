@@ -71,8 +71,14 @@ class ChromaBackend:
     def open(
         cls, workspace: str | os.PathLike[str], *, chroma_url: str | None = None
     ) -> ChromaBackend:
-        """Connect to the server at `chroma_url` / ``$ATOM_CHROMA_URL``, else the embedded store."""
-        url = chroma_url if chroma_url else os.environ.get(CHROMA_URL_ENV, "").strip() or None
+        """Connect to the server at `chroma_url`, else the embedded store in `workspace`.
+
+        `chroma_url` None reads ``$ATOM_CHROMA_URL``; an empty string means embedded, whatever
+        the environment says (a Context already resolved its environment).
+        """
+        if chroma_url is None:
+            chroma_url = os.environ.get(CHROMA_URL_ENV, "")
+        url = chroma_url.strip() or None
         settings = Settings(anonymized_telemetry=False)
         if url:
             parsed = urlparse(url if "://" in url else f"http://{url}")

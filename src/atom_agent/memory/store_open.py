@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -106,6 +107,13 @@ def with_store_retries(path: Path, what: str, action: Callable[[], T]) -> T:
                 raise MemoryStoreError(
                     f"cannot {what} in {path}: it is read-only ({exc}); use a writable --workspace"
                 ) from exc
+            if (free := free_kib(path)) is not None and free < LOW_SPACE_KIB:
+                # Chroma reports a start cut short by a full disk in assorted ways (e.g. an
+                # AttributeError of its half-built bindings): the free space says why.
+                raise MemoryStoreError(
+                    f"cannot {what} in {path}: the disk is full ({free} KiB free; {exc}); "
+                    f"free space and retry"
+                ) from exc
             if not any(marker in text for marker in _TRANSIENT) or attempt == OPEN_ATTEMPTS:
                 raise MemoryStoreError(f"cannot {what} in {path}: {exc}") from exc
             logger.info("%s in %s failed (%s); retrying", what, path, exc)
@@ -113,6 +121,19 @@ def with_store_retries(path: Path, what: str, action: Callable[[], T]) -> T:
         time.sleep(delay)
         delay *= 2
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+LOW_SPACE_KIB = 1024
+"""Below this much free space, a store that fails to open is taken to have hit a full disk."""
+
+
+def free_kib(path: Path) -> int | None:
+    """Free space for unprivileged writes on `path`'s file system, in KiB (None if unknown)."""
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return None
+    return stat.f_bavail * stat.f_frsize // 1024
 
 
 def _os_message(path: Path, what: str, exc: OSError) -> str:

@@ -353,6 +353,11 @@ class AccessFlusher:
         self._thread = threading.Thread(target=self._loop, name="atom-memory-access", daemon=True)
         self._thread.start()
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._closed
+
     def wake(self) -> None:
         """Flush soon (enough counts are pending)."""
         self._due.set()

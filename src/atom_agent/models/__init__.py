@@ -11,7 +11,6 @@ from atom_agent.models.registry import (
     parse_spec,
     resolve_default_model,
 )
-from atom_agent.models.retry import acall_with_retry, call_with_retry, is_transient
 
 __all__ = [
     "DEFAULT_GEMINI",
@@ -19,9 +18,6 @@ __all__ = [
     "LocalChatModel",
     "ModelSpec",
     "Resolution",
-    "acall_with_retry",
-    "call_with_retry",
-    "is_transient",
     "load_chat_model",
     "local_installed",
     "parse_spec",

@@ -51,11 +51,6 @@ You can call tools. Reply with exactly one JSON object and nothing else:
 Tools:
 {tools}"""
 
-# One loaded model per (path, context size, threads) and process: the weights are 1.1 GB and
-# llama.cpp contexts are not thread-safe, so calls through any LocalChatModel are serialised.
-_LOADED: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
-_LOAD_LOCK = threading.Lock()
-
 
 def llama_available() -> bool:
     """Whether the llama.cpp bindings are importable (the `local` extra is installed)."""
@@ -64,28 +59,22 @@ def llama_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
-def _load(path: str, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
-    key = (path, n_ctx, n_threads)
-    with _LOAD_LOCK:
-        if key not in _LOADED:
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:
-                raise ModelUnavailableError(
-                    f"llama-cpp-python is not installed: {INSTALL_HINT}"
-                ) from exc
-            started = time.perf_counter()
-            llama = Llama(
-                model_path=path,
-                n_ctx=n_ctx,
-                n_threads=n_threads,
-                n_threads_batch=n_threads,
-                seed=0,
-                verbose=False,
-            )
-            logger.info("loaded %s in %.1fs", path, time.perf_counter() - started)
-            _LOADED[key] = (llama, threading.Lock())
-        return _LOADED[key]
+def _load(path: str, n_ctx: int, n_threads: int) -> Any:
+    try:
+        from llama_cpp import Llama
+    except ImportError as exc:
+        raise ModelUnavailableError(f"llama-cpp-python is not installed: {INSTALL_HINT}") from exc
+    started = time.perf_counter()
+    llama = Llama(
+        model_path=path,
+        n_ctx=n_ctx,
+        n_threads=n_threads,
+        n_threads_batch=n_threads,
+        seed=0,
+        verbose=False,
+    )
+    logger.info("loaded %s in %.1fs", path, time.perf_counter() - started)
+    return llama
 
 
 class LocalChatModel(BaseChatModel):
@@ -109,6 +98,11 @@ class LocalChatModel(BaseChatModel):
     """Sampling temperature; 0 is greedy (deterministic)."""
 
     _resolved: str | None = PrivateAttr(default=None)
+    # The weights (1.1 GB) are loaded on first use and belong to this object: whoever
+    # builds the model (Resources, once per run or batch) shares it. A llama.cpp context
+    # is not thread-safe, so calls through this object are serialised.
+    _llama: Any = PrivateAttr(default=None)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
     def _llm_type(self) -> str:
@@ -124,10 +118,13 @@ class LocalChatModel(BaseChatModel):
         return os.path.basename(self.model_path or "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
 
     def _engine(self) -> tuple[Any, threading.Lock]:
-        if self._resolved is None:
-            self._resolved = self.model_path or str(resolve_local_weights())
-        threads = self.n_threads or os.cpu_count() or 1
-        return _load(self._resolved, self.n_ctx, threads)
+        with self._lock:
+            if self._llama is None:
+                if self._resolved is None:
+                    self._resolved = self.model_path or str(resolve_local_weights())
+                threads = self.n_threads or os.cpu_count() or 1
+                self._llama = _load(self._resolved, self.n_ctx, threads)
+            return self._llama, self._lock
 
     def bind_tools(
         self,

@@ -111,8 +111,8 @@ def load_chat_model(
     """A LangChain chat model for `spec` (``provider:model`` or ``local``).
 
     Provider SDKs that support it retry transient errors (429, 5xx, timeouts) with exponential
-    backoff, at most `max_retries` times; the graph adds :func:`atom_agent.models.is_transient`
-    retries around whole model calls.
+    backoff, at most `max_retries` times (the graph adds no retry loop of its own; a batch
+    runs a task that ended in ``error`` again on its next invocation).
 
     Args:
         spec: ``google_genai:gemini-2.5-pro``, ``openai:…``, ``anthropic:…``, ``ollama:…``,

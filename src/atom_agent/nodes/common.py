@@ -1,44 +1,18 @@
-"""Helpers the nodes share: services from the runtime, budgets, run bookkeeping."""
+"""Helpers the nodes share: budgets, run bookkeeping, an attempt's scope."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from langgraph.runtime import Runtime
 
 from atom_agent.checks.names import defined_in_code
 from atom_agent.context import Context
-from atom_agent.services import Models, Services, services_for
+from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, Plan, State
 from atom_agent.tools.scope import ToolScope
 from atom_agent.workspace import AttemptRef, RunRef, StepRef, Workspace
-
-
-def services(runtime: Runtime[Context], models: Models | None) -> Services:
-    """Services for this run's Context; without one, ``Context.from_env()`` (servers, Studio)."""
-    return services_for(context_of(runtime), models)
-
-
-def context_of(runtime: Runtime[Context]) -> Context:
-    """The run's Context, exactly as its entry point made it.
-
-    The environment is read once, where the Context is made: ``run_task`` and the CLI build
-    it with ``Context.from_env(**explicit)``, and the server's graph has
-    ``Context.with_env_defaults()`` as its context schema (the fields a client sends win,
-    the rest are the server's ``ATOM_*``). Nodes never merge the environment in again, so an
-    explicit value wins even when it equals the default. A graph invoked with no context at
-    all gets ``Context.from_env()``.
-    """
-    given: Any = runtime.context
-    if isinstance(given, Context):
-        return given
-    if isinstance(given, dict):
-        return Context(**given)
-    return Context.from_env()
 
 
 def available_names(artifacts: dict[str, Path]) -> list[str]:
@@ -51,9 +25,9 @@ def available_names(artifacts: dict[str, Path]) -> list[str]:
     return names
 
 
-def run_ref(svc: Services, state: State) -> RunRef:
+def run_ref(res: Resources, state: State) -> RunRef:
     """The run directory of this run."""
-    return svc.workspace.run(state["run_id"])
+    return res.workspace.run(state["run_id"])
 
 
 def step_session(state: State, ctx: Context, step_id: str, attempt: int) -> SessionContext:

@@ -12,44 +12,43 @@ from langgraph.runtime import Runtime
 from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
 from atom_agent.report import criteria_summary, render_report
-from atom_agent.services import Models
+from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, RunStatus, State
 from atom_agent.telemetry import emit
 from atom_agent.workspace.deliverable import build_deliverable, deliverable_markdown
 
-from .common import exhausted_budget, run_ref, services
+from .common import exhausted_budget, run_ref
 from .learning import promote_once, record_decisions
 
 logger = logging.getLogger(__name__)
 
 
-def make_finish(models: Models | None) -> Any:
-    """The finish node, closed over the model override of `build_graph`."""
+def make_finish(res: Resources) -> Any:
+    """The finish node, closed over the run's resources."""
 
     def finish(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        svc = services(runtime, models)
-        ctx = svc.ctx
-        run = run_ref(svc, state)
+        ctx = res.ctx
+        run = run_ref(res, state)
         statuses = dict(state.get("step_status") or {})
         status: RunStatus = state.get("status", "running")
         reason = state.get("stop_reason", "")
         budget = exhausted_budget(state, ctx)
         if status not in ("failed", "rejected"):  # else the planner already said why
             status, reason = _outcome(statuses, budget, reason)
-        verification = _verification(svc, run, statuses)
+        verification = _verification(res, run, statuses)
         if verification:
             # What the outcome rests on: executed checks, or only a model's opinion.
             reason += f" (criteria of committed steps: {verification})"
-        promoted = _promote(svc, state)
+        promoted = _promote(res, state)
         final = {**state, "status": status, "stop_reason": reason}
         written = [*(state.get("memories_written") or []), *promoted]
         final["memories_written"] = written
-        memories = memory_notes(svc, run, statuses, written)
+        memories = memory_notes(res, run, statuses, written)
         final["memories"] = memories
         started = state.get("started_at") or time.time()
-        deliverable = _deliverable(svc, run, state, statuses)
-        svc.workspace.update_run(
+        deliverable = _deliverable(res, run, state, statuses)
+        res.workspace.update_run(
             run,
             status=status,
             stop_reason=reason,
@@ -61,9 +60,9 @@ def make_finish(models: Models | None) -> Any:
             memories=memories,
             deliverable=deliverable,
         )
-        markdown = render_report(svc.workspace, run, final)
+        markdown = render_report(res.workspace, run, final)
         markdown += "\n" + deliverable_markdown(deliverable, state["run_id"])
-        report = svc.workspace.write_report(run, markdown.rstrip("\n") + "\n")
+        report = res.workspace.write_report(run, markdown.rstrip("\n") + "\n")
         result = deliverable["path"] if deliverable else None
         emit("run.finish", run_id=state["run_id"], status=status, reason=reason, report=str(report),
              result=result)  # fmt: skip
@@ -79,7 +78,7 @@ def make_finish(models: Models | None) -> Any:
 
 
 def _deliverable(
-    svc: Any, run: Any, state: State, statuses: Mapping[str, str]
+    res: Any, run: Any, state: State, statuses: Mapping[str, str]
 ) -> dict[str, Any] | None:
     """``result/``: the committed steps as one package, its tests run once more.
 
@@ -88,22 +87,22 @@ def _deliverable(
     if not state.get("plan") or "committed" not in statuses.values():
         return None
     plan = Plan.model_validate(state["plan"])
-    return build_deliverable(svc.workspace, run, plan, statuses, task=state.get("task") or "",
-                             runner=svc.runner, limits=svc.limits)  # fmt: skip
+    return build_deliverable(res.workspace, run, plan, statuses, task=state.get("task") or "",
+                             runner=res.runner, limits=res.limits)  # fmt: skip
 
 
-def _verification(svc: Any, run: Any, statuses: Mapping[str, str]) -> str:
+def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
     """``3 verified, 1 judged`` over the committed steps' final verdicts ('' if none)."""
     criteria: list[dict[str, Any]] = []
     for step_id, status in statuses.items():
         if status != "committed":
             continue
         try:
-            attempts = svc.workspace.list_attempts(svc.workspace.step(run, step_id))
+            attempts = res.workspace.list_attempts(res.workspace.step(run, step_id))
         except AtomAgentError:
             continue
         if attempts and attempts[-1].verdict_json.exists():
-            criteria += svc.workspace.read_verdict(attempts[-1]).get("criteria") or []
+            criteria += res.workspace.read_verdict(attempts[-1]).get("criteria") or []
     return criteria_summary(criteria) if criteria else ""
 
 
@@ -117,24 +116,24 @@ def _outcome(statuses: Mapping[str, str], budget: str | None, reason: str) -> tu
     return "failed", reason or f"steps not committed: {', '.join(failed) or 'none run'}"
 
 
-def _promote(svc: Any, state: State) -> list[str]:
+def _promote(res: Any, state: State) -> list[str]:
     """The user's decisions, then working-memory candidates at or above the threshold.
 
     Both are keyed by run (and answer / content), so a finish re-run after a crash writes
     nothing twice. Returns the ids.
     """
     session = SessionContext(
-        session_id=state["run_id"], project_id=svc.ctx.project_id, run_id=state["run_id"]
+        session_id=state["run_id"], project_id=res.ctx.project_id, run_id=state["run_id"]
     )
-    ids = record_decisions(svc.memory, session, state.get("answers") or [])
+    ids = record_decisions(res.memory, session, state.get("answers") or [])
     candidates = state.get("candidates") or []
     if candidates:
-        ids += promote_once(svc.memory, session, candidates, svc.ctx.memory_promotion_threshold)
+        ids += promote_once(res.memory, session, candidates, res.ctx.memory_promotion_threshold)
     return ids
 
 
 def memory_notes(
-    svc: Any, run: Any, statuses: Mapping[str, str], written: list[str]
+    res: Any, run: Any, statuses: Mapping[str, str], written: list[str]
 ) -> dict[str, list[dict[str, Any]]]:
     """The memories a run wrote and those its prompts recalled (id, type, content).
 
@@ -143,19 +142,19 @@ def memory_notes(
     recalled: list[str] = []
     for step_id in statuses:
         try:
-            attempts = svc.workspace.list_attempts(svc.workspace.step(run, step_id))
+            attempts = res.workspace.list_attempts(res.workspace.step(run, step_id))
         except AtomAgentError:
             continue
         for attempt in attempts:
             if attempt.verdict_json.exists():
-                recalled += svc.workspace.read_verdict(attempt).get("memories_recalled") or []
-    session = SessionContext(session_id=run.run_id, project_id=svc.ctx.project_id)
+                recalled += res.workspace.read_verdict(attempt).get("memories_recalled") or []
+    session = SessionContext(session_id=run.run_id, project_id=res.ctx.project_id)
 
     def notes(ids: list[str]) -> list[dict[str, Any]]:
         out = []
         for memory_id in dict.fromkeys(ids):
             try:
-                record = svc.memory.get(session, memory_id)
+                record = res.memory.get(session, memory_id)
             except AtomAgentError:  # forgotten or expired since
                 out.append({"id": memory_id, "type": "?", "content": "(no longer stored)"})
                 continue

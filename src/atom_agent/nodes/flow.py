@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from typing import Any
@@ -11,12 +12,12 @@ from langgraph.types import interrupt
 from pydantic import ValidationError
 
 from atom_agent.context import Context
-from atom_agent.errors import InvalidInputError, WorkspaceError
-from atom_agent.services import Models
+from atom_agent.errors import ConfigError, InvalidInputError, WorkspaceError
+from atom_agent.resources import Resources
 from atom_agent.state import Plan, State, plan_problems, topological_order
 from atom_agent.telemetry import emit
 
-from .common import plan_of, run_ref, services
+from .common import plan_of, run_ref
 from .planner import accept_plan, finalize_plan
 
 
@@ -25,24 +26,24 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
 
 
-def make_start(models: Models | None) -> Any:
+def make_start(res: Resources) -> Any:
     """The start node: validate the input, create the run directory (idempotent)."""
 
     def start(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        check_context(runtime.context, res.ctx)
         task = state.get("task")
         if not isinstance(task, str) or not task.strip():
             raise InvalidInputError("the input needs a non-empty 'task' string")
-        svc = services(runtime, models)
         run_id = state.get("run_id") or new_run_id()
         try:
-            svc.workspace.run(run_id)
+            res.workspace.run(run_id)
         except WorkspaceError:
-            svc.workspace.create_run(
+            res.workspace.create_run(
                 run_id,
                 task=task.strip(),
                 status="planning",
-                models={role: svc.spec(role) for role in ("planner", "executor", "reflector")},
-                project_id=svc.ctx.project_id,
+                models={role: res.spec(role) for role in ("planner", "executor", "reflector")},
+                project_id=res.ctx.project_id,
             )
         emit("run.start", run_id=run_id, task=task.strip()[:200])
         return {
@@ -56,33 +57,60 @@ def make_start(models: Models | None) -> Any:
     return start
 
 
-def approve_plan(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Pause for a human to approve, edit or reject the plan (``Context.approve_plan``).
+def check_context(given: Any, built: Context) -> None:
+    """Refuse a run whose Context differs from the one the graph's Resources were built for.
 
-    Resume with ``True`` / ``"approve"`` / ``{"approve": true}`` to run it,
-    ``{"plan": {...}}`` to run an edited plan, or a note (a non-empty string or
-    ``{"note": "..."}``) to have it replanned with that note. Anything else (``42``,
-    ``False``, a dict without those keys, an edited plan that is invalid) is never taken:
-    the node asks again with a new interrupt whose ``error`` says what was wrong.
+    The nodes read every setting from the Resources (``build_graph(resources)``); a different
+    ``context=`` at invoke time would be silently ignored.
+
+    Raises:
+        ConfigError: `given` is a Context (or its fields) that differs from `built`.
     """
-    request: dict[str, Any] = {
-        "kind": "plan_approval",
-        "run_id": state["run_id"],
-        "plan": state["plan"],
-        "accepts": PLAN_ANSWERS,
-    }
-    while True:
-        answer = interrupt(request)
-        update, error = _plan_answer(answer, state["task"])
-        if error is None and "plan" in update:  # an edited plan: its revision and step folders
-            svc = services(runtime, None)
-            plan = Plan.model_validate(update["plan"])
-            return {**accept_plan(svc, state, run_ref(svc, state), plan, "edited at approval", {}),
-                    "decision": None}  # fmt: skip
-        if error is None:
-            return update
-        emit("resume.invalid", run_id=state["run_id"], kind="plan_approval", error=error)
-        request = {**request, "error": error}
+    if given is None:
+        return
+    fields = {f.name for f in dataclasses.fields(Context)}
+    sent = given if isinstance(given, dict) else {n: getattr(given, n, None) for n in fields}
+    differ = sorted(n for n in fields if n in sent and sent[n] != getattr(built, n))
+    if differ:
+        raise ConfigError(
+            f"the run's context differs from the one its graph was built for in {differ}: "
+            f"build the graph with Resources(<that Context>), or invoke it with "
+            f"context=resources.ctx"
+        )
+
+
+def make_approve_plan(res: Resources) -> Any:
+    """The plan-approval node, closed over the run's resources."""
+
+    def approve_plan(state: State) -> dict[str, Any]:
+        """Pause for a human to approve, edit or reject the plan (``Context.approve_plan``).
+
+        Resume with ``True`` / ``"approve"`` / ``{"approve": true}`` to run it,
+        ``{"plan": {...}}`` to run an edited plan, or a note (a non-empty string or
+        ``{"note": "..."}``) to have it replanned with that note. Anything else (``42``,
+        ``False``, a dict without those keys, an edited plan that is invalid) is never taken:
+        the node asks again with a new interrupt whose ``error`` says what was wrong.
+        """
+        request: dict[str, Any] = {
+            "kind": "plan_approval",
+            "run_id": state["run_id"],
+            "plan": state["plan"],
+            "accepts": PLAN_ANSWERS,
+        }
+        while True:
+            answer = interrupt(request)
+            update, error = _plan_answer(answer, state["task"])
+            if error is None and "plan" in update:  # an edited plan: its revision, step folders
+                plan = Plan.model_validate(update["plan"])
+                run = run_ref(res, state)
+                return {**accept_plan(res, state, run, plan, "edited at approval", {}),
+                        "decision": None}  # fmt: skip
+            if error is None:
+                return update
+            emit("resume.invalid", run_id=state["run_id"], kind="plan_approval", error=error)
+            request = {**request, "error": error}
+
+    return approve_plan
 
 
 PLAN_ANSWERS = (

@@ -21,7 +21,7 @@ from atom_agent.checks.extract import TASK_CRITERION, task_checks
 from atom_agent.checks.names import called_names, code_blocks, defined_in_code, named_in_text
 from atom_agent.context import Context
 from atom_agent.models.structured import invoke_structured
-from atom_agent.services import Models
+from atom_agent.resources import Resources
 from atom_agent.state import (
     REQUIRED_FILES,
     Check,
@@ -35,7 +35,7 @@ from atom_agent.state import (
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 
-from .common import plan_of, run_ref, services
+from .common import plan_of, run_ref
 from .contracts import write_contracts
 
 logger = logging.getLogger(__name__)
@@ -44,13 +44,12 @@ MAX_PLAN_TRIES = 3
 """How many times an invalid plan is sent back to the model before the run fails."""
 
 
-def make_planner(models: Models | None) -> Any:
-    """The planner node, closed over the model override of `build_graph`."""
+def make_planner(res: Resources) -> Any:
+    """The planner node, closed over the run's resources."""
 
     def planner(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        svc = services(runtime, models)
-        run = run_ref(svc, state)
-        model = svc.model("planner")
+        run = run_ref(res, state)
+        model = res.model("planner")
         committed: list[PlanStep] = []
         replan_text = ""
         if state.get("plan"):
@@ -64,16 +63,16 @@ def make_planner(models: Models | None) -> Any:
             replan_text = prompts.PLANNER_REPLAN.format(
                 committed=listed, failure=state.get("plan_feedback") or "(no details)"
             )
-        if not state.get("plan") and (svc.ctx.max_plan_steps == 1 or single_unit(state["task"])):
+        if not state.get("plan") and (res.ctx.max_plan_steps == 1 or single_unit(state["task"])):
             # One step can only be the task itself (one function or class, or a plan held to
             # one step): no model call is needed to plan it, only its contract.
             only = finalize_plan(single_step_plan(state["task"]), state["task"])
             only, replies = write_contracts(model, state["task"], only)
             usage = usage_of(replies, model_name_of(model))
-            return accept_plan(svc, state, run, only, "initial plan", usage)
+            return accept_plan(res, state, run, only, "initial plan", usage)
         feedback = state.get("plan_feedback", "") if not replan_text else ""
         messages: list[BaseMessage] = [
-            SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=svc.ctx.max_plan_steps)),
+            SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=res.ctx.max_plan_steps)),
             HumanMessage(
                 prompts.PLANNER_TASK.format(
                     task=state["task"],
@@ -84,7 +83,7 @@ def make_planner(models: Models | None) -> Any:
                 )
             ),
         ]
-        structured = svc.structured("planner", ProposedPlan)
+        structured = res.structured("planner", ProposedPlan)
         spent: list[BaseMessage] = []
         problems: list[str] = []
         plan: Plan | None = None
@@ -98,11 +97,11 @@ def make_planner(models: Models | None) -> Any:
                 problems = [f"the answer did not match the Plan schema: {reply.error}"]
             else:
                 candidate = _proposed(parsed, raw)
-                if svc.ctx.max_plan_steps == 1 and not committed:
+                if res.ctx.max_plan_steps == 1 and not committed:
                     candidate = merge_into_one_step(candidate)
                 candidate = finalize_plan(candidate, state["task"], committed=committed)
                 merged = _keep_committed(committed, candidate)
-                problems = plan_problems(merged, max_steps=svc.ctx.max_plan_steps)
+                problems = plan_problems(merged, max_steps=res.ctx.max_plan_steps)
                 if not problems:
                     plan = merged
                     break
@@ -137,7 +136,7 @@ def make_planner(models: Models | None) -> Any:
                 problems
             )
             return {"status": "failed", "stop_reason": reason, "usage": usage}
-        return accept_plan(svc, state, run, plan, reason, usage)
+        return accept_plan(res, state, run, plan, reason, usage)
 
     return planner
 
@@ -155,10 +154,10 @@ def _proposed(parsed: Any, raw: AIMessage | None) -> Plan:
 
 
 def accept_plan(
-    svc: Any, state: State, run: Any, plan: Plan, reason: str, usage: dict[str, Any]
+    res: Any, state: State, run: Any, plan: Plan, reason: str, usage: dict[str, Any]
 ) -> dict[str, Any]:
     """Write a valid plan's revision and step folders; the state update that adopts it."""
-    revision = svc.workspace.write_plan(run, plan.model_dump(), reason=reason)
+    revision = res.workspace.write_plan(run, plan.model_dump(), reason=reason)
     old_status = state.get("step_status") or {}
     reopened = set(state.get("reopen") or [])
     statuses = {
@@ -170,7 +169,7 @@ def accept_plan(
         for s in plan.steps
     }
     for step in plan.steps:
-        svc.workspace.create_step(
+        res.workspace.create_step(
             run,
             step.id,
             depends_on=step.depends_on,
@@ -179,10 +178,10 @@ def accept_plan(
         )
     for step_id in reopened & set(statuses):
         # Planned again: its old commit stays on disk until a new attempt replaces it.
-        svc.workspace.update_step(svc.workspace.step(run, step_id), status="pending")
+        res.workspace.update_step(res.workspace.step(run, step_id), status="pending")
         emit("plan.reopened", run_id=state["run_id"], step_id=step_id)
     emit("plan.ready", run_id=state["run_id"], revision=revision, steps=len(plan.steps))
-    svc.workspace.update_run(run, status="running", plan_revision=revision)
+    res.workspace.update_run(run, status="running", plan_revision=revision)
     return {
         "plan": plan.model_dump(),
         "plan_revision": revision,

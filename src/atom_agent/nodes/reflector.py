@@ -18,8 +18,8 @@ from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError, ConfigError, ModelError, ModelSpecError
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.structured import invoke_structured
+from atom_agent.resources import Resources
 from atom_agent.sandbox import RunResult
-from atom_agent.services import Models, Services
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, REQUIRED_FILES, TEST_FILE, Judgement, Plan, PlanStep, State
 from atom_agent.telemetry import emit
@@ -34,7 +34,6 @@ from .common import (
     plan_of,
     python_ident,
     run_ref,
-    services,
     step_session,
 )
 from .crossexam import MIN_WITNESSES, Testimony, cross_examine
@@ -57,28 +56,27 @@ _SOURCE_CHARS = 6000
 _OUTPUT_TAIL = 2500
 
 
-def make_reflector(models: Models | None) -> Any:
-    """The reflector node, closed over the model override of `build_graph`."""
+def make_reflector(res: Resources) -> Any:
+    """The reflector node, closed over the run's resources."""
 
     def reflector(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        svc = services(runtime, models)
-        ctx = svc.ctx
+        ctx = res.ctx
         plan = plan_of(state)
         step = next(s for s in plan.steps if s.id == state.get("current_step"))
-        run = run_ref(svc, state)
-        step_ref = svc.workspace.step(run, step.id)
-        attempt = svc.workspace.attempt(step_ref, (state.get("attempts") or {})[step.id])
+        run = run_ref(res, state)
+        step_ref = res.workspace.step(run, step.id)
+        attempt = res.workspace.attempt(step_ref, (state.get("attempts") or {})[step.id])
         staging = attempt.staging
         session = step_session(state, ctx, step.id, attempt.n)
         missing = [f for f in REQUIRED_FILES if not (staging / f).is_file()]
-        scope = attempt_scope(svc.workspace, step_ref, attempt)
-        available = available_names(svc.workspace.dependency_artifacts(step_ref))
-        model = svc.model("executor")
+        scope = attempt_scope(res.workspace, step_ref, attempt)
+        available = available_names(res.workspace.dependency_artifacts(step_ref))
+        model = res.model("executor")
         profile = profile_for(model, ctx.model_profile)
         result: RunResult | None = None
         if not missing:
-            result = svc.runner.run_pytest(
-                cwd=staging, limits=svc.limits, targets=[TEST_FILE], python_path=scope.python_path()
+            result = res.runner.run_pytest(
+                cwd=staging, limits=res.limits, targets=[TEST_FILE], python_path=scope.python_path()
             )
         tests_ok = _tests_ok(result)
         contract: ContractReport | None = None
@@ -86,8 +84,8 @@ def make_reflector(models: Models | None) -> Any:
             contract = run_contract(
                 step.checks,
                 staging=staging,
-                runner=svc.runner,
-                limits=svc.limits,
+                runner=res.runner,
+                limits=res.limits,
                 python_path=scope.python_path(),
                 defines=step.defines,
                 available=available,
@@ -98,8 +96,8 @@ def make_reflector(models: Models | None) -> Any:
             examples = run_examples(
                 wanted,
                 staging=staging,
-                runner=svc.runner,
-                limits=svc.limits,
+                runner=res.runner,
+                limits=res.limits,
                 python_path=scope.python_path(),
             )
         hard = check_file(staging / IMPL_FILE) if IMPL_FILE not in missing else None
@@ -109,7 +107,7 @@ def make_reflector(models: Models | None) -> Any:
         testimony = Testimony()
         if contract is not None and (contract.failed or (result is not None and not tests_ok)):
             testimony, spent = _cross_examine(
-                svc, state["task"], plan, step, step_ref, attempt, scope, contract, result,
+                res, state["task"], plan, step, step_ref, attempt, scope, contract, result,
                 tests_ok, profile.cross_samples, available,
             )  # fmt: skip
             usage = _sum_usage(usage, usage_of(spent, model_name_of(model)))
@@ -126,7 +124,7 @@ def make_reflector(models: Models | None) -> Any:
         judgement: Judgement | None = None
         unbacked = uncovered(step, contract, suspect)
         if executed_ok and profile.judge and unbacked:
-            judgement, spent_usage = _judge(svc, step, staging, result, unbacked)
+            judgement, spent_usage = _judge(res, step, staging, result, unbacked)
             usage = _sum_usage(usage, spent_usage)
         criteria = criteria_verdicts(step, contract, suspect, result, tests_ok, judgement)
         passed = executed_ok
@@ -167,7 +165,7 @@ def make_reflector(models: Models | None) -> Any:
             "lesson": judgement.lesson if judgement else "",
             "memories_recalled": list(state.get("used_memories") or []),
         }
-        svc.workspace.write_verdict(attempt, verdict)
+        res.workspace.write_verdict(attempt, verdict)
         emit(
             "reflector.verdict",
             run_id=state["run_id"],
@@ -194,16 +192,16 @@ def make_reflector(models: Models | None) -> Any:
         written: list[str] = []
         candidates: list[dict[str, Any]] = []
         if passed:
-            svc.workspace.commit(step_ref, attempt)
-            svc.workspace.update_step(
+            res.workspace.commit(step_ref, attempt)
+            res.workspace.update_step(
                 step_ref, status="committed", committed_attempt=attempt.n, verdict="passed"
             )
-            _adjust(svc, session, used, up=True, evidence=f"step {step.id} passed its tests")
+            _adjust(res, session, used, up=True, evidence=f"step {step.id} passed its tests")
             # Each write is keyed by (run, step, attempt, kind): a re-run after a crash adds none.
-            written += record_interface(svc.memory, session, step, step_ref.artifacts)
+            written += record_interface(res.memory, session, step, step_ref.artifacts)
             if judgement is not None and judgement.lesson.strip():
                 written += record_lesson(
-                    svc.memory,
+                    res.memory,
                     session,
                     "lesson",
                     judgement.lesson,
@@ -216,7 +214,7 @@ def make_reflector(models: Models | None) -> Any:
                 step, contract, suspect, result, tests_ok, testimony.tests_suspect, hard
             )
             written += record_lesson(
-                svc.memory,
+                res.memory,
                 session,
                 "failure",
                 lesson,
@@ -233,7 +231,7 @@ def make_reflector(models: Models | None) -> Any:
                     }
                 )
             if decision in ("replan", "fail"):
-                _adjust(svc, session, used, up=False, evidence=f"step {step.id} failed: {feedback}")
+                _adjust(res, session, used, up=False, evidence=f"step {step.id} failed: {feedback}")
             if decision == "replan":
                 implicated = implicated_dependencies(plan, step, contract, suspect)
                 update["reopen"] = sorted(implicated)
@@ -252,10 +250,10 @@ def make_reflector(models: Models | None) -> Any:
                     step.id: "failed",
                     **{b: "blocked" for b in blocked},
                 }
-                svc.workspace.update_step(step_ref, status="failed", verdict="failed")
+                res.workspace.update_step(step_ref, status="failed", verdict="failed")
                 for other in blocked:
-                    svc.workspace.update_step(
-                        svc.workspace.step(run, other),
+                    res.workspace.update_step(
+                        res.workspace.step(run, other),
                         status="blocked",
                         reason=f"depends on failed step {step.id}",
                     )
@@ -279,14 +277,14 @@ def _read(path: Path) -> str:
 
 
 def _judge(
-    svc: Services,
+    res: Resources,
     step: PlanStep,
     staging: Path,
     result: RunResult | None,
     criteria: list[str],
 ) -> tuple[Judgement | None, dict[str, float]]:
     """The reflector model's opinion of the criteria no check executed (labelled *judged*)."""
-    model = svc.model("reflector")
+    model = res.model("reflector")
     evidence = tests_evidence(result)
     messages = [
         SystemMessage(prompts.REFLECTOR_SYSTEM),
@@ -306,7 +304,7 @@ def _judge(
     judgement: Judgement | None = None
     for _ in range(2):  # once more if the judgement skipped criteria
         try:
-            reply = invoke_structured(svc.structured("reflector", Judgement), messages)
+            reply = invoke_structured(res.structured("reflector", Judgement), messages)
         except ModelError as exc:
             if isinstance(exc, ConfigError | ModelSpecError):
                 raise  # configuration, not the model's answer: the run must fail with the fix
@@ -345,7 +343,7 @@ def _skipped(criteria: list[str], judgement: Judgement) -> list[str]:
 
 
 def _cross_examine(
-    svc: Services,
+    res: Resources,
     task: str,
     plan: Plan,
     step: PlanStep,
@@ -363,11 +361,11 @@ def _cross_examine(
     spent: list[AIMessage] = []
     wanted = max(0, MIN_WITNESSES - len(witnesses))
     if samples and wanted:
-        artifacts = svc.workspace.dependency_artifacts(step_ref)
+        artifacts = res.workspace.dependency_artifacts(step_ref)
         deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
         prompt = draft_prompt(task, plan, step, deps, "")
         fresh, spent = independent_samples(
-            svc.model("executor"),
+            res.model("executor"),
             prompt,
             n=min(samples, wanted),
             temperature=WITNESS_TEMPERATURE,
@@ -381,8 +379,8 @@ def _cross_examine(
         witnesses=witnesses,
         tests_failed=result is not None and not tests_ok,
         test_file=scope.staging / TEST_FILE,
-        runner=svc.runner,
-        limits=svc.limits,
+        runner=res.runner,
+        limits=res.limits,
         python_path=scope.python_path()[1:],
         defines=step.defines,
         available=available,
@@ -423,15 +421,13 @@ def _sum_usage(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
 
 
 def _adjust(
-    svc: Services, session: SessionContext, ids: list[str], *, up: bool, evidence: str
+    res: Resources, session: SessionContext, ids: list[str], *, up: bool, evidence: str
 ) -> None:
     for memory_id in ids:
         try:
             if up:
-                svc.memory.reinforce(session, memory_id, evidence=evidence[:500])
+                res.memory.reinforce(session, memory_id, evidence=evidence[:500])
             else:
-                svc.memory.contradict(session, memory_id, amount=0.15, evidence=evidence[:500])
-        except ConfigError:
-            raise  # the store is misconfigured: the run fails with the fix
+                res.memory.contradict(session, memory_id, amount=0.15, evidence=evidence[:500])
         except AtomAgentError as exc:  # forgotten or expired since it was recalled
             logger.info("could not adjust memory %s: %s", memory_id, exc)

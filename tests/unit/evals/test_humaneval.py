@@ -16,7 +16,6 @@ from atom_agent.evals.humaneval import extract_code, load_problems, score
 from atom_agent.evals.runner import run_humaneval
 from atom_agent.memory import MemoryManager
 from atom_agent.sandbox import Limits, default_runner
-from atom_agent.services import close_all
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan
 from atom_agent.testing import ScriptedChatModel
@@ -92,10 +91,7 @@ def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
     roles = models([Plan(steps=[step("solve")])] * 2, ExecutorScript({}))
     roles["executor"] = ScriptedChatModel(respond=executor_reply)
     ctx = Context(workspace=str(tmp_path / "ws"))
-    try:
-        summary = run_humaneval(problems, ctx, tmp_path / "eval", models=roles, warm=False)
-    finally:
-        close_all()
+    summary = run_humaneval(problems, ctx, tmp_path / "eval", models=roles, warm=False)
     assert summary["agent_pass@1"] == 1.0
     assert summary["single_shot_pass@1"] == 0.5
     assert summary["fixed_by_agent"] == ["HumanEval/0"] and summary["broken_by_agent"] == []
@@ -115,10 +111,7 @@ def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
             (interface,) = learned(f"{ctx.project_id}.{p.slug}")
             assert f"def {p.entry_point}(" in interface
     # Run again (as after an interruption): nothing is asked or run twice, the figures hold.
-    try:
-        again = run_humaneval(problems, ctx, tmp_path / "eval", models=roles, warm=False)
-    finally:
-        close_all()
+    again = run_humaneval(problems, ctx, tmp_path / "eval", models=roles, warm=False)
     assert len(single_shots) == 2
     assert again["agent_pass@1"] == 1.0 and again["single_shot_pass@1"] == 0.5
 
@@ -180,12 +173,9 @@ def test_correct_code_rejected_by_a_wrong_own_test_is_counted_apart(tmp_path: Pa
     roles = models([Plan(steps=[step("solve")])] * 2, ExecutorScript({}))
     roles["executor"] = ScriptedChatModel(respond=executor_reply)
     ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=2, max_replans=0)
-    try:
-        summary = run_humaneval(
-            problems, ctx, tmp_path / "eval", models=roles, baseline=False, warm=False
-        )
-    finally:
-        close_all()
+    summary = run_humaneval(
+        problems, ctx, tmp_path / "eval", models=roles, baseline=False, warm=False
+    )
 
     assert summary["agent_pass@1"] == 0.0
     assert summary["rejected_correct"] == ["HumanEval/0"]

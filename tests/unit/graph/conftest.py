@@ -6,10 +6,8 @@ from pathlib import Path
 import pytest
 
 from atom_agent import Context
-from atom_agent.services import close_all
 
 
 @pytest.fixture
 def ctx(tmp_path: Path) -> Iterator[Context]:
     yield Context(workspace=str(tmp_path / "ws"), sandbox_timeout_s=30, max_attempts=2)
-    close_all()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from atom_agent import Context, build_graph, run_task
+from atom_agent import Context, Resources, build_graph, run_task
 from atom_agent.errors import ConfigError, MissingCredentialsError, ModelError
 from atom_agent.state import Plan
 from atom_agent.testing import ScriptedChatModel
@@ -99,7 +99,7 @@ def test_attempts_per_step_budget_is_exact(tmp_path) -> None:  # type: ignore[no
 
 
 def test_graph_shape() -> None:
-    drawn = build_graph().get_graph()
+    drawn = build_graph(Resources(Context())).get_graph()
     edges = {(e.source, e.target, e.conditional) for e in drawn.edges}
     assert edges == {
         ("__start__", "start", False),

@@ -10,7 +10,8 @@ import pytest
 
 from atom_agent import Context, run_task
 from atom_agent.cli import main
-from atom_agent.services import close_all
+from atom_agent.errors import AtomAgentError
+from atom_agent.resources import Resources
 
 from .factory import always_fails
 
@@ -29,7 +30,6 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("ATOM_WORKSPACE", str(tmp_path / "env_ws"))
     yield tmp_path
-    close_all()
 
 
 def _attempts(run_dir: Path) -> int:
@@ -81,19 +81,14 @@ def test_server_context_sent_fields_win_and_the_rest_is_the_servers_env() -> Non
     assert isinstance(sent, Context) and sent.replace(max_attempts=4).max_attempts == 4
 
 
-def test_the_served_graph_reads_the_environment_once_at_load(
-    monkeypatch: pytest.MonkeyPatch,
+def test_an_explicit_empty_chroma_url_means_the_embedded_store(
+    env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import subprocess
-    import sys
-
-    code = (
-        "from atom_agent import graph\n"
-        "print(graph.context_schema().approve_plan, graph.context_schema(approve_plan=False)"
-        ".approve_plan, graph.get_context_jsonschema()['properties']['max_attempts']['default'])"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-        env={**__import__("os").environ, **OTHER_ENV},
-    )  # fmt: skip
-    assert out.stdout.split() == ["True", "False", "5"], out.stderr[-2000:]
+    monkeypatch.setenv("ATOM_CHROMA_URL", "http://127.0.0.1:9")  # nothing listens there
+    ctx = Context(workspace=str(env / "ws"), chroma_url="")
+    with Resources(ctx) as res:
+        assert res.memory.backend.url is None
+        assert (env / "ws" / "memory").is_dir()
+    # Left out, the environment applies (and that server cannot be reached).
+    with pytest.raises(AtomAgentError, match="127.0.0.1:9"), Resources(Context.from_env()) as res:
+        _ = res.memory

@@ -14,6 +14,7 @@ import pytest
 from atom_agent import Context, run_task
 from atom_agent.cli import main
 from atom_agent.graph import build_graph
+from atom_agent.resources import Resources
 from atom_agent.run import sqlite_checkpointer
 from atom_agent.state import Plan
 from atom_agent.workspace import Workspace
@@ -78,7 +79,7 @@ def _three_step_run(ctx: Context, run_id: str = "calc") -> Path:
     assert outcome.result == str(run.path / "result")
     # The final graph state carries both paths.
     with sqlite_checkpointer(Workspace(ctx.workspace)) as saver:
-        graph = build_graph(models=roles, checkpointer=saver)
+        graph = build_graph(Resources(ctx, models=roles), checkpointer=saver)
         values = graph.get_state({"configurable": {"thread_id": run_id}}).values
     assert values["result_dir"] == outcome.result
     assert values["report_path"] == str(run.report_md)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from atom_agent import Context, build_graph, run_task
+from atom_agent import Context, Resources, build_graph, run_task
 from atom_agent.cli import main
 from atom_agent.errors import InvalidInputError, WorkspaceError
 from atom_agent.run import MAX_TASK_CHARS
@@ -42,7 +42,7 @@ def test_bad_run_ids(ctx: Context, run_id: str) -> None:
 
 
 def test_graph_input_without_task_fails_clearly(ctx: Context) -> None:
-    graph = build_graph(models=_roles())
+    graph = build_graph(Resources(ctx, models=_roles()))
     with pytest.raises(InvalidInputError, match="non-empty 'task'"):
         graph.invoke({"task": " "}, context=ctx)
 

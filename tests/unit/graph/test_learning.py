@@ -17,7 +17,6 @@ from langchain_core.messages import BaseMessage
 from atom_agent import Context, resume_run, run_task
 from atom_agent.memory import MemoryManager
 from atom_agent.nodes.learning import interface_lines
-from atom_agent.services import close_all
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, PlanStep
 from atom_agent.testing import ScriptedChatModel
@@ -157,7 +156,6 @@ def _drive(ctx: Context, run_id: str) -> str:
     for _ in range(10):
         if outcome is not None and outcome.status not in ("interrupted",):
             return outcome.status
-        close_all()  # what a new process would start with
         answer = lf.ANSWER if outcome is not None else None
         if outcome is None:
             ws = Workspace(ctx.workspace)
@@ -207,7 +205,6 @@ def test_a_crash_after_every_write_of_reflector_and_finish_duplicates_no_memory(
             assert _drive(ctx, "r1") == "done", f"killed after write {n}: {writes[n - 1]}"
             got = _contents(ctx)
             assert got == expected, f"killed after write {n} ({writes[n - 1]}): {got}"
-            close_all()
     finally:
         lf.disarm()
 
@@ -248,7 +245,7 @@ def test_sigkill_right_after_the_reviewers_lesson_then_resume_writes_it_once(
 
 def test_memory_list_shows_what_a_one_step_run_learned(tmp_path: Path) -> None:
     ctx = Context(workspace=str(tmp_path / "ws"))
-    outcome = run_task("Write the adder.", ctx, models=lf.one_step(), close_services=True)
+    outcome = run_task("Write the adder.", ctx, models=lf.one_step())
     assert outcome.status == "done"
     listing = subprocess.run(
         [*CLI, "memory", "list", "--workspace", str(tmp_path / "ws")],

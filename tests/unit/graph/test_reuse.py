@@ -1,4 +1,4 @@
-"""What a process builds once and reuses: the executor's agent, the graph, memory, the Context."""
+"""What a run's Resources build once and share: the executor's agent, models, memory."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from atom_agent import Context, build_graph, run_task
-from atom_agent.errors import ToolConfigError
+from atom_agent.errors import ConfigError, ToolConfigError
 from atom_agent.models.profiles import profile_for
-from atom_agent.nodes.common import attempt_scope, context_of
+from atom_agent.nodes.common import attempt_scope
 from atom_agent.nodes.executor import node as executor_node
 from atom_agent.nodes.executor.attempt import AttemptContext
 from atom_agent.nodes.executor.node import attempt_agent
 from atom_agent.nodes.executor.tools import executor_tools
-from atom_agent.services import Services, close_all, services_for, shared_memory
+from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan
 from atom_agent.testing import ScriptedChatModel, tool_call
@@ -25,7 +25,7 @@ from atom_agent.testing import ScriptedChatModel, tool_call
 from .scripts import ADD_TEST, ExecutorScript, models, passing_attempt, step
 
 
-def _attempt(svc: Services, step_id: str) -> tuple[Any, SessionContext]:
+def _attempt(svc: Resources, step_id: str) -> tuple[Any, SessionContext]:
     """A fresh attempt of a step in run r1 of the Services' workspace."""
     ws = svc.workspace
     run = ws.run("r1") if (ws.runs_dir / "r1").exists() else ws.create_run("r1", task="t")
@@ -46,7 +46,7 @@ def test_concurrent_attempts_share_one_agent_and_keep_their_files_apart(ctx: Con
 
     # Latency interleaves the two attempts' model calls on the one compiled agent.
     model = ScriptedChatModel(respond=respond, latency_s=0.05)
-    svc = services_for(ctx, model)
+    svc = Resources(ctx, models=model)
     attempts = {step_id: _attempt(svc, step_id) for step_id in ("left", "right")}
     profile = profile_for(model)
     agent = attempt_agent(model, profile, executor_tools(ctx.executor_tools, profile))
@@ -98,65 +98,74 @@ def test_the_executor_compiles_its_agent_once_for_every_attempt(
     assert len(compiled) == 1  # three attempts of two steps, one agent
 
 
-def test_the_graph_is_compiled_once_per_models_and_each_caller_gets_its_own_persistence() -> None:
+def test_each_build_compiles_its_own_graph_over_the_resources_it_is_given(ctx: Context) -> None:
     roles = models([Plan(steps=[step("one")])], ExecutorScript({}))
     first, second = InMemorySaver(), InMemorySaver()
-    a = build_graph(models=roles, checkpointer=first)
-    b = build_graph(models=roles, checkpointer=second)
-    assert a is not b and a.nodes["executor"] is b.nodes["executor"]  # compiled once
-    assert (a.checkpointer, b.checkpointer) == (first, second)
-    assert build_graph(models=roles).checkpointer is None
-    other = build_graph(models=models([Plan(steps=[step("one")])], ExecutorScript({})))
-    assert other.nodes["executor"] is not a.nodes["executor"]  # other models: compiled anew
+    with Resources(ctx, models=roles) as res:
+        a = build_graph(res, checkpointer=first)
+        b = build_graph(res, checkpointer=second)
+        assert a is not b and a.nodes["executor"] is not b.nodes["executor"]  # nothing cached
+        assert (a.checkpointer, b.checkpointer) == (first, second)
+        assert build_graph(res).checkpointer is None
 
 
-def test_runs_of_one_process_share_the_memory_store_until_it_closes(ctx: Context) -> None:
+def test_runs_on_one_resources_share_its_store_and_a_run_without_closes_its_own(
+    ctx: Context,
+) -> None:
     plan = Plan(steps=[step("one")])
     script = {("one", 1): passing_attempt()}
+    with Resources(ctx) as res:
+        memory = res.memory
+        for project in ("default", "other"):  # another project in the same workspace
+            task_ctx = ctx.replace(project_id=project)
+            roles = models([plan], ExecutorScript(script))
+            with Resources(task_ctx, models=roles, memory=memory) as run_res:
+                assert run_task("t", resources=run_res).ok
+                assert run_res.memory is memory
+            assert not memory.closed  # given to those Resources, not theirs to close
+        assert res.for_context(ctx.replace(project_id="x")).memory is memory
+    assert memory.closed  # closed with its owner
+    with pytest.raises(ConfigError, match="closed"):
+        _ = res.memory
+    # A run given models only builds its own Resources and closes them at its end.
     assert run_task("t", ctx, models=models([plan], ExecutorScript(script))).ok
-    memory = shared_memory(ctx)
-    assert run_task("t", ctx, models=models([plan], ExecutorScript(script))).ok
-    assert shared_memory(ctx) is memory  # the second run used the store the first opened
-    # Another project (and other models) in the same workspace: the same store.
-    assert shared_memory(ctx.replace(project_id="other")) is memory
-    outcome = run_task("t", ctx, models=models([plan], ExecutorScript(script)), close_services=True)
-    assert outcome.ok
-    assert shared_memory(ctx) is not memory  # closed after that run; opened anew
-    close_all()
 
 
-def test_services_build_each_shared_thing_once(ctx: Context) -> None:
-    svc = services_for(ctx, ScriptedChatModel(responses=[]))
+def test_resources_build_each_shared_thing_once(ctx: Context) -> None:
+    svc = Resources(ctx, models=ScriptedChatModel(responses=[]))
     built: list[int] = []
     first = svc.memo("thing", lambda: built.append(1) or object())
     assert svc.memo("thing", lambda: built.append(2) or object()) is first
     assert built == [1]
 
 
-class _Runtime:
-    def __init__(self, context: Any) -> None:
-        self.context = context
-
-
-def test_the_context_is_used_as_given_and_only_a_missing_one_reads_the_environment(
-    ctx: Context, monkeypatch: pytest.MonkeyPatch
+def test_derived_resources_share_loaded_models_and_store_but_not_their_settings(
+    ctx: Context,
 ) -> None:
-    def resolved(given: Any) -> Context:
-        return context_of(_Runtime(given))  # type: ignore[arg-type]
+    local = ctx.replace(model="local")
+    with Resources(local) as res:
+        other = res.for_context(local.replace(project_id="p2", max_attempts=5))
+        assert other.ctx.max_attempts == 5 and res.ctx.max_attempts == local.max_attempts
+        # The local model's weights load on first use only: building it costs nothing here.
+        assert other.model("planner") is res.model("executor")
+        assert other.memory is res.memory
+        elsewhere = res.for_context(local.replace(workspace=ctx.workspace + "-2"))
+        assert elsewhere.memory is not res.memory  # another store, opened and closed by res
 
-    given = Context(workspace=ctx.workspace)  # max_attempts left at its default
-    monkeypatch.setenv("ATOM_MAX_ATTEMPTS", "5")
-    # The entry point resolved the environment already: nodes never merge it in again.
-    assert resolved(given) is given and resolved(given).max_attempts == 3
-    assert resolved({"max_attempts": 3, "workspace": ctx.workspace}).max_attempts == 3
-    assert resolved(None).max_attempts == 5  # no context at all: the environment
-    monkeypatch.setenv("ATOM_MAX_ATTEMPTS", "7")
-    assert resolved(None).max_attempts == 7
+
+def test_a_graph_invoked_with_another_context_refuses_to_run(ctx: Context) -> None:
+    roles = models([Plan(steps=[step("one")])], ExecutorScript({}))
+    with Resources(ctx, models=roles) as res:
+        graph = build_graph(res)
+        with pytest.raises(ConfigError, match=r"\['max_attempts'\]"):
+            graph.invoke({"task": "t"}, context=ctx.replace(max_attempts=ctx.max_attempts + 1))
+        with pytest.raises(ConfigError, match="max_attempts"):
+            graph.invoke({"task": "t"}, context={"max_attempts": ctx.max_attempts + 1})
 
 
 def test_an_attempt_agent_run_without_its_context_is_a_wiring_error(ctx: Context) -> None:
     model = ScriptedChatModel(responses=[tool_call("list_files", {}), "ok"])
-    svc = services_for(ctx, model)
+    svc = Resources(ctx, models=model)
     scope, session = _attempt(svc, "one")
     profile = profile_for(model)
     agent = attempt_agent(model, profile, executor_tools(ctx.executor_tools, profile))

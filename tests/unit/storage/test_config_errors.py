@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tests.unit.graph.scripts import ExecutorScript, models, passing_attempt, step
 
-from atom_agent import Context, build_graph, run_task
+from atom_agent import Context, Resources, build_graph, run_task
 from atom_agent.errors import ConfigError, MissingCredentialsError, ModelUnavailableError
 from atom_agent.state import Plan
 
@@ -57,7 +57,7 @@ def test_the_reflector_raises_a_missing_key_instead_of_advising_the_model(
         model_profile="standard", sandbox_timeout_s=30,
     )  # fmt: skip
     roles = _two_roles()
-    graph = build_graph(models=roles)  # type: ignore[arg-type]
+    graph = build_graph(Resources(ctx, models=roles))  # type: ignore[arg-type]
     with pytest.raises(MissingCredentialsError, match="GOOGLE_API_KEY"):
         graph.invoke({"task": "add two numbers", "run_id": "r1"}, context=ctx)
     executor = roles["executor"]

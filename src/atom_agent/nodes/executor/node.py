@@ -20,7 +20,7 @@ from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.context import Context
 from atom_agent.models.profiles import ModelProfile, profile_for
-from atom_agent.services import Models, Services
+from atom_agent.resources import Resources
 from atom_agent.state import IMPL_FILE, TEST_FILE, Check, State
 from atom_agent.telemetry import emit
 from atom_agent.tools.calls import ToolCalls
@@ -36,7 +36,6 @@ from ..common import (
     plan_of,
     python_ident,
     run_ref,
-    services,
     step_session,
 )
 from ..drafting import Drafts, dependency_lines, draft_prompt, temperatures, write_drafts
@@ -49,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 
 def _examples_check(
-    svc: Services, scope: ToolScope, examples: list[tuple[str, str]]
+    svc: Resources, scope: ToolScope, examples: list[tuple[str, str]]
 ) -> Callable[[], ExamplesReport] | None:
     """Runs `examples` against the attempt's staged impl.py (None without examples)."""
     if not examples:
@@ -69,8 +68,8 @@ def _examples_check(
     return check
 
 
-def make_executor(models: Models | None) -> Any:
-    """The executor node, closed over the model override of `build_graph`.
+def make_executor(res: Resources) -> Any:
+    """The executor node, closed over the run's resources.
 
     The node's ReAct agent is compiled on its first tool loop and kept here, in the node's
     closure (one per model and tool set): an attempt only differs in what it passes as
@@ -86,7 +85,7 @@ def make_executor(models: Models | None) -> Any:
         return known[1]
 
     def executor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        svc = services(runtime, models)
+        svc = res
         ctx = svc.ctx
         plan = plan_of(state)
         step_id = state.get("current_step")
@@ -246,7 +245,7 @@ DRAFTS_FILE = "drafts.json"
 
 
 def _draft(
-    svc: Services,
+    svc: Resources,
     task: str,
     plan: Any,
     step: Any,
