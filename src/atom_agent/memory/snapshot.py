@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import struct
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,10 +94,18 @@ def load(path: Path, collection_id: str) -> tuple[ProjectIndex, str] | None:
             header = json.loads(data["header"].tobytes().decode("utf-8"))
             if header.get("format") != FORMAT or header.get("collection") != collection_id:
                 return None
-            arrays = {key: data[key] for key in data.files if key != "header"}
+            # The vectors are most of the file (150 MB at 100k records): mapped, not read.
+            mapped = _mapped(path, "vecs")
+            arrays = {
+                key: data[key]
+                for key in data.files
+                if key != "header" and not (key == "vecs" and mapped is not None)
+            }
+            if mapped is not None:
+                arrays["vecs"] = mapped
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, json.JSONDecodeError):  # a damaged cache: rebuild it
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):  # a damaged cache: rebuild it
         logger.warning("ignoring the unreadable memory snapshot %s", path, exc_info=True)
         return None
     try:
@@ -103,6 +113,41 @@ def load(path: Path, collection_id: str) -> tuple[ProjectIndex, str] | None:
     except (ValueError, KeyError, TypeError):
         logger.warning("ignoring the inconsistent memory snapshot %s", path, exc_info=True)
         return None
+
+
+def _mapped(path: Path, name: str) -> np.ndarray[Any, Any] | None:
+    """Array `name` of the uncompressed ``.npz`` at `path`, memory-mapped copy-on-write.
+
+    ``np.load`` reads a member through :mod:`zipfile` (a copy and a CRC over every byte); a
+    stored (uncompressed) member is a plain ``.npy`` at a known offset, so it can be mapped:
+    pages are read when a recall first scans them, and writes stay private to the process.
+    None when the member is compressed or not a plain array (the caller reads it instead).
+
+    Raises:
+        ValueError: the file is shorter than the member claims (a damaged snapshot).
+    """
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(f"{name}.npy")
+    if info.compress_type != zipfile.ZIP_STORED:
+        return None
+    with open(path, "rb") as handle:
+        handle.seek(info.header_offset)
+        local = handle.read(30)
+        if len(local) != 30 or local[:4] != b"PK\x03\x04":
+            raise ValueError(f"{path}: no local header for {name}")
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        handle.seek(info.header_offset + 30 + name_len + extra_len)
+        version = np.lib.format.read_magic(handle)
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, fortran, dtype = read_header(handle)
+        offset = handle.tell()
+    if fortran or dtype.hasobject:
+        return None
+    return np.memmap(path, dtype=dtype, mode="c", offset=offset, shape=shape)
 
 
 def _restore(header: dict[str, Any], arrays: dict[str, Any]) -> tuple[ProjectIndex, str]:
