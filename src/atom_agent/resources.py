@@ -68,17 +68,6 @@ def models_from_factory(target: str | None = None) -> Models | None:
     raise ConfigError(f"models factory {spec!r} returned {type(models).__name__}")
 
 
-def limits_of(ctx: Context) -> Limits:
-    """The sandbox limits a Context sets for every sandboxed run."""
-    return Limits(
-        timeout_s=ctx.sandbox_timeout_s,
-        cpu_s=ctx.sandbox_cpu_s,
-        memory_mb=ctx.sandbox_memory_mb,
-        output_bytes=ctx.sandbox_output_bytes,
-        network=ctx.sandbox_network,
-    )
-
-
 def store_of(ctx: Context) -> tuple[str, ...]:
     """Which memory store a Context uses (a Chroma server, or the workspace's folder)."""
     if ctx.chroma_url:
@@ -131,7 +120,7 @@ class Resources:
                 raise ConfigError(f"unknown model roles {sorted(unknown)}; roles: {ROLES}")
         self.ctx = ctx
         self.workspace = Workspace(Path(ctx.workspace).expanduser())
-        self.limits = limits_of(ctx)
+        self.limits = Limits.from_context(ctx)
         self._shared = _Shared(models, runner)
         if memory is not None:
             self._shared.memories[store_of(ctx)] = memory
@@ -149,7 +138,7 @@ class Resources:
         derived = Resources.__new__(Resources)
         derived.ctx = ctx
         derived.workspace = Workspace(Path(ctx.workspace).expanduser())
-        derived.limits = limits_of(ctx)
+        derived.limits = Limits.from_context(ctx)
         derived._shared = self._shared
         derived._root = False
         derived._memo = {}
