@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from atom_agent.errors import MemoryNotFoundError
+from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.manager import MemoryManager
 from atom_agent.memory.records import MemoryRecord
 from atom_agent.session import SessionContext
@@ -49,10 +49,16 @@ def remember_once(
     Raises:
         MemoryValidationError: the item is not a valid memory.
     """
-    key = memory_key(session, kind)
-    try:
-        return Written(memory.get(session, key), new=False)
-    except MemoryNotFoundError:
-        pass
-    record = memory.remember_many(session, [{**item, "id": key}])[0]
-    return Written(record, new=True)
+    changes = MemoryChanges(session)
+    record = add_once(changes, kind, item)
+    applied = memory.apply(changes)
+    return Written(applied.records[record.id], new=record.id in applied.stored)
+
+
+def add_once(changes: MemoryChanges, kind: str, item: Mapping[str, Any]) -> MemoryRecord:
+    """Add `item` to `changes` under the id of (its session, kind), kept if it exists already.
+
+    Raises:
+        MemoryValidationError: the item is not a valid memory.
+    """
+    return changes.remember({**item, "id": memory_key(changes.session, kind)}, once=True)

@@ -14,6 +14,7 @@ from typing import Any, Self
 
 from atom_agent.context import Context
 from atom_agent.errors import MemoryNotFoundError, MemoryValidationError
+from atom_agent.memory.changes import Applied, MemoryChanges
 from atom_agent.memory.embeddings import Embedder
 from atom_agent.memory.events import emit_event as emit
 from atom_agent.memory.index import supersession_chain
@@ -219,35 +220,9 @@ class MemoryManager:
             MemoryNotFoundError: either id is not a live memory of this project.
             MemoryValidationError: bad ids (empty, or the replacement is the memory itself).
         """
-        session = require_session(session, "forget")
-        started = time.perf_counter()
-        memory_id = check_id(memory_id)
-        why = optional_text(reason, "reason")
-        replacement = None if replacement_id is None else check_id(replacement_id, "replacement_id")
-        if replacement == memory_id:
-            raise MemoryValidationError("replacement_id must differ from memory_id")
-        sync = self._sync(session.project_id)
-        old = sync.fetch(memory_id)
-        if replacement is not None and sync.fetch(replacement) is None:
-            raise MemoryNotFoundError(replacement, "replacement memory")
-        if old is None:
-            raise MemoryNotFoundError(memory_id)
-        changes: dict[str, Any] = {"superseded": True}
-        if why is not None:
-            changes["supersede_reason"] = why
-        if replacement is not None:
-            changes["superseded_by"] = replacement
-        record = sync.update(memory_id, changes, stamp="superseded_at")
-        emit(
-            "memory.forget",
-            session_id=session.session_id,
-            project_id=session.project_id,
-            memory_id=memory_id,
-            replacement_id=replacement,
-            reason=why,
-            duration_ms=_ms(started),
-        )
-        return record
+        changes = MemoryChanges(require_session(session, "forget"))
+        changes.forget(memory_id, reason=reason, replacement_id=replacement_id)
+        return self._apply_one(changes, memory_id, replacement_id)
 
     def reinforce(
         self,
@@ -261,7 +236,9 @@ class MemoryManager:
 
         Confidence moves `amount` of the way towards 1: ``c + amount * (1 - c)``.
         """
-        return self._adjust(session, memory_id, amount, evidence, up=True)
+        changes = MemoryChanges(require_session(session, "reinforce"))
+        changes.reinforce(memory_id, amount=amount, evidence=evidence)
+        return self._apply_one(changes, memory_id)
 
     def contradict(
         self,
@@ -275,46 +252,63 @@ class MemoryManager:
 
         Confidence drops by the fraction `amount`: ``c * (1 - amount)``.
         """
-        return self._adjust(session, memory_id, amount, evidence, up=False)
+        changes = MemoryChanges(require_session(session, "contradict"))
+        changes.contradict(memory_id, amount=amount, evidence=evidence)
+        return self._apply_one(changes, memory_id)
 
-    def _adjust(
-        self,
-        session: SessionContext,
-        memory_id: str,
-        amount: float,
-        evidence: str | None,
-        *,
-        up: bool,
+    def _apply_one(
+        self, changes: MemoryChanges, memory_id: str, replacement_id: str | None = None
     ) -> MemoryRecord:
-        operation = "reinforce" if up else "contradict"
-        session = require_session(session, operation)
+        applied = self.apply(changes)
+        if applied.missing:
+            missing = applied.missing[0]
+            if missing == replacement_id and missing != memory_id:
+                raise MemoryNotFoundError(missing, "replacement memory")
+            raise MemoryNotFoundError(missing)
+        return applied.records[changes.changes[0].memory_id]
+
+    def apply(self, changes: MemoryChanges) -> Applied:
+        """Store new records and change existing ones in one write (see :class:`MemoryChanges`).
+
+        Changes that name a record which is not live in the project (forgotten by expiry,
+        another project's, never written) change nothing and are listed in
+        :attr:`Applied.missing`; the rest are applied. Pending access counts of the project
+        are written with them.
+        """
+        session = changes.session
         started = time.perf_counter()
-        memory_id = check_id(memory_id)
-        step = check_unit(amount, "amount")
-        note = optional_text(evidence, "evidence")
-        sync = self._sync(session.project_id)
-
-        def change(meta: dict[str, Any]) -> dict[str, Any]:
-            c = float(meta.get("confidence", 0.0))
-            counter = "reinforced" if up else "contradicted"
-            out: dict[str, Any] = {
-                "confidence": round(c + step * (1.0 - c) if up else c * (1.0 - step), 6),
-                counter: int(meta.get(counter, 0)) + 1,
-            }
-            if note is not None:
-                out["last_evidence"] = note
-            return out
-
-        record = sync.update(memory_id, change)
-        emit(
-            f"memory.{operation}",
-            session_id=session.session_id,
-            project_id=session.project_id,
-            memory_id=memory_id,
-            confidence=record.confidence,
-            duration_ms=_ms(started),
-        )
-        return record
+        applied = self._sync(session.project_id).apply(changes, self.embedder.embed)
+        spent = _ms(started)
+        for memory_id in applied.stored:
+            record = applied.records[memory_id]
+            emit(
+                "memory.remember",
+                session_id=session.session_id,
+                project_id=session.project_id,
+                count=1,
+                memory_id=memory_id,
+                memory_type=record.type.value,
+                source_type=record.source_type.value,
+                duration_ms=spent,
+            )
+        for change in changes.changes:
+            if change.memory_id not in applied.changed:
+                continue
+            record = applied.records[change.memory_id]
+            fields: dict[str, Any] = (
+                {"replacement_id": record.superseded_by, "reason": record.supersede_reason}
+                if change.kind == "forget"
+                else {"confidence": record.confidence}
+            )
+            emit(
+                f"memory.{change.kind}",
+                session_id=session.session_id,
+                project_id=session.project_id,
+                memory_id=change.memory_id,
+                duration_ms=spent,
+                **fields,
+            )
+        return applied
 
     def record_access(self, session: SessionContext, ids: Iterable[str]) -> int:
         """Count one access on each id of this project (others are ignored); returns how many."""

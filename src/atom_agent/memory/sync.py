@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from atom_agent.errors import MemoryNotFoundError
 from atom_agent.memory import snapshot
+from atom_agent.memory.changes import Applied, MemoryChanges
 from atom_agent.memory.index import ProjectIndex
 from atom_agent.memory.records import (
     MemoryRecord,
@@ -28,7 +28,6 @@ logger = logging.getLogger(__name__)
 
 Row = tuple[str, str, dict[str, Any]]
 Write = Callable[[float], list[Row]]
-Changes = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
 
 _PAGE = 5000
 # Writers stamp `updated_at` inside the write lock, so it follows the change-token order; the
@@ -220,12 +219,16 @@ class ProjectSync:
                 pending.error = error
                 pending.done.set()
 
-    def write(self, action: Write) -> list[Row]:
-        """Run `action(now)` under the write lock, mirror the rows it returns, bump the token."""
+    def write(self, action: Write, *, flush: bool = True) -> list[Row]:
+        """Run `action(now)` under the write lock, mirror the rows it returns, bump the token.
+
+        `flush`: write pending access counts first (an action that folds them into its own
+        write passes False).
+        """
         with self.backend.write_lock():
             before = self.backend.read_token(self.name)
             now = time.time()
-            rows = self._flush_access(now) + action(now)
+            rows = (self._flush_access(now) if flush else []) + action(now)
             if rows:
                 self._changed(before, rows)
             return rows
@@ -240,28 +243,95 @@ class ProjectSync:
             if before == self._seen:  # the mirror was current, and now holds our change too
                 self._seen = token
 
-    def update(self, memory_id: str, changes: Changes, *, stamp: str | None = None) -> MemoryRecord:
-        """Merge metadata `changes` (a dict, or a function of the current metadata) into a record.
+    def apply(self, changes: MemoryChanges, embed: Embed) -> Applied:
+        """New records, changes of existing ones and pending access counts in one write.
 
-        Raises:
-            MemoryNotFoundError: no live record with that id in this project.
+        One ``get`` and one ``upsert`` under the write lock: a single Chroma commit however
+        many changes. Changes name records that must be live in the project; those that are
+        not are reported as missing and change nothing.
         """
+        records = changes.records
+        vectors: Any = embed([r.content for r in records]) if records else []
+        packed = [encode_vector(v) for v in vectors]
+        new = {r.id: (r, p, v) for r, p, v in zip(records, packed, vectors, strict=True)}
+        outcome: dict[str, list[str]] = {"stored": [], "changed": [], "missing": []}
+        kept: dict[str, Row] = {}
 
         def action(now: float) -> list[Row]:
-            got = self.collection.get(ids=[memory_id], include=["documents", "metadatas"])
-            if not got["ids"] or not self._live(got["metadatas"][0], now):
-                raise MemoryNotFoundError(memory_id)
-            meta = dict(got["metadatas"][0])
-            partial = dict(changes(meta) if callable(changes) else changes)
-            partial["updated_at"] = now
-            if stamp:
-                partial[stamp] = now
-            self.collection.update(ids=[memory_id], metadatas=[partial])
-            meta.update(partial)
-            return [(memory_id, got["documents"][0], meta)]
+            with self.backend.lock:
+                pending, self._pending = self._pending, {}
+            wanted = [*changes.keep_existing, *pending]
+            for c in changes.changes:
+                wanted += [i for i in (c.memory_id, c.requires) if i and i not in new]
+            current = self._current(list(dict.fromkeys(wanted)), now)
+            rows: dict[str, Row] = {}
+            vecs: dict[str, Any] = {}
+            for memory_id, (record, vec_text, vec) in new.items():
+                if memory_id in changes.keep_existing and memory_id in current:
+                    kept[memory_id] = (memory_id, *current[memory_id][:2])
+                    continue  # written before (e.g. by this node before a crash): keep it
+                rows[memory_id] = (
+                    memory_id,
+                    record.content,
+                    record_to_metadata(record, vec_text, now),
+                )
+                vecs[memory_id] = vec
+                outcome["stored"].append(memory_id)
+            for memory_id, (count, last) in pending.items():
+                if memory_id in current and memory_id not in rows:
+                    doc, meta, vec = current[memory_id]
+                    meta = {
+                        **meta,
+                        "access_count": int(meta.get("access_count", 0)) + count,
+                        "last_accessed_at": max(last, float(meta.get("last_accessed_at", 0.0))),
+                    }
+                    rows[memory_id], vecs[memory_id] = (memory_id, doc, meta), vec
+            for change in changes.changes:
+                target = change.memory_id
+                base = rows.get(target)
+                if base is None and target in current:
+                    doc, meta, vecs[target] = current[target]
+                    base = (target, doc, meta)
+                needed = change.requires
+                if base is None or (needed and needed not in rows and needed not in current):
+                    outcome["missing"].append(target if base is None else str(needed))
+                    continue
+                rows[target] = (target, base[1], {**base[2], **change.apply(base[2], now)})
+                if target not in new and target not in outcome["changed"]:
+                    outcome["changed"].append(target)
+            if not rows:
+                return []
+            for _, _, meta in rows.values():
+                meta["updated_at"] = now
+            self.collection.upsert(
+                ids=list(rows),
+                documents=[r[1] for r in rows.values()],
+                metadatas=[r[2] for r in rows.values()],
+                embeddings=[vecs[i] for i in rows],
+            )
+            return list(rows.values())
 
-        memory_id_, doc, meta = self.write(action)[-1]
-        return record_from_metadata(memory_id_, doc, meta)
+        written = {row[0]: row for row in self.write(action, flush=False)}
+        found = {
+            memory_id: record_from_metadata(*written[memory_id])
+            for memory_id in [*outcome["stored"], *outcome["changed"]]
+        }
+        for memory_id, row in kept.items():
+            found.setdefault(memory_id, record_from_metadata(*row))
+        return Applied(found, outcome["stored"], outcome["changed"], outcome["missing"])
+
+    def _current(self, ids: list[str], now: float) -> dict[str, tuple[str, dict[str, Any], Any]]:
+        """Live records among `ids`: document, metadata (a copy) and embedding, by id."""
+        if not ids:
+            return {}
+        got = self.collection.get(ids=ids, include=["documents", "metadatas", "embeddings"])
+        found: dict[str, tuple[str, dict[str, Any], Any]] = {}
+        embeddings = got.get("embeddings")
+        for i, memory_id in enumerate(got["ids"]):
+            meta = got["metadatas"][i]
+            if self._live(meta, now):
+                found[memory_id] = (got["documents"][i], dict(meta), embeddings[i])
+        return found
 
     def note_access(self, ids: list[str], now: float) -> int:
         """Count accesses now; they are written in batches (recall stays a read).

@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 
 from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
+from atom_agent.memory.changes import MemoryChanges
 from atom_agent.report import criteria_summary, render_report
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
@@ -125,10 +126,13 @@ def _promote(res: Any, state: State) -> list[str]:
     session = SessionContext(
         session_id=state["run_id"], project_id=res.ctx.project_id, run_id=state["run_id"]
     )
-    ids = record_decisions(res.memory, session, state.get("answers") or [])
+    changes = MemoryChanges(session)
+    ids = record_decisions(changes, state.get("answers") or [])
     candidates = state.get("candidates") or []
     if candidates:
-        ids += promote_once(res.memory, session, candidates, res.ctx.memory_promotion_threshold)
+        ids += promote_once(changes, candidates, res.ctx.memory_promotion_threshold)
+    if changes:
+        res.memory.apply(changes)  # one write; a re-run keeps what is stored already
     return ids
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from atom_agent.checks.contract import ContractReport
-from atom_agent.errors import AtomAgentError, ConfigError
+from atom_agent.errors import MemoryValidationError
 from atom_agent.memory import MemoryManager, MemoryRecord, WorkingMemory
-from atom_agent.memory.idempotent import memory_key, remember_once
+from atom_agent.memory.changes import MemoryChanges
+from atom_agent.memory.idempotent import add_once, memory_key
 from atom_agent.sandbox import RunResult
-from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, PlanStep
 
 from .evidence import first_failure
@@ -82,12 +82,13 @@ def _names(lines: Iterable[str]) -> list[str]:
 
 
 def record_interface(
-    memory: MemoryManager, session: SessionContext, step: PlanStep, artifacts: Path
+    memory: MemoryManager, changes: MemoryChanges, step: PlanStep, artifacts: Path
 ) -> list[str]:
-    """Remember what a committed step's ``impl.py`` exposes; supersede older memories of it.
+    """Add to `changes` what a committed step's ``impl.py`` exposes, superseding older ones.
 
     An older interface memory whose names are all among the new one's is superseded by it (the
-    new commit is what the code now is). Returns the id written ([] when nothing is exposed).
+    new commit is what the code now is). Returns the id to be written ([] when nothing is
+    exposed); `memory` is only read.
     """
     impl = artifacts / IMPL_FILE
     if not impl.is_file():
@@ -99,9 +100,8 @@ def record_interface(
     content = f"Code committed for '{step.title[:80]}' (impl.py) defines:\n" + "\n".join(
         f"- {line.strip() if not line.startswith(' ') else '  ' + line.strip()}" for line in lines
     )
-    written = remember_once(
-        memory,
-        session,
+    record = add_once(
+        changes,
         "interface",
         {
             "content": content[:2000],
@@ -112,16 +112,16 @@ def record_interface(
             "rationale": f"{INTERFACE_TAG}{step.id}; names: {', '.join(names)}",
         },
     )
-    _supersede_older(memory, session, written.record, set(names))
-    return [written.record.id]
+    _supersede_older(memory, changes, record, set(names))
+    return [record.id]
 
 
 def _supersede_older(
-    memory: MemoryManager, session: SessionContext, new: MemoryRecord, names: set[str]
+    memory: MemoryManager, changes: MemoryChanges, new: MemoryRecord, names: set[str]
 ) -> None:
     # Runs again after a crash: what it superseded already is out of recall, so nothing repeats.
     older = memory.recall(
-        session, " ".join(sorted(names)), type="fact", min_confidence=0.0, limit=20
+        changes.session, " ".join(sorted(names)), type="fact", min_confidence=0.0, limit=20
     )
     for record in older:
         why = record.rationale or ""
@@ -129,11 +129,8 @@ def _supersede_older(
             continue
         theirs = {n.strip() for n in why.split("names: ", 1)[1].split(",") if n.strip()}
         if theirs and theirs <= names:
-            memory.forget(
-                session,
-                record.id,
-                reason="a later commit of the same interface",
-                replacement_id=new.id,
+            changes.forget(
+                record.id, reason="a later commit of the same interface", replacement_id=new.id
             )
 
 
@@ -176,30 +173,31 @@ def failure_lesson(
 
 def record_lesson(
     memory: MemoryManager,
-    session: SessionContext,
+    changes: MemoryChanges,
     kind: str,
     content: str,
     *,
     confidence: float,
     rationale: str,
 ) -> list[str]:
-    """Remember a lesson once; an identical live lesson of the project makes it a no-op."""
+    """Add a lesson to `changes` once; an identical live lesson of the project makes it a no-op."""
     text = content.strip()[:2000]
     if not text:
         return []
     same = [
         r
-        for r in memory.recall(session, text, type="lesson_learned", min_confidence=0.0, limit=5)
+        for r in memory.recall(
+            changes.session, text, type="lesson_learned", min_confidence=0.0, limit=5
+        )
         if _norm(r.content) == _norm(text)
     ]
-    key = memory_key(session, kind)
+    key = memory_key(changes.session, kind)
     if any(r.id == key for r in same):
         return [key]  # this very write, made before a crash
     if same:
         return []  # learned already (an earlier attempt or run)
-    written = remember_once(
-        memory,
-        session,
+    record = add_once(
+        changes,
         kind,
         {
             "content": text,
@@ -210,7 +208,7 @@ def record_lesson(
             "rationale": rationale,
         },
     )
-    return [written.record.id]
+    return [record.id]
 
 
 def _norm(text: str) -> str:
@@ -220,9 +218,7 @@ def _norm(text: str) -> str:
 # --- the finish node: the user's decisions, promoted candidates ----------------------------------
 
 
-def record_decisions(
-    memory: MemoryManager, session: SessionContext, answers: Iterable[Mapping[str, str]]
-) -> list[str]:
+def record_decisions(changes: MemoryChanges, answers: Iterable[Mapping[str, str]]) -> list[str]:
     """Remember each answer the user gave in ``ask_user`` as a decision (the i-th answer once)."""
     ids: list[str] = []
     for i, answer in enumerate(answers):
@@ -231,9 +227,8 @@ def record_decisions(
         if not reply:
             continue
         asked = f" (asked: {question})" if question else ""
-        written = remember_once(
-            memory,
-            session,
+        record = add_once(
+            changes,
             f"decision-{i}",
             {
                 "content": f"The user decided: {reply}{asked}",
@@ -244,22 +239,21 @@ def record_decisions(
                 "rationale": "answer to a question the agent asked during a run",
             },
         )
-        ids.append(written.record.id)
+        ids.append(record.id)
     return ids
 
 
 def promote_once(
-    memory: MemoryManager,
-    session: SessionContext,
+    changes: MemoryChanges,
     candidates: Iterable[Mapping[str, Any]],
     threshold: float,
 ) -> list[str]:
     """Promote working-memory candidates at or above `threshold`, each once per run.
 
     Like :meth:`MemoryManager.promote`, but each promoted record's id is keyed by its content,
-    so a finish node re-run after a crash does not promote it again.
+    so a finish node re-run after a crash does not promote it again. Adds them to `changes`.
     """
-    working = WorkingMemory(session)
+    working = WorkingMemory(changes.session)
     for noticed in candidates:
         working.note(
             noticed["content"],
@@ -270,9 +264,8 @@ def promote_once(
     for c in working.above(threshold):
         digest = hashlib.sha256(c.key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         try:
-            written = remember_once(
-                memory,
-                session,
+            record = add_once(
+                changes,
                 f"promoted-{digest}",
                 {
                     "content": c.content,
@@ -283,10 +276,8 @@ def promote_once(
                     "source_type": "system",
                 },
             )
-        except ConfigError:
-            raise  # the store is misconfigured: the run fails with the fix
-        except AtomAgentError as exc:
-            logger.warning("promotion of a working-memory candidate failed: %s", exc)
+        except MemoryValidationError as exc:
+            logger.warning("a working-memory candidate cannot be promoted: %s", exc)
             continue
-        ids.append(written.record.id)
+        ids.append(record.id)
     return ids

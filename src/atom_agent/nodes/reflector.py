@@ -15,12 +15,12 @@ from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.examples import examples_feedback, run_examples, task_examples
 from atom_agent.checks.hardcoding import check_file
 from atom_agent.context import Context
-from atom_agent.errors import AtomAgentError, ConfigError, ModelError, ModelSpecError
+from atom_agent.errors import ConfigError, ModelError, ModelSpecError
+from atom_agent.memory.changes import MemoryChanges
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.structured import invoke_structured
 from atom_agent.resources import Resources
 from atom_agent.sandbox import RunResult
-from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, REQUIRED_FILES, TEST_FILE, Judgement, Plan, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
@@ -191,18 +191,19 @@ def make_reflector(res: Resources) -> Any:
         }
         written: list[str] = []
         candidates: list[dict[str, Any]] = []
+        changes = MemoryChanges(session)  # what the verdict teaches, written at once below
         if passed:
             res.workspace.commit(step_ref, attempt)
             res.workspace.update_step(
                 step_ref, status="committed", committed_attempt=attempt.n, verdict="passed"
             )
-            _adjust(res, session, used, up=True, evidence=f"step {step.id} passed its tests")
+            _adjust(changes, used, up=True, evidence=f"step {step.id} passed its tests")
             # Each write is keyed by (run, step, attempt, kind): a re-run after a crash adds none.
-            written += record_interface(res.memory, session, step, step_ref.artifacts)
+            written += record_interface(res.memory, changes, step, step_ref.artifacts)
             if judgement is not None and judgement.lesson.strip():
                 written += record_lesson(
                     res.memory,
-                    session,
+                    changes,
                     "lesson",
                     judgement.lesson,
                     confidence=0.7,
@@ -215,7 +216,7 @@ def make_reflector(res: Resources) -> Any:
             )
             written += record_lesson(
                 res.memory,
-                session,
+                changes,
                 "failure",
                 lesson,
                 confidence=0.6,
@@ -231,7 +232,7 @@ def make_reflector(res: Resources) -> Any:
                     }
                 )
             if decision in ("replan", "fail"):
-                _adjust(res, session, used, up=False, evidence=f"step {step.id} failed: {feedback}")
+                _adjust(changes, used, up=False, evidence=f"step {step.id} failed: {feedback}")
             if decision == "replan":
                 implicated = implicated_dependencies(plan, step, contract, suspect)
                 update["reopen"] = sorted(implicated)
@@ -257,6 +258,10 @@ def make_reflector(res: Resources) -> Any:
                         status="blocked",
                         reason=f"depends on failed step {step.id}",
                     )
+        if changes:
+            applied = res.memory.apply(changes)
+            if applied.missing:  # forgotten or expired since they were recalled
+                logger.info("memories no longer stored, left unchanged: %s", applied.missing)
         update["memories_written"] = written
         update["candidates"] = candidates
         return update
@@ -420,14 +425,9 @@ def _sum_usage(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
     return {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}
 
 
-def _adjust(
-    res: Resources, session: SessionContext, ids: list[str], *, up: bool, evidence: str
-) -> None:
+def _adjust(changes: MemoryChanges, ids: list[str], *, up: bool, evidence: str) -> None:
     for memory_id in ids:
-        try:
-            if up:
-                res.memory.reinforce(session, memory_id, evidence=evidence[:500])
-            else:
-                res.memory.contradict(session, memory_id, amount=0.15, evidence=evidence[:500])
-        except AtomAgentError as exc:  # forgotten or expired since it was recalled
-            logger.info("could not adjust memory %s: %s", memory_id, exc)
+        if up:
+            changes.reinforce(memory_id, evidence=evidence[:500])
+        else:
+            changes.contradict(memory_id, amount=0.15, evidence=evidence[:500])

@@ -128,10 +128,8 @@ def one_step() -> dict[str, ScriptedChatModel]:
 # --- kill points ---------------------------------------------------------------------------------
 
 WRITES: list[tuple[type, str]] = [
+    (MemoryManager, "apply"),  # remember_once, forget, reinforce and contradict go through it
     (MemoryManager, "remember_many"),
-    (MemoryManager, "forget"),
-    (MemoryManager, "reinforce"),
-    (MemoryManager, "contradict"),
     (Workspace, "write_verdict"),
     (Workspace, "commit"),
     (Workspace, "update_step"),

@@ -193,10 +193,9 @@ def test_a_crash_after_every_write_of_reflector_and_finish_duplicates_no_memory(
             "lesson_learned"
         ]
         assert set(writes) >= {
-            "reflector remember_many",
-            "reflector reinforce",
+            "reflector apply",
             "reflector commit",
-            "finish remember_many",
+            "finish apply",
             "finish write_report",
         }
         for n in range(1, len(writes) + 1):
@@ -225,14 +224,15 @@ def test_sigkill_right_after_the_reviewers_lesson_then_resume_writes_it_once(
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "writes.log"
-    # Writes of the reflector: verdict, commit, step.json, the interface, the lesson (5th).
-    env = _env(tmp_path, ATOM_TEST_WRITES=str(log), ATOM_TEST_KILL_AT="5")
+    # Writes of the reflector: verdict, commit, step.json, then the memory (the interface and
+    # the lesson in one write: the 4th).
+    env = _env(tmp_path, ATOM_TEST_WRITES=str(log), ATOM_TEST_KILL_AT="4")
     killed = subprocess.run(
         [*CLI, "run", "Write the adder.", "--run-id", "k1"],
         env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    assert log.read_text().splitlines()[-1] == "reflector remember_many"
+    assert log.read_text().splitlines()[-1] == "reflector apply"
     resumed = subprocess.run(
         [*CLI, "resume", "k1", "--json"], env=env, capture_output=True, text=True, timeout=300
     )
