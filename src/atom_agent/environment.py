@@ -19,6 +19,17 @@ _READ_ONLY = ("attempt to write a readonly database", "read-only file system")
 _DAMAGED = ("file is not a database", "database disk image is malformed", "file is encrypted")
 
 
+def cache_root() -> Path:
+    """Where rebuildable files live (weights, the optimised embedder).
+
+    ``$ATOM_CACHE_DIR``, else ``$XDG_CACHE_HOME/atom-agent`` (``~/.cache/atom-agent``).
+    """
+    base = os.environ.get("ATOM_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "atom-agent"
+    )
+    return Path(base)
+
+
 def check_workspace(root: Path, what: str = "the workspace") -> None:
     """Fail early, with the fix, when the workspace cannot hold runs.
 

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from atom_agent.memory.embeddings import DIMENSIONS
 from atom_agent.memory.lexical import LexicalIndex, query_tokens
+from atom_agent.memory.lines import Lines
 from atom_agent.memory.records import TYPE_CODES, MemoryRecord, decode_vector, record_from_metadata
 
 # Ranking: the vector ranking and the BM25 ranking (each read FUSION_POOL deep) are fused by a
@@ -51,8 +52,8 @@ class Metas:
     (Parsing 100k metadata dicts would cost a fresh process more than everything else it loads.)
     """
 
-    def __init__(self, items: list[dict[str, Any] | str] | None = None) -> None:
-        self._items: list[dict[str, Any] | str] = items if items is not None else []
+    def __init__(self, items: Lines[dict[str, Any] | str] | None = None) -> None:
+        self._items: Lines[dict[str, Any] | str] = items if items is not None else Lines()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -60,7 +61,8 @@ class Metas:
     def __getitem__(self, row: int) -> dict[str, Any]:
         item = self._items[row]
         if isinstance(item, str):
-            item = self._items[row] = json.loads(item)
+            item = json.loads(item)
+            self._items[row] = item
         return item
 
     def __setitem__(self, row: int, meta: dict[str, Any]) -> None:
@@ -78,13 +80,17 @@ class Metas:
         item = self._items[row]
         return item if isinstance(item, str) else json.dumps(item)
 
+    def pack(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """Every row's JSON text as one buffer and its offsets (see :class:`Lines`)."""
+        return self._items.pack(lambda item: item if isinstance(item, str) else json.dumps(item))
+
 
 class ProjectIndex:
     """Arrays over every record of one project, grown by doubling."""
 
     def __init__(self) -> None:
         self.ids: list[str] = []
-        self.docs: list[str] = []
+        self.docs: Lines[str] = Lines()
         self.metas = Metas()
         self.lexical = LexicalIndex()
         self.pos: dict[str, int] = {}
@@ -109,7 +115,9 @@ class ProjectIndex:
         if need <= cap:
             return
         new = max(need, cap * 2)
-        self.vecs = np.resize(self.vecs, (new, DIMENSIONS))
+        grown_vecs = np.zeros((new, DIMENSIONS), dtype=np.float32)  # pages untouched: lazy
+        grown_vecs[:cap] = self.vecs
+        self.vecs = grown_vecs
         for name, fill in (
             ("type_code", -1),
             ("confidence", 0.0),

@@ -12,6 +12,8 @@ import bm25s
 import numpy as np
 import numpy.typing as npt
 
+from atom_agent.memory.lines import Lines, TextRows
+
 # A token is a run of word characters, joined across inner . - (`os.path`, `utf-8`, `v1.2.3`);
 # identifiers are also split into their parts (`parse_config` → parse, config; `ParseConfig` too)
 # so a query can name either the whole identifier or its words.
@@ -86,7 +88,7 @@ class LexicalIndex:
     B = 0.75
 
     def __init__(self) -> None:
-        self.tokens: list[list[str] | str | None] = []
+        self.tokens: Lines[list[str] | str | None] = Lines()
         """Per row; None until needed (tokenising is lazy, so loading the mirror stays cheap),
         or a snapshot's joined string until split."""
         self.base: bm25s.BM25 | None = None
@@ -130,7 +132,7 @@ class LexicalIndex:
         self.changed(row)
         self.tokens[row] = []
 
-    def scores(self, docs: list[str], tokens: list[str], rows: int) -> npt.NDArray[np.float32]:
+    def scores(self, docs: TextRows, tokens: list[str], rows: int) -> npt.NDArray[np.float32]:
         """BM25 of every row against the query `tokens` (0 where no token matches)."""
         self.grow(rows)
         if len(self._delta) > max(REBUILD_MIN_ROWS, REBUILD_SHARE * self.base_rows):
@@ -166,15 +168,15 @@ class LexicalIndex:
         tid = self.base.vocab_dict.get(token)
         return 0 if tid is None or tid >= self.base_df.size else int(self.base_df[tid])
 
-    def _tokens(self, docs: list[str], row: int) -> list[str]:
+    def _tokens(self, docs: TextRows, row: int) -> list[str]:
         found = self.tokens[row]
-        if found is None:
+        if found is None or found == _UNTOKENISED:
             found = self.tokens[row] = tokenize(docs[row])
         elif isinstance(found, str):  # as a snapshot holds it
             found = self.tokens[row] = found.split(_SEP) if found else []
         return found
 
-    def _post(self, docs: list[str]) -> None:
+    def _post(self, docs: TextRows) -> None:
         for row in self._delta - self._posted:
             counts = Counter(self._tokens(docs, row))
             self._lengths[row] = max(1, sum(counts.values()))
@@ -186,7 +188,7 @@ class LexicalIndex:
         if not self.base_rows:  # no base yet: the delta's own average length
             self.base_avgdl = float(np.mean(list(self._lengths.values()))) if self._lengths else 1.0
 
-    def rebuild(self, docs: list[str]) -> None:
+    def rebuild(self, docs: TextRows) -> None:
         """Build the bm25s base over every row; the delta empties."""
         rows = len(self.tokens)
         corpus = [self._tokens(docs, r) for r in range(rows)]
@@ -210,19 +212,18 @@ class LexicalIndex:
 
     # --- persistence (see atom_agent.memory.snapshot) -------------------------------------------
 
-    def state(self, docs: list[str]) -> tuple[dict[str, npt.NDArray[Any]], dict[str, Any]]:
+    def state(self, docs: TextRows) -> tuple[dict[str, npt.NDArray[Any]], dict[str, Any]]:
         """Arrays and JSON-ready fields that :meth:`restore` turns back into this index."""
         arrays: dict[str, npt.NDArray[Any]] = {}
         if self.base is not None:
             for key in ("data", "indices", "indptr"):
                 arrays[f"bm25_{key}"] = np.asarray(self.base.scores[key])
-        # One line a row, tokens joined by _SEP (tokens hold no newline); a row never tokenised
-        # stays so (_UNTOKENISED): tokenising is work a later rebuild does if it needs it.
-        lines = "\n".join(
-            _UNTOKENISED if t is None else t if isinstance(t, str) else _SEP.join(t)
-            for t in self.tokens
+        # A row's tokens joined by _SEP; a row never tokenised stays so (_UNTOKENISED): tokenising
+        # is work a later rebuild does if it needs it.
+        arrays["tokens"], arrays["tokens_offsets"] = self.tokens.pack(
+            lambda t: _UNTOKENISED if t is None else t if isinstance(t, str) else _SEP.join(t)
         )
-        arrays["tokens"] = np.frombuffer(lines.encode("utf-8"), dtype=np.uint8)
+        arrays.update(self._delta_state(docs))
         fields = {
             "rows": self.base_rows,
             "count": len(self.tokens),
@@ -239,11 +240,10 @@ class LexicalIndex:
         """The index :meth:`state` described."""
         index = cls()
         count = int(fields["count"])
-        lines = arrays["tokens"].tobytes().decode("utf-8").split("\n") if count else []
-        if len(lines) != count:
-            raise ValueError(f"snapshot holds {len(lines)} token rows, expected {count}")
-        # Split into tokens only when a row is scored or rebuilt (see _tokens).
-        index.tokens = [None if t == _UNTOKENISED else t for t in lines]
+        # Decoded and split into tokens only when a row is scored or rebuilt (see _tokens).
+        index.tokens = Lines(arrays["tokens"], arrays["tokens_offsets"])
+        if len(index.tokens) != count:
+            raise ValueError(f"snapshot holds {len(index.tokens)} token rows, expected {count}")
         base = None
         if fields.get("vocab") is not None:
             base = bm25s.BM25(k1=cls.K1, b=cls.B)
@@ -259,7 +259,48 @@ class LexicalIndex:
         index._install(base, int(fields["rows"]), float(fields["avgdl"]))
         index.stale = set(fields["stale"])
         index._delta |= index.stale
+        if "post_vocab" in arrays:
+            index._restore_delta(arrays)
         return index
+
+    def _delta_state(self, docs: TextRows) -> dict[str, npt.NDArray[Any]]:
+        """The delta's postings as arrays: a fresh process's first query need not tokenise it."""
+        self._post(docs)
+        vocab = list(self._postings)
+        indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+        rows: list[int] = []
+        tfs: list[int] = []
+        for i, token in enumerate(vocab):
+            posting = self._postings[token]
+            rows += posting[0]
+            tfs += posting[1]
+            indptr[i + 1] = len(rows)
+        posted = sorted(self._posted)
+        return {
+            "post_vocab": np.frombuffer("\n".join(vocab).encode("utf-8"), dtype=np.uint8),
+            "post_indptr": indptr,
+            "post_rows": np.asarray(rows, dtype=np.int64),
+            "post_tfs": np.asarray(tfs, dtype=np.int32),
+            "posted": np.asarray(posted, dtype=np.int64),
+            "posted_lengths": np.asarray([self._lengths[r] for r in posted], dtype=np.int64),
+        }
+
+    def _restore_delta(self, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
+        posted = arrays["posted"].tolist()
+        if not set(posted) <= self._delta:
+            raise ValueError("snapshot postings name rows outside the delta")
+        text = arrays["post_vocab"].tobytes().decode("utf-8")
+        vocab = text.split("\n") if text else []
+        bounds = arrays["post_indptr"].tolist()
+        if len(bounds) != len(vocab) + 1:
+            raise ValueError("snapshot postings disagree with their vocabulary")
+        rows, tfs = arrays["post_rows"].tolist(), arrays["post_tfs"].tolist()
+        self._postings = {
+            token: (rows[bounds[i] : bounds[i + 1]], tfs[bounds[i] : bounds[i + 1]])
+            for i, token in enumerate(vocab)
+        }
+        self._lengths = dict(zip(posted, arrays["posted_lengths"].tolist(), strict=True))
+        self._posted = set(posted)
 
 
 _SEP = "\x1f"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import struct
 import tempfile
@@ -24,10 +25,11 @@ import numpy as np
 from atom_agent.memory.embeddings import DIMENSIONS
 from atom_agent.memory.index import Metas, ProjectIndex
 from atom_agent.memory.lexical import LexicalIndex
+from atom_agent.memory.lines import Lines
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 2
+FORMAT = 3
 _ARRAYS = ("type_code", "confidence", "created", "expires", "superseded", "alive")
 
 
@@ -54,15 +56,15 @@ def capture(index: ProjectIndex, collection_id: str, token: str) -> Capture:
         "token": token,
         "synced_at": index.synced_at,
         "ids": list(index.ids),
-        "docs": list(index.docs),
         "lexical": lexical_fields,
     }
     arrays: dict[str, Any] = {name: getattr(index, name)[:n].copy() for name in _ARRAYS}
     # float32 as the mirror holds them: converting float16 costs more than reading twice as much.
     arrays["vecs"] = index.vecs[:n].copy()
-    # One JSON object a line (json.dumps escapes newlines): splitting beats parsing 100k dicts.
-    metas = "\n".join(index.metas.text(r) for r in range(n))
-    arrays["metas"] = np.frombuffer(metas.encode("utf-8"), dtype=np.uint8)
+    # Documents and metadata texts as buffers and offsets: a row is decoded (and its metadata
+    # parsed) when first read, not at load (see atom_agent.memory.lines).
+    arrays["docs"], arrays["docs_offsets"] = index.docs.pack()
+    arrays["metas"], arrays["metas_offsets"] = index.metas.pack()
     arrays.update(lexical_arrays)  # built once, never changed in place
     index.unsaved = 0
     return Capture(arrays, header, n)
@@ -90,19 +92,10 @@ def load(path: Path, collection_id: str) -> tuple[ProjectIndex, str] | None:
     None when there is none, or it is of another collection or format, or damaged.
     """
     try:
-        with np.load(path, allow_pickle=False) as data:
-            header = json.loads(data["header"].tobytes().decode("utf-8"))
-            if header.get("format") != FORMAT or header.get("collection") != collection_id:
-                return None
-            # The vectors are most of the file (150 MB at 100k records): mapped, not read.
-            mapped = _mapped(path, "vecs")
-            arrays = {
-                key: data[key]
-                for key in data.files
-                if key != "header" and not (key == "vecs" and mapped is not None)
-            }
-            if mapped is not None:
-                arrays["vecs"] = mapped
+        arrays = _mapped(path)
+        header = json.loads(arrays.pop("header").tobytes().decode("utf-8"))
+        if header.get("format") != FORMAT or header.get("collection") != collection_id:
+            return None
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, zipfile.BadZipFile):  # a damaged cache: rebuild it
@@ -115,38 +108,59 @@ def load(path: Path, collection_id: str) -> tuple[ProjectIndex, str] | None:
         return None
 
 
-def _mapped(path: Path, name: str) -> np.ndarray[Any, Any] | None:
-    """Array `name` of the uncompressed ``.npz`` at `path`, memory-mapped copy-on-write.
+def _mapped(path: Path) -> dict[str, np.ndarray[Any, Any]]:
+    """Every array of the ``.npz`` at `path`, memory-mapped copy-on-write where it is stored.
 
     ``np.load`` reads a member through :mod:`zipfile` (a copy and a CRC over every byte); a
     stored (uncompressed) member is a plain ``.npy`` at a known offset, so it can be mapped:
-    pages are read when a recall first scans them, and writes stay private to the process.
-    None when the member is compressed or not a plain array (the caller reads it instead).
+    pages are read when first used, and writes stay private to the process. Compressed or
+    object members are read the usual way.
 
     Raises:
-        ValueError: the file is shorter than the member claims (a damaged snapshot).
+        ValueError: the file is shorter than a member claims (a damaged snapshot).
     """
-    with zipfile.ZipFile(path) as archive:
-        info = archive.getinfo(f"{name}.npy")
-    if info.compress_type != zipfile.ZIP_STORED:
-        return None
-    with open(path, "rb") as handle:
-        handle.seek(info.header_offset)
-        local = handle.read(30)
-        if len(local) != 30 or local[:4] != b"PK\x03\x04":
-            raise ValueError(f"{path}: no local header for {name}")
-        name_len, extra_len = struct.unpack("<HH", local[26:30])
-        handle.seek(info.header_offset + 30 + name_len + extra_len)
-        version = np.lib.format.read_magic(handle)
-        read_header = (
-            np.lib.format.read_array_header_1_0
-            if version == (1, 0)
-            else np.lib.format.read_array_header_2_0
-        )
-        shape, fortran, dtype = read_header(handle)
-        offset = handle.tell()
+    arrays: dict[str, np.ndarray[Any, Any]] = {}
+    unmapped: list[str] = []
+    with zipfile.ZipFile(path) as archive, open(path, "rb") as handle:
+        for info in archive.infolist():
+            name = info.filename.removesuffix(".npy")
+            found = None
+            if info.compress_type == zipfile.ZIP_STORED:
+                found = _map_member(path, handle, info)
+            if found is None:
+                unmapped.append(name)
+            else:
+                arrays[name] = found
+    if unmapped:
+        with np.load(path, allow_pickle=False) as data:
+            arrays.update({name: data[name] for name in unmapped})
+    return arrays
+
+
+def _map_member(path: Path, handle: Any, info: zipfile.ZipInfo) -> np.ndarray[Any, Any] | None:
+    handle.seek(info.header_offset)
+    local = handle.read(30)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise ValueError(f"{path}: no local header for {info.filename}")
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    handle.seek(info.header_offset + 30 + name_len + extra_len)
+    version = np.lib.format.read_magic(handle)
+    read_header = (
+        np.lib.format.read_array_header_1_0
+        if version == (1, 0)
+        else np.lib.format.read_array_header_2_0
+    )
+    shape, fortran, dtype = read_header(handle)
+    offset = handle.tell()
     if fortran or dtype.hasobject:
         return None
+    if math.prod(shape) == 0:
+        return np.empty(shape, dtype=dtype)
+    if (
+        offset + math.prod(shape) * dtype.itemsize
+        > info.header_offset + 30 + name_len + extra_len + info.file_size
+    ):
+        raise ValueError(f"{path}: {info.filename} is shorter than its header says")
     return np.memmap(path, dtype=dtype, mode="c", offset=offset, shape=shape)
 
 
@@ -154,12 +168,13 @@ def _restore(header: dict[str, Any], arrays: dict[str, Any]) -> tuple[ProjectInd
     index = ProjectIndex()
     ids: list[str] = header["ids"]
     n = len(ids)
-    metas = arrays["metas"].tobytes().decode("utf-8").split("\n") if n else []
-    if arrays["vecs"].shape != (n, DIMENSIONS) or len(metas) != n or len(header["docs"]) != n:
-        raise ValueError(f"snapshot rows disagree (ids {n}, metas {len(metas)})")
+    docs: Lines[str] = Lines(arrays["docs"], arrays["docs_offsets"])
+    metas: Lines[dict[str, Any] | str] = Lines(arrays["metas"], arrays["metas_offsets"])
+    if arrays["vecs"].shape != (n, DIMENSIONS) or len(metas) != n or len(docs) != n:
+        raise ValueError(f"snapshot rows disagree (ids {n}, metas {len(metas)}, docs {len(docs)})")
     index.ids = ids
-    index.docs = header["docs"]
-    index.metas = Metas(list(metas))
+    index.docs = docs
+    index.metas = Metas(metas)
     index.pos = {memory_id: row for row, memory_id in enumerate(ids)}
     index.vecs = np.asarray(arrays["vecs"], dtype=np.float32)
     for name in _ARRAYS:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from atom_agent.environment import cache_root
 from atom_agent.errors import ModelIntegrityError, ModelUnavailableError
 
 logger = logging.getLogger(__name__)
@@ -43,11 +44,8 @@ QWEN_CODER_1_5B = WeightsSpec(
 
 
 def cache_dir() -> Path:
-    """Where assembled weights live: ``$ATOM_CACHE_DIR`` or ``$XDG_CACHE_HOME/atom-agent``."""
-    base = os.environ.get("ATOM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "atom-agent"
-    )
-    return Path(base) / "models"
+    """Where assembled weights live: ``models/`` of :func:`atom_agent.environment.cache_root`."""
+    return cache_root() / "models"
 
 
 def part_paths(spec: WeightsSpec = QWEN_CODER_1_5B) -> list[Path]:

@@ -96,3 +96,27 @@ def test_registered_and_reopens_by_name(tmp_path: Path) -> None:
     again = reopened.get_collection("notes")  # no embedding function passed: rebuilt from its name
     result = again.query(query_texts=["which eviction policy does the cache have?"], n_results=1)
     assert result["ids"] == [["a"]]
+
+
+def test_the_optimised_model_is_cached_and_gives_the_same_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATOM_CACHE_DIR", str(tmp_path))
+    texts = ["parse_config(path) reads YAML", "Ein Satz auf Deutsch.", "x"]
+    built = Embedder()
+    cached = list((tmp_path / "embedder").glob("minilm-int8-*.onnx"))
+    assert len(cached) == 1
+    again = Embedder()  # loads the optimised copy
+    assert np.array_equal(built.embed(texts), again.embed(texts))
+    cached[0].write_bytes(cached[0].read_bytes()[:1000])  # damaged: ignored and rebuilt
+    rebuilt = Embedder()
+    assert np.array_equal(built.embed(texts), rebuilt.embed(texts))
+    assert [p.stat().st_size > 1000 for p in (tmp_path / "embedder").glob("*.onnx")] == [True]
+
+
+def test_an_unwritable_cache_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("ATOM_CACHE_DIR", str(blocked))
+    vector = Embedder().embed(["still works"])
+    assert vector.shape == (1, 384)
