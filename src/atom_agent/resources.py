@@ -13,14 +13,17 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Hashable, Mapping
+from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
+from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
+from atom_agent.checkpoints import sqlite_checkpointer
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError
 from atom_agent.memory import MemoryManager
@@ -84,6 +87,7 @@ class _Shared:
         self.loaded: dict[tuple[str, float], BaseChatModel] = {}
         self.memories: dict[tuple[str, ...], MemoryManager] = {}
         self.opened: set[tuple[str, ...]] = set()
+        self.savers: dict[str, tuple[SqliteSaver, ExitStack]] = {}
         self.runner = runner
         self.lock = threading.Lock()
         self.closed = False
@@ -228,17 +232,50 @@ class Resources:
                 shared.opened.add(key)
             return found
 
+    @property
+    def checkpointer(self) -> SqliteSaver:
+        """The workspace's SQLite checkpointer (WAL), opened on first use, closed by :meth:`close`.
+
+        Every run on these Resources (and on Resources derived from them) in one workspace
+        shares it, so their graph can be compiled once (see :func:`atom_agent.run.compiled_graph`).
+
+        Raises:
+            EnvironmentFailure: the database cannot be opened (with what to do).
+        """
+        shared = self._shared
+        key = str(self.workspace.root.expanduser().resolve())
+        with shared.lock:
+            if shared.closed:
+                raise ConfigError("these Resources are closed; open new ones for another run")
+            found = shared.savers.get(key)
+            if found is None:
+                stack = ExitStack()
+                try:
+                    saver = stack.enter_context(sqlite_checkpointer(self.workspace))
+                except BaseException:
+                    stack.close()
+                    raise
+                found = shared.savers[key] = (saver, stack)
+            return found[0]
+
     def close(self) -> None:
-        """Close the memory stores these Resources opened (derived ones close nothing)."""
+        """Close the memory stores and checkpoint databases these Resources opened.
+
+        Derived Resources close nothing: their root does.
+        """
         if not self._root:
             return
         shared = self._shared
         with shared.lock:
             managers = [m for k, m in shared.memories.items() if k in shared.opened]
             shared.memories.clear()
+            savers = [stack for _, stack in shared.savers.values()]
+            shared.savers.clear()
             shared.closed = True
         for manager in managers:
             manager.close()
+        for stack in savers:
+            stack.close()
 
     def __enter__(self) -> Self:
         return self

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -16,6 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
+from atom_agent.checkpoints import sqlite_checkpointer
 from atom_agent.context import Context
 from atom_agent.environment import check_workspace
 from atom_agent.errors import ConfigError, InvalidInputError, NoCheckpointError
@@ -29,7 +27,6 @@ from atom_agent.run_checks import (
     check_run_files,
     check_run_id,
     check_task_text,
-    checkpoint_failure,
     failing_run,
 )
 from atom_agent.workspace import Workspace
@@ -68,62 +65,6 @@ class RunOutcome:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return asdict(self)
-
-
-_SETUP_LOCK = threading.Lock()
-"""Serialises the checkpoint database's first set-up among this process's threads."""
-
-SETUP_TIMEOUT_S = 30.0
-"""How long opening the checkpoint database waits for other processes before it gives up."""
-
-
-@contextmanager
-def sqlite_checkpointer(workspace: Workspace) -> Iterator[SqliteSaver]:
-    """The workspace's SQLite checkpointer (WAL, synchronous=NORMAL), closed on exit.
-
-    Switching a new database to WAL takes an exclusive lock that SQLite does not wait for
-    (the busy timeout does not cover it), so batch threads opening one fresh workspace at
-    once got "database is locked". The switch and the table set-up run under a process
-    lock, and are retried for a while against other processes.
-    """
-    path = workspace.checkpoints_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=SETUP_TIMEOUT_S)
-    except sqlite3.Error as exc:
-        raise checkpoint_failure(path, exc) from exc
-    try:
-        saver = SqliteSaver(conn)
-        with _SETUP_LOCK:
-            try:
-                _retry_locked(lambda: _set_up(conn, saver))
-            except sqlite3.Error as exc:
-                raise checkpoint_failure(path, exc) from exc
-        yield saver
-    finally:
-        conn.close()
-
-
-def _set_up(conn: sqlite3.Connection, saver: SqliteSaver) -> None:
-    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-        conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    saver.setup()
-
-
-def _retry_locked(action: Callable[[], None]) -> None:
-    """Run `action`, retrying while SQLite says the database is locked (up to the timeout)."""
-    deadline = time.monotonic() + SETUP_TIMEOUT_S
-    delay = 0.01
-    while True:
-        try:
-            action()
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
 
 
 def _has_pending_writes(saver: SqliteSaver, config: RunnableConfig) -> bool:
@@ -222,15 +163,23 @@ def run_task(
                 f"run {rid!r} already exists in {workspace.root}: continue it with resume, "
                 f"or choose another run id"
             )
-        with sqlite_checkpointer(workspace) as saver:
+        with _resources(ctx, models, resources) as res:
             # The run directory does not exist, so any checkpoint under this id is a leftover
             # (e.g. a run abandoned before its first step): never mix it into the new run.
-            saver.delete_thread(rid)
-            with _resources(ctx, models, resources) as res:
-                graph = build_graph(res, checkpointer=saver)
-                with failing_run(workspace, rid, lambda: bool(graph.get_state(config).values)):
-                    _stream(graph, {"task": task, "run_id": rid}, config, ctx, on_event)
+            res.checkpointer.delete_thread(rid)
+            graph = compiled_graph(res)
+            with failing_run(workspace, rid, lambda: bool(graph.get_state(config).values)):
+                _stream(graph, {"task": task, "run_id": rid}, config, ctx, on_event)
             return _outcome(graph, config, workspace, rid)
+
+
+def compiled_graph(res: Resources) -> Any:
+    """The graph over `res` with its workspace's checkpointer, compiled once per Resources.
+
+    Compiling costs tens of milliseconds (LangGraph inspects every node function); a batch or
+    a script running many tasks on one Resources pays it once.
+    """
+    return res.memo("graph", lambda: build_graph(res, checkpointer=res.checkpointer))
 
 
 @contextmanager
@@ -289,22 +238,22 @@ def _resume_locked(
     on_event: EventHandler | None,
 ) -> RunOutcome:
     config: RunnableConfig = {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
-    with sqlite_checkpointer(workspace) as saver:
-        graph = build_graph(res, checkpointer=saver)
-        snapshot = graph.get_state(config)
-        if not snapshot.values:
-            raise NoCheckpointError(f"run {run_id!r} has no checkpoint to resume from")
-        waiting = any(t.interrupts for t in snapshot.tasks)
-        if waiting and (answer is None or (isinstance(answer, str) and not answer.strip())):
-            raise InvalidInputError(f"run {run_id!r} is waiting for an answer: pass --answer")
-        if not snapshot.next and not _has_pending_writes(saver, config):
-            if snapshot.values.get("status") in FINISHED:
-                return _outcome(graph, config, workspace, run_id)
-            # Killed between writing a checkpoint and scheduling what follows it: nothing
-            # can continue this thread. Drop it; the caller may start the run again.
-            saver.delete_thread(run_id)
-            raise NoCheckpointError(f"run {run_id!r} has no checkpoint to resume from")
-        payload: Any = Command(resume=answer) if waiting else None
-        with failing_run(workspace, run_id, lambda: True):
-            _stream(graph, payload, config, res.ctx, on_event)
-        return _outcome(graph, config, workspace, run_id)
+    saver = res.checkpointer
+    graph = compiled_graph(res)
+    snapshot = graph.get_state(config)
+    if not snapshot.values:
+        raise NoCheckpointError(f"run {run_id!r} has no checkpoint to resume from")
+    waiting = any(t.interrupts for t in snapshot.tasks)
+    if waiting and (answer is None or (isinstance(answer, str) and not answer.strip())):
+        raise InvalidInputError(f"run {run_id!r} is waiting for an answer: pass --answer")
+    if not snapshot.next and not _has_pending_writes(saver, config):
+        if snapshot.values.get("status") in FINISHED:
+            return _outcome(graph, config, workspace, run_id)
+        # Killed between writing a checkpoint and scheduling what follows it: nothing
+        # can continue this thread. Drop it; the caller may start the run again.
+        saver.delete_thread(run_id)
+        raise NoCheckpointError(f"run {run_id!r} has no checkpoint to resume from")
+    payload: Any = Command(resume=answer) if waiting else None
+    with failing_run(workspace, run_id, lambda: True):
+        _stream(graph, payload, config, res.ctx, on_event)
+    return _outcome(graph, config, workspace, run_id)

@@ -171,3 +171,27 @@ def test_an_attempt_agent_run_without_its_context_is_a_wiring_error(ctx: Context
     agent = attempt_agent(model, profile, executor_tools(ctx.executor_tools, profile))
     with pytest.raises(ToolConfigError, match="context=ToolContext"):
         agent.invoke({"messages": [HumanMessage("go")]})
+
+
+def test_runs_on_one_resources_compile_one_graph_over_one_checkpointer(
+    ctx: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from atom_agent import run as run_module
+
+    compiled: list[object] = []
+    real = run_module.build_graph
+    monkeypatch.setattr(
+        run_module, "build_graph", lambda *a, **k: compiled.append(1) or real(*a, **k)
+    )
+    plan = Plan(steps=[step("one")])
+    script = {("one", 1): passing_attempt()}
+    roles = models([plan, plan, plan], ExecutorScript(script))
+    with Resources(ctx, models=roles) as res:
+        outcomes = [run_task("t", resources=res) for _ in range(3)]
+        assert [o.status for o in outcomes] == ["done"] * 3 and len(compiled) == 1
+        saver = res.checkpointer
+        assert all(saver.get_tuple({"configurable": {"thread_id": o.run_id}}) for o in outcomes)
+        assert run_module.resume_run(outcomes[0].run_id, resources=res).status == "done"
+        assert len(compiled) == 1  # resuming on the same Resources reuses it too
+    with pytest.raises(Exception, match="closed"):  # closed with its Resources
+        saver.conn.execute("select 1")
