@@ -41,7 +41,10 @@ ACCESS_FLUSH_COUNT = 256
 ACCESS_FLUSH_INTERVAL_S = 2.0
 """Longest time a counted access waits before it is written."""
 SNAPSHOT_MIN_CHANGES = 1000
-"""Changed rows that make a new snapshot worth writing (see :meth:`ProjectSync.save_snapshot`)."""
+"""Changed rows that make a new snapshot worth writing (see :meth:`ProjectSync.save_snapshot`) …"""
+SNAPSHOT_MIN_SHARE = 0.05
+"""… and this share of the rows: writing one costs ≈ 1 s of CPU at 100k records, which a
+writer of a few thousand records would otherwise pay beside its own work."""
 UPSERT_CHUNK = 500
 """Most records sent to Chroma in one upsert."""
 
@@ -111,7 +114,8 @@ class ProjectSync:
     def save_snapshot(self, *, force: bool = False, closing: bool = False) -> bool:
         """Write the mirror's snapshot if worth it (or `force`); True if written.
 
-        Worth it: the BM25 base was rebuilt, or :data:`SNAPSHOT_MIN_CHANGES` rows changed, or
+        Worth it: the BM25 base was rebuilt, or :data:`SNAPSHOT_MIN_CHANGES` rows (and
+        :data:`SNAPSHOT_MIN_SHARE` of them) changed, or
         there is no snapshot yet, or (`closing`) anything changed: a snapshot that holds the
         store as it is spares the next process its refresh (≈ 0.4 s cold at 100k records).
         """
@@ -121,7 +125,8 @@ class ProjectSync:
             if index is None or path is None:
                 return False
             rebuilt = index.lexical.rebuilds != self._saved_rebuilds
-            due = closing or rebuilt or index.unsaved >= SNAPSHOT_MIN_CHANGES or not path.exists()
+            enough = max(SNAPSHOT_MIN_CHANGES, SNAPSHOT_MIN_SHARE * len(index.ids))
+            due = closing or rebuilt or index.unsaved >= enough or not path.exists()
             if not (force or (due and index.unsaved)):
                 return False
             taken = snapshot.capture(index, str(self.collection.id), self._seen)
