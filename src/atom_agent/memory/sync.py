@@ -21,6 +21,7 @@ from atom_agent.memory.records import (
     encode_vector,
     record_from_metadata,
     record_to_metadata,
+    stored_time,
 )
 from atom_agent.memory.store import ChromaBackend, collection_name
 
@@ -288,7 +289,9 @@ class ProjectSync:
                     meta = {
                         **meta,
                         "access_count": int(meta.get("access_count", 0)) + count,
-                        "last_accessed_at": max(last, float(meta.get("last_accessed_at", 0.0))),
+                        "last_accessed_at": stored_time(
+                            max(last, float(meta.get("last_accessed_at", 0.0)))
+                        ),
                     }
                     rows[memory_id], vecs[memory_id] = (memory_id, doc, meta), vec
             for change in changes.changes:
@@ -307,7 +310,7 @@ class ProjectSync:
             if not rows:
                 return []
             for _, _, meta in rows.values():
-                meta["updated_at"] = now
+                meta["updated_at"] = stored_time(now)
             self.collection.upsert(
                 ids=list(rows),
                 documents=[r[1] for r in rows.values()],
@@ -380,8 +383,10 @@ class ProjectSync:
             partial = {
                 # Read-add-write under the lock: increments from other processes are kept.
                 "access_count": int(meta.get("access_count", 0)) + count,
-                "last_accessed_at": max(last, float(meta.get("last_accessed_at", 0.0))),
-                "updated_at": now,
+                "last_accessed_at": stored_time(
+                    max(last, float(meta.get("last_accessed_at", 0.0)))
+                ),
+                "updated_at": stored_time(now),
             }
             partials.append(partial)
             rows.append((memory_id, doc, {**meta, **partial}))

@@ -590,3 +590,22 @@ def test_another_writer_is_seen(tmp_path: Path) -> None:
     time.sleep(0.3)
     assert writer.sweep_ttl() == 1
     assert reader.get(("shared",), "mine") is None
+
+
+def test_times_read_back_from_chroma_equal_the_written_ones(
+    store: ChromaStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chroma returns this timestamp a few ulps off unless it is rounded to the microsecond
+    # (it made the update test above flaky: created_at moved by 1 µs on the first update).
+    from atom_agent.memory import langgraph_store
+
+    now = [1795472187.0000157]  # Chroma returned it as ….0000155: another microsecond
+    monkeypatch.setattr(langgraph_store.time, "time", lambda: now[0])
+    ns = ("t",)
+    store.put(ns, "k", {"v": 1})
+    first = store.get(ns, "k")
+    now[0] = 1795472190.5
+    store.put(ns, "k", {"v": 2})
+    second = store.get(ns, "k")
+    assert first is not None and second is not None
+    assert second.created_at == first.created_at and second.updated_at > first.updated_at
