@@ -286,13 +286,7 @@ class ProjectSync:
             for memory_id, (count, last) in pending.items():
                 if memory_id in current and memory_id not in rows:
                     doc, meta, vec = current[memory_id]
-                    meta = {
-                        **meta,
-                        "access_count": int(meta.get("access_count", 0)) + count,
-                        "last_accessed_at": stored_time(
-                            max(last, float(meta.get("last_accessed_at", 0.0)))
-                        ),
-                    }
+                    meta = {**meta, **_accessed(meta, count, last)}
                     rows[memory_id], vecs[memory_id] = (memory_id, doc, meta), vec
             for change in changes.changes:
                 target = change.memory_id
@@ -380,14 +374,8 @@ class ProjectSync:
             if not self._live(meta, now):
                 continue
             count, last = pending[memory_id]
-            partial = {
-                # Read-add-write under the lock: increments from other processes are kept.
-                "access_count": int(meta.get("access_count", 0)) + count,
-                "last_accessed_at": stored_time(
-                    max(last, float(meta.get("last_accessed_at", 0.0)))
-                ),
-                "updated_at": stored_time(now),
-            }
+            # Read-add-write under the lock: increments from other processes are kept.
+            partial = {**_accessed(meta, count, last), "updated_at": stored_time(now)}
             partials.append(partial)
             rows.append((memory_id, doc, {**meta, **partial}))
         if rows:
@@ -404,6 +392,14 @@ class ProjectSync:
                 self.collection.delete(ids=expired)
                 self._changed(before, [], expired)  # a deletion is a change other mirrors must see
         return len(expired)
+
+
+def _accessed(meta: dict[str, Any], count: int, last: float) -> dict[str, Any]:
+    """The access fields of a record after `count` more accesses, the last at `last`."""
+    return {
+        "access_count": int(meta.get("access_count", 0)) + count,
+        "last_accessed_at": stored_time(max(last, float(meta.get("last_accessed_at", 0.0)))),
+    }
 
 
 def upsert_records(
