@@ -72,8 +72,13 @@ STEPS = 5
 BAR_MS = 30.0
 EXCLUDED = ("model", "sandbox")
 """Parts that are not framework time (the definition of the figure)."""
-BACKGROUND = frozenset({"checkpoints"})
-"""Parts LangGraph runs beside the graph (durability "async"): their wall time overlaps."""
+BACKGROUND = {
+    "checkpoints": "background thread",
+    "memory": "mostly the finish node's write, beside the deliverable's tests",
+}
+"""Parts that run beside others: LangGraph's checkpoint writes (durability "async"), and the
+run's memory write, which the finish node makes while the deliverable's tests run. Their wall
+time overlaps the rest."""
 
 
 @dataclass
@@ -176,7 +181,8 @@ def instrument() -> None:
     )
     reflector_module._judge = timed("judge", reflector_module._judge)  # type: ignore[assignment]
     calls_module.execute = timed("tool calls", calls_module.execute)  # type: ignore[assignment]
-    for name in ("recall", "remember", "reinforce", "contradict", "promote"):
+    memory = ("recall", "remember", "remember_many", "apply", "forget", "reinforce", "contradict")
+    for name in (*memory, "promote"):
         setattr(MemoryManager, name, timed("memory", getattr(MemoryManager, name)))
     for name in ("put", "put_writes", "get_tuple", "delete_thread", "setup"):
         setattr(SqliteSaver, name, timed("checkpoints", getattr(SqliteSaver, name)))
@@ -288,7 +294,7 @@ def _breakdown(rows: list[Run], med: Callable[[Any], float]) -> None:
     for name in names:
         w = med(r.parts_wall.get(name, 0.0) for r in rows) * per_step
         c = med(r.parts_cpu.get(name, 0.0) for r in rows) * per_step
-        note = "  (background thread)" if name in BACKGROUND else ""
+        note = f"  ({BACKGROUND[name]})" if name in BACKGROUND else ""
         print(f"    {name:24s} {w:6.1f} | {c:6.1f}{note}")
     foreground = [n for n in names if n not in BACKGROUND]
     rest_wall = med(

@@ -28,6 +28,7 @@ from atom_agent.context import Context
 from atom_agent.errors import ConfigError
 from atom_agent.memory import MemoryManager
 from atom_agent.models import load_chat_model, resolve_default_model
+from atom_agent.models.structured import with_schema_computed_once
 from atom_agent.sandbox import Limits, SandboxRunner, default_runner
 from atom_agent.workspace import Workspace
 
@@ -199,7 +200,7 @@ class Resources:
         """
         return self.memo(
             ("structured", role, schema),
-            lambda: self.model(role).with_structured_output(schema),
+            lambda: with_schema_computed_once(self.model(role).with_structured_output(schema)),
         )
 
     def memo(self, key: Hashable, build: Callable[[], T]) -> T:

@@ -301,6 +301,9 @@ class State(TypedDict, total=False):
     """Ids of the long-term memories in the current attempt's prompt (reinforced on pass)."""
     memories_written: Annotated[list[str], operator.add]
     """Ids of the long-term memories this run wrote."""
+    learned: Annotated[list[dict[str, Any]], operator.add]
+    """What the reflector's verdicts taught, as :meth:`MemoryChanges.to_data` values in order:
+    kept in the checkpoint and written to long-term memory by the finish node in one write."""
     candidates: Annotated[list[dict[str, Any]], operator.add]
     """Working-memory candidates noticed during the run (promoted at the end)."""
     current_step: str | None

@@ -12,7 +12,7 @@ written; whether the records it names exist is decided inside the write, under i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,20 +28,42 @@ from atom_agent.memory.records import (
 )
 from atom_agent.session import SessionContext
 
-MetaChange = Callable[[dict[str, Any], float], dict[str, Any]]
-"""The metadata a change sets, from a record's current metadata and the write's time."""
 
-
-@dataclass
+@dataclass(frozen=True)
 class Change:
-    """A change of one existing record (see :class:`MemoryChanges`)."""
+    """A change of one existing record (see :class:`MemoryChanges`); plain data."""
 
     memory_id: str
     kind: str
     """"forget", "reinforce" or "contradict" (the event it emits)."""
-    apply: MetaChange
+    params: dict[str, Any] = field(default_factory=dict)
+    """forget: reason; reinforce/contradict: amount, evidence (None when not given)."""
     requires: str | None = None
     """An id that must exist for the change to apply (a replacement)."""
+
+    def meta(self, meta: Mapping[str, Any], now: float) -> dict[str, Any]:
+        """The metadata this change sets, from a record's current metadata and the write's time."""
+        p = self.params
+        if self.kind == "forget":
+            out: dict[str, Any] = {"superseded": True, "superseded_at": stored_time(now)}
+            if p.get("reason") is not None:
+                out["supersede_reason"] = p["reason"]
+            if self.requires is not None:
+                out["superseded_by"] = self.requires
+            return out
+        up = self.kind == "reinforce"
+        c, step = float(meta.get("confidence", 0.0)), float(p["amount"])
+        counter = "reinforced" if up else "contradicted"
+        out = {
+            "confidence": round(c + step * (1.0 - c) if up else c * (1.0 - step), 6),
+            counter: int(meta.get(counter, 0)) + 1,
+        }
+        if p.get("evidence") is not None:
+            out["last_evidence"] = p["evidence"]
+        return out
+
+
+_KINDS = frozenset({"forget", "reinforce", "contradict"})
 
 
 @dataclass
@@ -83,6 +105,53 @@ class MemoryChanges:
         self.records = [r for r in self.records if r.id != record.id] + [record]
         return record
 
+    def extend(self, other: MemoryChanges) -> None:
+        """Append `other`'s writes after these (a later record with the same id wins)."""
+        ids = {r.id for r in other.records}
+        self.records = [r for r in self.records if r.id not in ids] + list(other.records)
+        self.keep_existing |= other.keep_existing
+        self.changes += other.changes
+
+    def to_data(self) -> dict[str, Any]:
+        """These writes as plain data (JSON and checkpoint safe); see :meth:`from_data`."""
+        return {
+            "records": [r.to_dict() for r in self.records],
+            "once": sorted(self.keep_existing),
+            "changes": [
+                {"memory_id": c.memory_id, "kind": c.kind, "params": dict(c.params),
+                 "requires": c.requires}
+                for c in self.changes
+            ],
+        }  # fmt: skip
+
+    @classmethod
+    def from_data(cls, session: SessionContext, data: Iterable[Mapping[str, Any]]) -> MemoryChanges:
+        """The writes of several :meth:`to_data` values, in order, as one set for `session`.
+
+        Raises:
+            MemoryValidationError: a value is not what :meth:`to_data` writes.
+        """
+        out = cls(session)
+        for item in data:
+            try:
+                part = cls(session)
+                part.records = [MemoryRecord.from_dict(dict(r)) for r in item["records"]]
+                part.keep_existing = {check_id(i) for i in item["once"]}
+                for c in item["changes"]:
+                    if c["kind"] not in _KINDS:
+                        raise MemoryValidationError(f"unknown change {c['kind']!r}")
+                    requires = c.get("requires")
+                    part.changes.append(
+                        Change(check_id(c["memory_id"]), c["kind"], dict(c["params"]),
+                               None if requires is None else check_id(requires))
+                    )  # fmt: skip
+            except MemoryValidationError:
+                raise
+            except (KeyError, TypeError, ValueError) as exc:
+                raise MemoryValidationError(f"not a set of memory changes: {exc!r}") from exc
+            out.extend(part)
+        return out
+
     def forget(
         self, memory_id: str, *, reason: str | None = None, replacement_id: str | None = None
     ) -> None:
@@ -93,15 +162,7 @@ class MemoryChanges:
         if replacement == memory_id:
             raise MemoryValidationError("replacement_id must differ from memory_id")
 
-        def change(meta: dict[str, Any], now: float) -> dict[str, Any]:
-            out: dict[str, Any] = {"superseded": True, "superseded_at": stored_time(now)}
-            if why is not None:
-                out["supersede_reason"] = why
-            if replacement is not None:
-                out["superseded_by"] = replacement
-            return out
-
-        self.changes.append(Change(memory_id, "forget", change, requires=replacement))
+        self.changes.append(Change(memory_id, "forget", {"reason": why}, requires=replacement))
 
     def reinforce(
         self, memory_id: str, *, amount: float = 0.1, evidence: str | None = None
@@ -119,19 +180,8 @@ class MemoryChanges:
         memory_id = check_id(memory_id)
         step = check_unit(amount, "amount")
         note = optional_text(evidence, "evidence")
-        counter = "reinforced" if up else "contradicted"
-
-        def change(meta: dict[str, Any], now: float) -> dict[str, Any]:
-            c = float(meta.get("confidence", 0.0))
-            out: dict[str, Any] = {
-                "confidence": round(c + step * (1.0 - c) if up else c * (1.0 - step), 6),
-                counter: int(meta.get(counter, 0)) + 1,
-            }
-            if note is not None:
-                out["last_evidence"] = note
-            return out
-
-        self.changes.append(Change(memory_id, "reinforce" if up else "contradict", change))
+        kind = "reinforce" if up else "contradict"
+        self.changes.append(Change(memory_id, kind, {"amount": step, "evidence": note}))
 
 
 @dataclass(frozen=True)

@@ -268,7 +268,12 @@ class ProjectSync:
                 pending, self._pending = self._pending, {}
             wanted = [*changes.keep_existing, *pending]
             for c in changes.changes:
-                wanted += [i for i in (c.memory_id, c.requires) if i and i not in new]
+                # A record kept as it is stored (``once``) is changed from what is stored.
+                wanted += [
+                    i
+                    for i in (c.memory_id, c.requires)
+                    if i and (i not in new or i in changes.keep_existing)
+                ]
             current = self._current(list(dict.fromkeys(wanted)), now)
             rows: dict[str, Row] = {}
             vecs: dict[str, Any] = {}
@@ -298,8 +303,8 @@ class ProjectSync:
                 if base is None or (needed and needed not in rows and needed not in current):
                     outcome["missing"].append(target if base is None else str(needed))
                     continue
-                rows[target] = (target, base[1], {**base[2], **change.apply(base[2], now)})
-                if target not in new and target not in outcome["changed"]:
+                rows[target] = (target, base[1], {**base[2], **change.meta(base[2], now)})
+                if (target not in new or target in kept) and target not in outcome["changed"]:
                     outcome["changed"].append(target)
             if not rows:
                 return []

@@ -18,8 +18,9 @@ from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
-from langchain_core.runnables import Runnable
-from pydantic import ValidationError
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableSequence
+from langchain_core.utils.function_calling import convert_to_json_schema
+from pydantic import BaseModel, ValidationError
 
 from atom_agent.errors import ModelError
 
@@ -79,3 +80,29 @@ def invoke_structured(
     if parsed is None:
         return StructuredReply(None, capture.message, "the reply held no structured answer")
     return StructuredReply(parsed, capture.message)
+
+
+def with_schema_computed_once(runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
+    """`runnable` (``with_structured_output(SomeModel)``) with its tracing schema computed once.
+
+    LangChain's chat models turn the schema they were bound with into a JSON schema on every
+    call, for tracing metadata only (``ls_structured_output_format``): for a pydantic class that
+    is pydantic's schema generation, milliseconds per call. Given the JSON schema instead, the
+    same conversion is a dict copy and the metadata is the same. Runnables of another shape are
+    returned as they are.
+    """
+    if not isinstance(runnable, RunnableSequence) or not isinstance(
+        runnable.first, RunnableBinding
+    ):
+        return runnable
+    first = runnable.first
+    traced = first.kwargs.get("ls_structured_output_format")
+    if not isinstance(traced, dict):
+        return runnable
+    schema = traced.get("schema")
+    if not isinstance(schema, type) or not issubclass(schema, BaseModel):
+        return runnable
+    bound = first.bind(
+        ls_structured_output_format={**traced, "schema": convert_to_json_schema(schema)}
+    )
+    return RunnableSequence(bound, *runnable.middle, runnable.last)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -41,14 +43,20 @@ def make_finish(res: Resources) -> Any:
         if verification:
             # What the outcome rests on: executed checks, or only a model's opinion.
             reason += f" (criteria of committed steps: {verification})"
-        promoted = _promote(res, state)
+        # Two independent jobs: the memory write (embedding, Chroma) runs while the
+        # deliverable's tests run in their sandbox process.
+        with ThreadPoolExecutor(1, thread_name_prefix="atom-learn") as pool:
+            learning = pool.submit(contextvars.copy_context().run, _learn, res, state)
+            try:
+                deliverable = _deliverable(res, run, state, statuses)
+            finally:
+                promoted = learning.result()  # waits; re-raises what the write raised
         final = {**state, "status": status, "stop_reason": reason}
         written = [*(state.get("memories_written") or []), *promoted]
         final["memories_written"] = written
         memories = memory_notes(res, run, statuses, written)
         final["memories"] = memories
         started = state.get("started_at") or time.time()
-        deliverable = _deliverable(res, run, state, statuses)
         res.workspace.update_run(
             run,
             status=status,
@@ -117,22 +125,26 @@ def _outcome(statuses: Mapping[str, str], budget: str | None, reason: str) -> tu
     return "failed", reason or f"steps not committed: {', '.join(failed) or 'none run'}"
 
 
-def _promote(res: Any, state: State) -> list[str]:
-    """The user's decisions, then working-memory candidates at or above the threshold.
+def _learn(res: Any, state: State) -> list[str]:
+    """Write what the run learned to long-term memory, in one write.
 
-    Both are keyed by run (and answer / content), so a finish re-run after a crash writes
-    nothing twice. Returns the ids.
+    The verdicts' lessons, interfaces and confidence changes (kept in the state until now),
+    then the user's decisions and the working-memory candidates at or above the threshold.
+    New records are keyed by run (step, attempt, answer or content), so a finish re-run after
+    a crash stores nothing twice. Returns the ids of the decisions and promotions.
     """
     session = SessionContext(
         session_id=state["run_id"], project_id=res.ctx.project_id, run_id=state["run_id"]
     )
-    changes = MemoryChanges(session)
+    changes = MemoryChanges.from_data(session, state.get("learned") or [])
     ids = record_decisions(changes, state.get("answers") or [])
     candidates = state.get("candidates") or []
     if candidates:
         ids += promote_once(changes, candidates, res.ctx.memory_promotion_threshold)
     if changes:
-        res.memory.apply(changes)  # one write; a re-run keeps what is stored already
+        applied = res.memory.apply(changes)
+        if applied.missing:  # forgotten or expired since they were recalled
+            logger.info("memories no longer stored, left unchanged: %s", applied.missing)
     return ids
 
 

@@ -10,7 +10,7 @@ import ast
 import hashlib
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +82,18 @@ def _names(lines: Iterable[str]) -> list[str]:
 
 
 def record_interface(
-    memory: MemoryManager, changes: MemoryChanges, step: PlanStep, artifacts: Path
+    memory: MemoryManager,
+    changes: MemoryChanges,
+    step: PlanStep,
+    artifacts: Path,
+    *,
+    earlier: Sequence[MemoryRecord] = (),
 ) -> list[str]:
     """Add to `changes` what a committed step's ``impl.py`` exposes, superseding older ones.
 
     An older interface memory whose names are all among the new one's is superseded by it (the
-    new commit is what the code now is). Returns the id to be written ([] when nothing is
+    new commit is what the code now is), whether stored or among `earlier` (records this run
+    learned and has not written yet). Returns the id to be written ([] when nothing is
     exposed); `memory` is only read.
     """
     impl = artifacts / IMPL_FILE
@@ -112,18 +118,23 @@ def record_interface(
             "rationale": f"{INTERFACE_TAG}{step.id}; names: {', '.join(names)}",
         },
     )
-    _supersede_older(memory, changes, record, set(names))
+    _supersede_older(memory, changes, record, set(names), earlier)
     return [record.id]
 
 
 def _supersede_older(
-    memory: MemoryManager, changes: MemoryChanges, new: MemoryRecord, names: set[str]
+    memory: MemoryManager,
+    changes: MemoryChanges,
+    new: MemoryRecord,
+    names: set[str],
+    earlier: Sequence[MemoryRecord],
 ) -> None:
     # Runs again after a crash: what it superseded already is out of recall, so nothing repeats.
     older = memory.recall(
         changes.session, " ".join(sorted(names)), type="fact", min_confidence=0.0, limit=20
     )
-    for record in older:
+    stored = {r.id for r in older}
+    for record in [*older, *(r for r in earlier if r.id not in stored)]:
         why = record.rationale or ""
         if record.id == new.id or not why.startswith(INTERFACE_TAG) or "names: " not in why:
             continue
@@ -179,16 +190,22 @@ def record_lesson(
     *,
     confidence: float,
     rationale: str,
+    earlier: Sequence[MemoryRecord] = (),
 ) -> list[str]:
-    """Add a lesson to `changes` once; an identical live lesson of the project makes it a no-op."""
+    """Add a lesson to `changes` once.
+
+    An identical live lesson of the project, or one among `earlier` (learned by this run, not
+    written yet), makes it a no-op.
+    """
     text = content.strip()[:2000]
     if not text:
         return []
+    recalled = memory.recall(
+        changes.session, text, type="lesson_learned", min_confidence=0.0, limit=5
+    )
     same = [
         r
-        for r in memory.recall(
-            changes.session, text, type="lesson_learned", min_confidence=0.0, limit=5
-        )
+        for r in [*recalled, *(r for r in earlier if r.type == "lesson_learned")]
         if _norm(r.content) == _norm(text)
     ]
     key = memory_key(changes.session, kind)

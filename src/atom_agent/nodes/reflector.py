@@ -191,7 +191,9 @@ def make_reflector(res: Resources) -> Any:
         }
         written: list[str] = []
         candidates: list[dict[str, Any]] = []
-        changes = MemoryChanges(session)  # what the verdict teaches, written at once below
+        # What the verdict teaches; the finish node writes a run's lessons in one go.
+        changes = MemoryChanges(session)
+        earlier = MemoryChanges.from_data(session, state.get("learned") or []).records
         if passed:
             res.workspace.commit(step_ref, attempt)
             res.workspace.update_step(
@@ -199,7 +201,9 @@ def make_reflector(res: Resources) -> Any:
             )
             _adjust(changes, used, up=True, evidence=f"step {step.id} passed its tests")
             # Each write is keyed by (run, step, attempt, kind): a re-run after a crash adds none.
-            written += record_interface(res.memory, changes, step, step_ref.artifacts)
+            written += record_interface(
+                res.memory, changes, step, step_ref.artifacts, earlier=earlier
+            )
             if judgement is not None and judgement.lesson.strip():
                 written += record_lesson(
                     res.memory,
@@ -208,6 +212,7 @@ def make_reflector(res: Resources) -> Any:
                     judgement.lesson,
                     confidence=0.7,
                     rationale=f"learned while committing step {step.id!r}",
+                    earlier=earlier,
                 )
             update["step_status"] = {**statuses, step.id: "committed"}
         else:
@@ -221,6 +226,7 @@ def make_reflector(res: Resources) -> Any:
                 lesson,
                 confidence=0.6,
                 rationale=f"executed evidence of step {step.id!r}, attempt {attempt.n}",
+                earlier=earlier,
             )
             if result is not None and result.tests is not None and result.tests.failed:
                 candidates.append(
@@ -258,10 +264,8 @@ def make_reflector(res: Resources) -> Any:
                         status="blocked",
                         reason=f"depends on failed step {step.id}",
                     )
-        if changes:
-            applied = res.memory.apply(changes)
-            if applied.missing:  # forgotten or expired since they were recalled
-                logger.info("memories no longer stored, left unchanged: %s", applied.missing)
+        if changes:  # kept in the checkpoint, so nothing is lost if the run stops before
+            update["learned"] = [changes.to_data()]
         update["memories_written"] = written
         update["candidates"] = candidates
         return update

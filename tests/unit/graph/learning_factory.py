@@ -3,7 +3,8 @@
 ``ATOM_MODELS_FACTORY=tests.unit.graph.learning_factory:learns_everything``. With
 ``ATOM_TEST_WRITES=<file>`` every side-effecting write of the reflector and finish nodes is
 logged there (one line each, across processes); with ``ATOM_TEST_KILL_AT=N`` as well, the
-process SIGKILLs itself right after the N-th write returned.
+process SIGKILLs itself right after the N-th write returned (or the first write of that name,
+as logged: ``finish apply``).
 """
 
 from __future__ import annotations
@@ -156,8 +157,11 @@ def _node() -> str | None:
     return None
 
 
-def arm(log: Path, kill_at: int, die: Callable[[], None]) -> None:
-    """Log each reflector/finish write to `log`; call `die` right after the `kill_at`-th."""
+def arm(log: Path, kill_at: int | str, die: Callable[[], None]) -> None:
+    """Log each reflector/finish write to `log`; call `die` right after the `kill_at`-th.
+
+    `kill_at` may also name a write as logged ("finish apply"): `die` after its first one.
+    """
     disarm()
     for owner, name in WRITES:
         original = getattr(owner, name)
@@ -169,7 +173,8 @@ def arm(log: Path, kill_at: int, die: Callable[[], None]) -> None:
             if node is not None:
                 with open(log, "a", encoding="utf-8") as handle:
                     handle.write(f"{node} {_name}\n")
-                if len(log.read_text(encoding="utf-8").splitlines()) == kill_at:
+                lines = log.read_text(encoding="utf-8").splitlines()
+                if len(lines) == kill_at or (lines[-1] == kill_at and lines.count(kill_at) == 1):
                     die()
             return out
 
@@ -190,4 +195,5 @@ def _sigkill() -> None:
 def _arm_kill_points() -> None:
     log = os.environ.get("ATOM_TEST_WRITES")
     if log:
-        arm(Path(log), int(os.environ.get("ATOM_TEST_KILL_AT", "0")), _sigkill)
+        at = os.environ.get("ATOM_TEST_KILL_AT", "0")
+        arm(Path(log), int(at) if at.isdigit() else at, _sigkill)

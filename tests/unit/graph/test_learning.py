@@ -10,13 +10,17 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import pytest
 from langchain_core.messages import BaseMessage
 
 from atom_agent import Context, resume_run, run_task
 from atom_agent.memory import MemoryManager
-from atom_agent.nodes.learning import interface_lines
+from atom_agent.memory.changes import MemoryChanges
+from atom_agent.nodes.learning import interface_lines, record_interface
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, PlanStep
 from atom_agent.testing import ScriptedChatModel
@@ -68,6 +72,27 @@ def test_the_interface_is_read_from_the_code() -> None:
     assert interface_lines("def broken(:\n") == []
 
 
+def test_a_later_commit_in_the_same_run_supersedes_the_interface_not_yet_written(
+    tmp_path: Path,
+) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"))
+    session = SessionContext(session_id="r", project_id=ctx.project_id, run_id="r")
+    step = lf.adder_step()
+    impl = tmp_path / "v1"
+    impl.mkdir()
+    (impl / "impl.py").write_text(lf.RIGHT)
+    with MemoryManager.from_context(ctx) as memory:
+        first = MemoryChanges(replace(session, step_id="adder", attempt=1))
+        (old,) = record_interface(memory, first, step, impl)
+        earlier = MemoryChanges.from_data(session, [first.to_data()]).records
+        second = MemoryChanges(replace(session, step_id="adder", attempt=2))
+        (new,) = record_interface(memory, second, step, impl, earlier=earlier)
+        assert [(c.memory_id, c.kind, c.requires) for c in second.changes] == [(old, "forget", new)]
+        merged = MemoryChanges.from_data(session, [first.to_data(), second.to_data()])
+        assert memory.apply(merged).missing == []
+        assert memory.get(session, old).superseded_by == new
+
+
 def test_a_failure_of_run_a_reaches_the_prompt_of_a_related_run_b(tmp_path: Path) -> None:
     ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
     roles_a, _ = lf.roles(Plan(steps=[lf.adder_step()]), {("adder", 1): lf.wrong_attempt()})
@@ -103,6 +128,33 @@ def test_a_failure_of_run_a_reaches_the_prompt_of_a_related_run_b(tmp_path: Path
     notes = _run_json(ctx, run_b.run_id)["memories"]
     assert lesson["id"] in [m["id"] for m in notes["recalled"]]  # type: ignore[index]
     assert [m["type"] for m in notes["written"]] == ["fact"]  # type: ignore[index]
+
+
+def test_a_run_writes_what_it_learned_once_at_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two attempts fail the same way, the third passes: one lesson (the second is the same as
+    # the first, which the run had learned but not yet written) and the interface, in one
+    # write by the finish node.
+    applied: list[list[str]] = []
+    original = MemoryManager.apply
+
+    def spy(self: MemoryManager, changes: Any) -> Any:
+        applied.append([r.type.value for r in changes.records])
+        return original(self, changes)
+
+    monkeypatch.setattr(MemoryManager, "apply", spy)
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=3, max_replans=0)
+    script = {("adder", 1): lf.wrong_attempt(), ("adder", 2): lf.wrong_attempt(),
+              ("adder", 3): lf.right_attempt()}  # fmt: skip
+    roles, _ = lf.roles(Plan(steps=[lf.adder_step()]), script)
+    outcome = run_task("Write the adder.", ctx, models=roles)
+    assert outcome.status == "done"
+    assert applied == [["lesson_learned", "fact"]]
+    stored = _memories(ctx)
+    assert sorted(str(m["type"]) for m in stored) == ["fact", "lesson_learned"]
+    written = _run_json(ctx, outcome.run_id)["memories"]["written"]  # type: ignore[index]
+    assert sorted(m["id"] for m in written) == sorted(str(m["id"]) for m in stored)
 
 
 def test_a_small_model_gets_the_lesson_in_its_draft_prompt_after_the_task(
@@ -192,8 +244,8 @@ def test_a_crash_after_every_write_of_reflector_and_finish_duplicates_no_memory(
         assert sorted(t for t, _ in expected) == ["decision", "fact", "lesson_learned"] + [
             "lesson_learned"
         ]
+        assert "reflector apply" not in writes  # a verdict's lessons wait in the state
         assert set(writes) >= {
-            "reflector apply",
             "reflector commit",
             "finish apply",
             "finish write_report",
@@ -220,19 +272,20 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def test_sigkill_right_after_the_reviewers_lesson_then_resume_writes_it_once(
-    tmp_path: Path,
+@pytest.mark.parametrize("kill_at", ["reflector commit", "finish apply"])
+def test_sigkill_around_the_run_s_lessons_then_resume_writes_them_once(
+    tmp_path: Path, kill_at: str
 ) -> None:
     log = tmp_path / "writes.log"
-    # Writes of the reflector: verdict, commit, step.json, then the memory (the interface and
-    # the lesson in one write: the 4th).
-    env = _env(tmp_path, ATOM_TEST_WRITES=str(log), ATOM_TEST_KILL_AT="4")
+    # Killed after the commit (the lessons only in the checkpoint, not yet stored) or right
+    # after the finish node wrote them (stored, but the finish node's checkpoint not saved).
+    env = _env(tmp_path, ATOM_TEST_WRITES=str(log), ATOM_TEST_KILL_AT=kill_at)
     killed = subprocess.run(
         [*CLI, "run", "Write the adder.", "--run-id", "k1"],
         env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    assert log.read_text().splitlines()[-1] == "reflector apply"
+    assert log.read_text().splitlines()[-1] == kill_at
     resumed = subprocess.run(
         [*CLI, "resume", "k1", "--json"], env=env, capture_output=True, text=True, timeout=300
     )

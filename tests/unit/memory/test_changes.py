@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -112,3 +113,58 @@ def test_an_empty_change_set_writes_nothing(
     applied = manager.apply(MemoryChanges(session))
     assert not MemoryChanges(session)
     assert writes.writes == [] and applied.stored == [] and applied.changed == []
+
+
+def test_changes_kept_as_data_apply_as_the_originals_would(
+    manager: MemoryManager, session: SessionContext
+) -> None:
+    old = manager.remember(session, "slugify(s) lowercases", type="fact")
+    used = manager.remember(session, "Slugs use hyphens", type="convention", confidence=0.5)
+    first = MemoryChanges(session)
+    new = first.remember({"content": "slugify(s) lowercases and hyphenates", "id": "k" + "2" * 31})
+    first.reinforce(used.id, amount=0.5, evidence="its tests passed")
+    second = MemoryChanges(session)
+    later = second.remember({"content": "slugify(s, sep) joins with sep", "type": "fact"})
+    second.forget(new.id, reason="a later commit", replacement_id=later.id)  # added before
+    second.forget(old.id, replacement_id=later.id)
+    second.contradict(used.id, amount=0.5)
+    # Through JSON, as a checkpoint keeps them, then merged in order.
+    data = json.loads(json.dumps([first.to_data(), second.to_data()]))
+    merged = MemoryChanges.from_data(session, data)
+    applied = manager.apply(merged)
+    assert sorted(applied.stored) == sorted([new.id, later.id]) and applied.missing == []
+    assert manager.get(session, new.id).superseded_by == later.id
+    assert manager.get(session, old.id).superseded_by == later.id
+    assert manager.get(session, used.id).confidence == pytest.approx((0.5 + 0.5 * 0.5) * 0.5)
+    assert manager.get(session, later.id).created_at == later.created_at  # when it was learned
+
+
+def test_a_record_kept_by_once_can_still_be_changed_in_the_same_set(
+    manager: MemoryManager, session: SessionContext
+) -> None:
+    stored = remember_once(manager, session, "interface", {"content": "f(x) doubles x"}).record
+    changes = MemoryChanges(session)
+    again = changes.remember({"content": "f(x) doubles x", "id": stored.id}, once=True)
+    replacement = changes.remember({"content": "f(x, n) multiplies x by n"})
+    changes.forget(again.id, replacement_id=replacement.id)
+    applied = manager.apply(changes)
+    assert applied.missing == [] and applied.changed == [stored.id]
+    assert manager.get(session, stored.id).superseded_by == replacement.id
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [{"records": [], "once": []}],  # no changes key
+        [{"records": [{"content": "x"}], "once": [], "changes": []}],  # a record without fields
+        [{"records": [], "once": [], "changes": [{"memory_id": "k1", "kind": "delete",
+                                                  "params": {}}]}],
+        [{"records": [], "once": [""], "changes": []}],  # an empty id
+        ["not a mapping"],
+    ],
+)  # fmt: skip
+def test_data_that_is_not_a_change_set_is_a_clear_error(
+    session: SessionContext, data: list[Any]
+) -> None:
+    with pytest.raises(MemoryValidationError):
+        MemoryChanges.from_data(session, data)
