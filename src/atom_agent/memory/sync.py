@@ -19,9 +19,11 @@ from atom_agent.memory.index import ProjectIndex
 from atom_agent.memory.records import (
     MemoryRecord,
     encode_vector,
+    pack_metadata,
     record_from_metadata,
     record_to_metadata,
     stored_time,
+    unpack_metadata,
 )
 from atom_agent.memory.store import ChromaBackend, collection_name
 
@@ -143,7 +145,7 @@ class ProjectSync:
                 include=["documents", "metadatas"], limit=_PAGE, offset=offset
             )
             ids = got["ids"]
-            index.upsert(zip(ids, got["documents"] or [], got["metadatas"] or [], strict=True))
+            index.upsert(_rows(got))
             if len(ids) < _PAGE:
                 break
             offset += _PAGE
@@ -155,7 +157,7 @@ class ProjectSync:
         got = self.collection.get(
             where={"updated_at": {"$gte": since}}, include=["documents", "metadatas"]
         )
-        index.upsert(zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True))
+        index.upsert(_rows(got))
         # Fewer records than mirrored rows: someone swept expired ones; start over. (More means
         # a write landed after the query above; its new token brings it in next time.)
         if self.collection.count() < len(index):
@@ -168,7 +170,7 @@ class ProjectSync:
         got = self.collection.get(ids=[memory_id], include=["documents", "metadatas"])
         if not got["ids"]:
             return None
-        meta = got["metadatas"][0]
+        meta = unpack_metadata(got["metadatas"][0])
         if not self._live(meta, time.time()):
             return None
         return record_from_metadata(memory_id, got["documents"][0], meta)
@@ -313,7 +315,7 @@ class ProjectSync:
             self.collection.upsert(
                 ids=list(rows),
                 documents=[r[1] for r in rows.values()],
-                metadatas=[r[2] for r in rows.values()],
+                metadatas=[pack_metadata(r[2]) for r in rows.values()],
                 embeddings=[vecs[i] for i in rows],
             )
             return list(rows.values())
@@ -335,7 +337,7 @@ class ProjectSync:
         found: dict[str, tuple[str, dict[str, Any], Any]] = {}
         embeddings = got.get("embeddings")
         for i, memory_id in enumerate(got["ids"]):
-            meta = got["metadatas"][i]
+            meta = unpack_metadata(got["metadatas"][i])
             if self._live(meta, now):
                 found[memory_id] = (got["documents"][i], dict(meta), embeddings[i])
         return found
@@ -372,19 +374,17 @@ class ProjectSync:
             return []
         got = self.collection.get(ids=list(pending), include=["documents", "metadatas"])
         rows: list[Row] = []
-        partials: list[dict[str, Any]] = []
-        for memory_id, doc, meta in zip(
-            got["ids"], got["documents"], got["metadatas"], strict=True
-        ):
+        for memory_id, doc, meta in _rows(got):
             if not self._live(meta, now):
                 continue
             count, last = pending[memory_id]
             # Read-add-write under the lock: increments from other processes are kept.
             partial = {**_accessed(meta, count, last), "updated_at": stored_time(now)}
-            partials.append(partial)
             rows.append((memory_id, doc, {**meta, **partial}))
-        if rows:
-            self.collection.update(ids=[r[0] for r in rows], metadatas=partials)
+        if rows:  # the whole packed metadata (a record written unpacked gets packed keys too)
+            self.collection.update(
+                ids=[r[0] for r in rows], metadatas=[pack_metadata(r[2]) for r in rows]
+            )
         return rows
 
     def sweep(self, now: float) -> int:
@@ -397,6 +397,16 @@ class ProjectSync:
                 self.collection.delete(ids=expired)
                 self._changed(before, [], expired)  # a deletion is a change other mirrors must see
         return len(expired)
+
+
+def _rows(got: Any) -> list[Row]:
+    """The (id, document, fields) rows of a Chroma ``get`` with documents and metadatas."""
+    return [
+        (memory_id, doc, unpack_metadata(meta))
+        for memory_id, doc, meta in zip(
+            got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True
+        )
+    ]
 
 
 def _accessed(meta: dict[str, Any], count: int, last: float) -> dict[str, Any]:
@@ -418,7 +428,7 @@ def upsert_records(
     collection.upsert(
         ids=[r[0] for r in rows],
         documents=[r[1] for r in rows],
-        metadatas=[r[2] for r in rows],
+        metadatas=[pack_metadata(r[2]) for r in rows],
         embeddings=vectors,
     )
     return rows

@@ -138,7 +138,11 @@ WRITES: list[tuple[type, str]] = [
     (Workspace, "write_report"),
 ]
 """Every side-effecting write the reflector and finish nodes make (memory and workspace)."""
-_NODES = {"reflector": "nodes/reflector.py", "finish": "nodes/finish.py"}
+_NODES = {
+    "reflector": ("nodes/reflector.py", "reflector"),
+    "finish": ("nodes/finish.py", "finish"),
+    "_learn": ("nodes/finish.py", "finish"),  # the finish node's memory write, in its own thread
+}
 _ORIGINALS: dict[tuple[type, str], Any] = {}
 
 
@@ -151,8 +155,9 @@ def _node() -> str | None:
     frame = sys._getframe(2)
     while frame is not None:
         code = frame.f_code
-        if code.co_name in _NODES and code.co_filename.endswith(_NODES[code.co_name]):
-            return code.co_name
+        where = _NODES.get(code.co_name)
+        if where is not None and code.co_filename.endswith(where[0]):
+            return where[1]
         frame = frame.f_back  # type: ignore[assignment]
     return None
 

@@ -9,6 +9,7 @@ import pytest
 
 from atom_agent.errors import MemoryNotFoundError, MemoryValidationError, MissingSessionError
 from atom_agent.memory import MemoryManager
+from atom_agent.memory.records import unpack_metadata
 from atom_agent.memory.store import collection_name
 from atom_agent.session import SessionContext
 
@@ -18,9 +19,10 @@ def test_forget_marks_superseded(manager: MemoryManager, session: SessionContext
     forgotten = manager.forget(session, record.id)
     assert forgotten.superseded and forgotten.superseded_at is not None
     assert forgotten.superseded_by is None
-    meta = manager.backend.client.get_collection(collection_name("memory", "alpha")).get(
+    stored = manager.backend.client.get_collection(collection_name("memory", "alpha")).get(
         ids=[record.id]
     )["metadatas"][0]
+    meta = unpack_metadata(stored)
     assert meta["superseded"] is True and "superseded_by" not in meta
 
 

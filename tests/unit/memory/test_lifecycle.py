@@ -12,6 +12,7 @@ from chromadb.config import Settings
 from atom_agent.errors import MemoryNotFoundError, MemoryValidationError
 from atom_agent.memory import MemoryManager, MemoryType, WorkingMemory
 from atom_agent.memory.embeddings import MiniLMInt8EmbeddingFunction
+from atom_agent.memory.records import unpack_metadata
 from atom_agent.memory.store import collection_name
 from atom_agent.session import SessionContext
 
@@ -145,3 +146,38 @@ def test_a_store_made_before_the_cheap_hnsw_settings_still_opens(
         assert reopened.configuration_json["hnsw"]["ef_construction"] == 100  # kept as made
         fresh = memory.backend.collection("memory", "another-project")
         assert fresh.configuration_json["hnsw"]["ef_construction"] < 100
+
+
+def test_records_stored_one_key_per_field_are_read_and_changed_as_before(
+    tmp_path: Path, session: SessionContext
+) -> None:
+    # Stores written before the packed metadata (one Chroma key per field) keep working: read
+    # from Chroma, recalled, changed; a changed record is rewritten packed.
+    with MemoryManager.open(tmp_path) as memory:
+        kept = memory.remember(session, "The parser rejects tabs", confidence=0.6)
+        other = memory.remember(session, "Config lives in conf/", type="convention")
+        collection = memory.backend.collection("memory", session.project_id)
+        got = collection.get(include=["documents", "metadatas", "embeddings"])
+        flat = [unpack_metadata(m) for m in got["metadatas"]]
+        assert all("m" not in m and "type" in m for m in flat)
+        collection.delete(ids=got["ids"])  # no packed key may linger
+        collection.add(
+            ids=got["ids"], documents=got["documents"], metadatas=flat,
+            embeddings=got["embeddings"],
+        )  # fmt: skip
+        name = memory._sync(session.project_id).name
+        memory.backend.bump_token(name)
+        snapshot = memory.backend.snapshot_path(name)
+    if snapshot is not None:  # the mirror is loaded from Chroma, not from the snapshot
+        snapshot.unlink(missing_ok=True)
+    with MemoryManager.open(tmp_path) as memory:
+        assert memory.get(session, kept.id).confidence == 0.6
+        assert [r.id for r in memory.recall(session, "does the parser accept tabs?")][0] == kept.id
+        memory.reinforce(session, kept.id, amount=0.5)
+        memory.forget(session, other.id, reason="moved")  # closing writes the access counts
+    with MemoryManager.open(tmp_path) as memory:
+        again = memory.get(session, kept.id)
+        assert again.confidence == 0.8 and again.access_count >= 1
+        assert memory.get(session, other.id).superseded
+        stored = memory.backend.collection("memory", session.project_id).get(ids=[kept.id])
+        assert "m" in stored["metadatas"][0]  # rewritten packed

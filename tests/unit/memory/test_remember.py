@@ -11,6 +11,7 @@ import pytest
 
 from atom_agent.errors import MemoryValidationError, MissingSessionError
 from atom_agent.memory import MemoryManager, MemoryType
+from atom_agent.memory.records import unpack_metadata
 from atom_agent.memory.store import collection_name
 from atom_agent.session import SessionContext
 
@@ -86,7 +87,8 @@ def test_persists_immediately_with_provenance(
     # Straight from Chroma, not through the manager's mirror.
     collection = manager.backend.client.get_collection(collection_name("memory", "alpha"))
     got = collection.get(ids=[record.id], include=["documents", "metadatas"])
-    meta = got["metadatas"][0]
+    meta = unpack_metadata(got["metadatas"][0])
+    assert set(got["metadatas"][0]) == {"m", "updated_at"}  # one key Chroma filters on, one text
     assert got["documents"] == ["Migrations live in db/migrations"]
     assert meta["type"] == "fact" and meta["project_id"] == "alpha" and meta["session_id"] == "s1"
     assert (meta["run_id"], meta["step_id"], meta["attempt"]) == ("r1", "step-1", 1)
