@@ -98,6 +98,10 @@ class LexicalIndex:
         self.stale: set[int] = set()
         """Base rows whose document changed or was removed after the build."""
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
+        """Per token of the delta: its rows and BM25 term weights ``tf / (norm + tf)`` without
+        the idf, as arrays (built on first use, dropped when the token's posting grows)."""
+        self._stale_rows: npt.NDArray[np.int64] | None = None
         self._lengths: dict[int, int] = {}
         self._delta: set[int] = set()
         self._posted: set[int] = set()
@@ -121,8 +125,10 @@ class LexicalIndex:
         self.tokens[row] = None
         if row < self.base_rows:
             self.stale.add(row)
+            self._stale_rows = None
         if row in self._posted:  # rare (an import replacing a document): re-post the delta
             self._postings.clear()
+            self._arrays.clear()
             self._lengths.clear()
             self._posted.clear()
         self._delta.add(row)
@@ -147,20 +153,35 @@ class LexicalIndex:
                 base = self.base.get_scores_from_ids(ids)
                 out[: base.size] = base
                 if self.stale:
-                    out[list(self.stale)] = 0.0
+                    if self._stale_rows is None:
+                        self._stale_rows = np.fromiter(self.stale, np.int64, len(self.stale))
+                    out[self._stale_rows] = 0.0
         if self._delta:
             self._post(docs)
             for token in tokens:
-                posting = self._postings.get(token)
-                if not posting:
+                weighted = self._weights(token)
+                if weighted is None:
                     continue
-                found, tfs = np.asarray(posting[0]), np.asarray(posting[1], dtype=np.float32)
+                found, weights = weighted
                 df = len(found) + self._base_df(token)
                 idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-                lengths = np.fromiter((self._lengths[r] for r in posting[0]), np.float32)
-                norm = self.K1 * ((1 - self.B) + self.B * lengths / self.base_avgdl)
-                np.add.at(out, found, idf * tfs / (norm + tfs))
+                np.add.at(out, found, idf * weights)
         return out
+
+    def _weights(self, token: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
+        """The delta rows holding `token` and their term weights (None when none does)."""
+        cached = self._arrays.get(token)
+        if cached is not None:
+            return cached
+        posting = self._postings.get(token)
+        if not posting:
+            return None
+        found = np.asarray(posting[0], dtype=np.int64)
+        tfs = np.asarray(posting[1], dtype=np.float32)
+        lengths = np.fromiter((self._lengths[r] for r in posting[0]), np.float32, len(found))
+        norm = self.K1 * ((1 - self.B) + self.B * lengths / self.base_avgdl)
+        self._arrays[token] = found, tfs / (norm + tfs)
+        return self._arrays[token]
 
     def _base_df(self, token: str) -> int:
         if self.base is None:
@@ -184,9 +205,13 @@ class LexicalIndex:
                 posting = self._postings.setdefault(token, ([], []))
                 posting[0].append(row)
                 posting[1].append(tf)
+                self._arrays.pop(token, None)
             self._posted.add(row)
         if not self.base_rows:  # no base yet: the delta's own average length
-            self.base_avgdl = float(np.mean(list(self._lengths.values()))) if self._lengths else 1.0
+            avgdl = float(np.mean(list(self._lengths.values()))) if self._lengths else 1.0
+            if avgdl != self.base_avgdl:  # every weight depends on it
+                self._arrays.clear()
+            self.base_avgdl = avgdl
 
     def rebuild(self, docs: TextRows) -> None:
         """Build the bm25s base over every row; the delta empties."""
@@ -205,8 +230,10 @@ class LexicalIndex:
             indptr = np.asarray(base.scores["indptr"], dtype=np.int64)
             self.base_df = (indptr[1:] - indptr[:-1]).astype(np.int64)
         self.stale = set()
+        self._stale_rows = None
         self._delta = set(range(rows, len(self.tokens)))
         self._postings.clear()
+        self._arrays.clear()
         self._lengths.clear()
         self._posted.clear()
 

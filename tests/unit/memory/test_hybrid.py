@@ -106,6 +106,7 @@ def test_base_and_delta_score_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     query = ["parse_config_v2", "empty", "cache"]
     delta = index.scores(docs, query, len(docs))
     index.rebuild(docs)
+    built = list(docs)
     assert index.delta_rows == 0 and index.base is not None
     base = index.scores(docs, query, len(docs))
     assert delta.argmax() == base.argmax() == len(docs) - 1
@@ -115,6 +116,20 @@ def test_base_and_delta_score_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     index.changed(len(docs) - 1)
     mixed = index.scores(docs, query, len(docs))
     assert mixed[-1] > 0 and mixed[-2] == pytest.approx(base[-1], rel=1e-3)
+    # the delta's weights are kept between queries: a row written since must still count,
+    # and a base row rewritten since is scored by its new text only
+    docs.append("an empty parse_config_v2 note")
+    index.changed(len(docs) - 1)
+    docs[0] = "nothing in common"
+    index.changed(0)
+    again = index.scores(docs, query, len(docs))
+    assert again[-1] > again[-2] > 0 and again[0] == 0.0
+    twin = LexicalIndex()  # the same history, scored once at the end: nothing cached
+    twin.grow(len(built))
+    twin.rebuild(built)
+    for row in (41, 42, 0):
+        twin.changed(row)
+    assert twin.scores(docs, query, len(docs)).tolist() == again.tolist()
 
 
 def test_tokens_keep_identifiers_and_their_parts() -> None:
