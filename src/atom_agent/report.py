@@ -55,6 +55,17 @@ def _evidence_section(step_id: str, verdict: dict[str, Any]) -> str:
         lines.append(f"- **{c.get('status', 'judged')}** — {c.get('criterion', '')}")
         for item in (c.get("evidence") or [])[:6]:
             lines.append(f"  - {str(item)[:300]}")
+    for use in verdict.get("names") or []:
+        if use.get("status") == "unexercised":
+            lines.append(
+                f"- **unexercised** — `{use.get('name')}`: no executed check and no passing test "
+                "used it"
+            )
+        elif use.get("status") == "errors only":
+            lines.append(
+                f"- **errors only** — `{use.get('name')}`: only checks that it raises ran; "
+                "no result of it was checked"
+            )
     cross = verdict.get("cross_examination") or {}
     for s in cross.get("suspect_checks") or []:
         lines.append(f"- suspect check: `{s.get('check', '')[:200]}` — {s.get('reason', '')}")
@@ -128,7 +139,9 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         "",
         "*verified*: a check ran in the sandbox and held; *failed*: it ran and did not; "
         "*suspect*: every independent implementation contradicted its checks, so they were not "
-        "used; *judged*: only a model's opinion, nothing executed; *unverified*: nothing backs it.",
+        "used; *judged*: only a model's opinion, nothing executed; *unverified*: nothing backs it. "
+        "A defined name is *unexercised* when no executed check and no passing test used it, "
+        "*errors only* when only checks that it raises did.",
         "",
         *(evidence or ["No verdicts."]),
         "",

@@ -101,8 +101,12 @@ def _deliverable(
 
 
 def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
-    """``3 verified, 1 judged`` over the committed steps' final verdicts ('' if none)."""
+    """``3 verified, 1 judged`` over the committed steps' final verdicts ('' if none).
+
+    Then the defined names of which no executed check or passing test checked a result.
+    """
     criteria: list[dict[str, Any]] = []
+    idle: list[str] = []
     for step_id, status in statuses.items():
         if status != "committed":
             continue
@@ -111,8 +115,17 @@ def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
         except AtomAgentError:
             continue
         if attempts and attempts[-1].verdict_json.exists():
-            criteria += res.workspace.read_verdict(attempts[-1]).get("criteria") or []
-    return criteria_summary(criteria) if criteria else ""
+            verdict = res.workspace.read_verdict(attempts[-1])
+            criteria += verdict.get("criteria") or []
+            idle += [
+                f"{u.get('name')} ({u.get('status')})"
+                for u in verdict.get("names") or []
+                if u.get("status") != "exercised"
+            ]
+    summary = criteria_summary(criteria) if criteria else ""
+    if idle:  # committed, yet nothing checked what these return
+        summary += ("; " if summary else "") + "no result checked for " + ", ".join(idle)
+    return summary
 
 
 def _outcome(statuses: Mapping[str, str], budget: str | None, reason: str) -> tuple[RunStatus, str]:

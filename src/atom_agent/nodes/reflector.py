@@ -13,7 +13,9 @@ from langgraph.runtime import Runtime
 from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.examples import examples_feedback, run_examples, task_examples
+from atom_agent.checks.exercised import NameUse, name_uses
 from atom_agent.checks.hardcoding import check_file
+from atom_agent.checks.names import defined_in_code
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError, ModelError, ModelSpecError
 from atom_agent.memory.changes import MemoryChanges
@@ -127,6 +129,7 @@ def make_reflector(res: Resources) -> Any:
             judgement, spent_usage = _judge(res, step, staging, result, unbacked)
             usage = _sum_usage(usage, spent_usage)
         criteria = criteria_verdicts(step, contract, suspect, result, tests_ok, judgement)
+        uses = _name_uses(step, staging, contract, suspect, tests_ok) if not missing else []
         passed = executed_ok
 
         failures = (state.get("failures") or {}).get(step.id, 0) + (0 if passed else 1)
@@ -161,6 +164,7 @@ def make_reflector(res: Resources) -> Any:
             "hardcoding": hard.summary().splitlines() if hard is not None and not hard.ok else [],
             "hardcoding_report": hard.to_dict() if hard is not None else None,
             "criteria": criteria,
+            "names": [u.to_dict() for u in uses],
             "feedback": feedback,
             "lesson": judgement.lesson if judgement else "",
             "memories_recalled": list(state.get("used_memories") or []),
@@ -278,6 +282,20 @@ def _tests_ok(result: RunResult | None) -> bool:
         return False
     t = result.tests
     return t.passed > 0 and t.failed == 0 and t.errors == 0
+
+
+def _name_uses(
+    step: PlanStep,
+    staging: Path,
+    contract: ContractReport | None,
+    suspect: set[int],
+    tests_ok: bool,
+) -> list[NameUse]:
+    """What executed each name the step defines (those impl.py does define); a label only."""
+    source = (staging / IMPL_FILE).read_text(encoding="utf-8", errors="replace")
+    names = [n for n in step.defines if n in set(defined_in_code(source))]
+    tests = (staging / TEST_FILE).read_text(encoding="utf-8", errors="replace")
+    return name_uses(names, contract, ignore=suspect, tests_source=tests, tests_passed=tests_ok)
 
 
 def _read(path: Path) -> str:

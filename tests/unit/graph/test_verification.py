@@ -328,3 +328,24 @@ def test_a_replan_reopens_the_committed_step_the_evidence_implicates(tmp_path) -
     run = ws.run(outcome.run_id)
     assert (ws.step(run, "core").artifacts / "impl.py").read_text() == with_det
     assert ws.read_step(ws.step(run, "core"))["committed_attempt"] == 2
+
+
+def test_a_defined_name_no_check_or_test_ran_is_labelled_in_verdict_report_and_outcome(
+    ctx: Context,
+) -> None:
+    # Two functions, one contract check of add, an error check of sub, tests of add only: the
+    # step commits (the commit rule is unchanged), but nothing executed checked what sub or
+    # neg return, and the run says so instead of reading "verified".
+    impl = RIGHT + "\n\ndef sub(a, b):\n    return a + b\n\n\ndef neg(a):\n    return a\n"
+    raises = Check(call="sub('a', 1)", raises="TypeError", criterion="sub rejects text")
+    three = step("adder", criteria=["add(2, 3) == 5", "sub rejects text"])
+    three = three.model_copy(update={"checks": [GOOD, raises], "defines": ["add", "sub", "neg"]})
+    executor = ExecutorScript({("adder", 1): passing_attempt(impl=impl)})
+    outcome = run_task("add, sub, neg", ctx, models=models([Plan(steps=[three])], executor))
+
+    assert outcome.status == "done"
+    uses = {u["name"]: u["status"] for u in verdict_of(ctx, outcome.run_id)["names"]}
+    assert uses == {"add": "exercised", "sub": "errors only", "neg": "unexercised"}
+    assert "no result checked for sub (errors only), neg (unexercised)" in outcome.stop_reason
+    report = Workspace(ctx.workspace).run(outcome.run_id).report_md.read_text()
+    assert "**unexercised** — `neg`" in report and "**errors only** — `sub`" in report
