@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import logging
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
-from atom_agent.checks.names import code_blocks, defined_in_code
+from atom_agent.checks.names import code_blocks, defined_in_code, free_names
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
 from atom_agent.telemetry import emit
@@ -103,25 +104,77 @@ def _is_test(node: ast.stmt) -> bool:
         return [a.name for a in node.names] == ["pytest"] or getattr(node, "module", "") == "pytest"
     if isinstance(node, ast.If):
         return "__name__" in ast.unparse(node.test)
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        # A call of a test left out above (`test_f()`), or of a test runner (`pytest.main()`).
+        func = node.value.func
+        if isinstance(func, ast.Name):
+            return func.id.startswith("test")
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            return func.value.id in ("pytest", "unittest")
     return False
+
+
+_STDLIB = frozenset(sys.stdlib_module_names)
+
+
+def with_module_imports(code: str) -> str:
+    """`code` with ``import m`` added for each standard-library module it uses but never imports.
+
+    Models often write ``collections.Counter(...)`` or ``math.sqrt(...)`` and forget the import,
+    and the code fails with a NameError on its first call. Only names used as a module is
+    (``m.attr``), never bound in the code, and naming a standard-library module are imported;
+    the imports go after a module docstring and ``from __future__`` imports.
+    """
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return code
+    free = set(free_names(code))
+    modules = sorted(
+        {
+            node.value.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in free
+            and node.value.id in _STDLIB
+            and not node.value.id.startswith("_")
+        }
+    )
+    if not modules:
+        return code
+    after = 0
+    for node in tree.body:
+        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if not (docstring or future):
+            break
+        after = node.end_lineno or node.lineno
+    lines = code.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    imports = [f"import {m}\n" for m in modules]
+    joined = "".join(lines[:after] + imports + lines[after:])
+    return joined if _parses(joined) else code
 
 
 def complete_from_task(code: str, task: str, defines: Sequence[str]) -> str:
     """`code` with what the task's own code gave and the reply left out.
 
     The imports of the task's code blocks the reply lacks are put back (a model often drops
-    ``from typing import List``), and a reply that continued only the body of a function
-    the task wrote out is put under that function's header.
+    ``from typing import List``), a reply that continued only the body of a function
+    the task wrote out is put under that function's header, and standard-library modules the
+    code uses without importing them are imported (:func:`with_module_imports`).
     """
     blocks = [b for b in code_blocks(task) if b.strip()]
     if not blocks or not code.strip():
-        return code
+        return with_module_imports(code)
     given = "\n".join(blocks)
     wanted = [n for n in defines if n in defined_in_code(given)] or defined_in_code(given)
     if wanted and not set(wanted) & set(defined_in_code(code)):
         joined = given.rstrip() + "\n" + code
         if _parses(joined) and set(wanted) <= set(defined_in_code(joined)):
-            return joined
+            return with_module_imports(joined)
     imports = [
         line
         for line in given.splitlines()
@@ -130,8 +183,8 @@ def complete_from_task(code: str, task: str, defines: Sequence[str]) -> str:
     if imports:
         joined = "\n".join(imports) + "\n" + code
         if _parses(joined) or not _parses(code):
-            return joined
-    return code
+            return with_module_imports(joined)
+    return with_module_imports(code)
 
 
 def draft_prompt(

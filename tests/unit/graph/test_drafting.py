@@ -44,3 +44,33 @@ def test_each_attempt_starts_warmer() -> None:
     assert temperatures((0.4, 0.8), 1) == [0.0, 0.4, 0.8]
     assert temperatures((0.4, 0.8), 2) == [0.2, 0.6, 1.0]
     assert temperatures((0.4, 0.8), 5) == [0.8, 1.2, 1.2]
+
+
+def test_a_call_of_a_left_out_test_or_a_test_runner_is_left_out_too() -> None:
+    reply = (
+        f"```python\n{CODE}\n\ndef test_add():\n    assert add(1, 2) == 3\n\ntest_add()\n"
+        "pytest.main()\nunittest.main()\n```"
+    )
+    assert extract_code(reply) == CODE  # test_add() would raise NameError on import
+    kept = f"{CODE}\nprint(add(1, 2))\n"  # other top-level calls are the model's business
+    assert extract_code(f"```python\n{kept}```") == kept
+
+
+def test_a_standard_library_module_used_without_its_import_is_imported() -> None:
+    counter = (
+        '"""Counting."""\nfrom __future__ import annotations\n\n'
+        "def once(xs):\n    return [x for x, n in collections.Counter(xs).items() if n == 1]\n"
+    )
+    fixed = complete_from_task(counter, "no code in this task", ["once"])
+    assert fixed.splitlines()[:3] == ['"""Counting."""', "from __future__ import annotations",
+                                      "import collections"]  # fmt: skip
+    scope: dict[str, object] = {}
+    exec(compile(fixed, "impl.py", "exec"), scope)  # noqa: S102 - our own test input
+    assert scope["once"]([1, 2, 2, 3]) == [1, 3]  # type: ignore[operator]
+    # imported already, bound as a name, or not a module: left as written
+    for code in (
+        "import math\n\ndef f(x):\n    return math.sqrt(x)\n",
+        "def f(math):\n    return math.sqrt(4)\n",
+        "def f(x):\n    return x.real + numpy.pi\n",
+    ):
+        assert complete_from_task(code, "no code", ["f"]) == code
