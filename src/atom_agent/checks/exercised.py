@@ -11,8 +11,8 @@ It labels; it decides nothing (the reflector's commit rule is unchanged).
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 
 from atom_agent.checks.contract import ContractReport
 
@@ -38,27 +38,34 @@ class NameUse:
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready (for verdict.json)."""
-        return {
-            "name": self.name,
-            "status": self.status,
-            "value_checks": self.value_checks,
-            "error_checks": self.error_checks,
-            "tests": self.tests,
-        }
+        return {**asdict(self), "status": self.status}
 
 
 def referenced_names(source: str) -> set[str]:
     """Names `source` uses: plain names and attributes (``impl.f``), import aliases resolved."""
+    tree = _parse(source)
+    return set() if tree is None else _used(tree, _aliases(tree))
+
+
+def _parse(source: str) -> ast.Module | None:
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError):
-        return set()
-    aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.asname:
-                    aliases[alias.asname] = alias.name
+        return None
+
+
+def _aliases(tree: ast.AST) -> dict[str, str]:
+    """``from m import f as g`` → {"g": "f"}."""
+    return {
+        alias.asname: alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname
+    }
+
+
+def _used(tree: ast.AST, aliases: dict[str, str]) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -68,22 +75,17 @@ def referenced_names(source: str) -> set[str]:
     return found
 
 
-def _test_functions(source: str) -> list[str]:
-    """The source of each test function (``test_*``, also inside ``Test*`` classes)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+def _tests_used(source: str) -> list[set[str]]:
+    """The names each test function (``test_*``, also inside ``Test*`` classes) uses."""
+    tree = _parse(source)
+    if tree is None:
         return []
-    imports = "\n".join(
-        ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)
-    )
-    bodies: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
-            "test"
-        ):
-            bodies.append(imports + "\n" + ast.unparse(node))
-    return bodies
+    aliases = _aliases(tree)
+    return [
+        _used(node, aliases)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+    ]
 
 
 def name_uses(
@@ -105,10 +107,7 @@ def name_uses(
             if i in ignore or not result.executed or result.status != "passed":
                 continue
             held.append((referenced_names(result.check.call), not result.check.raises))
-    tests: Iterable[set[str]] = (
-        [referenced_names(body) for body in _test_functions(tests_source)] if tests_passed else []
-    )
-    tests = list(tests)
+    tests = _tests_used(tests_source) if tests_passed else []
     return [
         NameUse(
             name,
@@ -120,6 +119,9 @@ def name_uses(
     ]
 
 
-def not_exercised(uses: Iterable[NameUse]) -> list[str]:
-    """``f (unexercised)`` / ``g (errors only)`` for the names no result-checking run used."""
-    return [f"{u.name} ({u.status})" for u in uses if u.status != "exercised"]
+def not_exercised(uses: Iterable[Mapping[str, object]]) -> list[str]:
+    """``f (unexercised)`` / ``g (errors only)`` for the names no result-checking run used.
+
+    Takes :meth:`NameUse.to_dict` values (as verdict.json keeps them).
+    """
+    return [f"{u.get('name')} ({u.get('status')})" for u in uses if u.get("status") != "exercised"]

@@ -11,6 +11,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from atom_agent.checks.exercised import not_exercised
 from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
 from atom_agent.memory.changes import MemoryChanges
@@ -117,11 +118,7 @@ def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
         if attempts and attempts[-1].verdict_json.exists():
             verdict = res.workspace.read_verdict(attempts[-1])
             criteria += verdict.get("criteria") or []
-            idle += [
-                f"{u.get('name')} ({u.get('status')})"
-                for u in verdict.get("names") or []
-                if u.get("status") != "exercised"
-            ]
+            idle += not_exercised(verdict.get("names") or [])
     summary = criteria_summary(criteria) if criteria else ""
     if idle:  # committed, yet nothing checked what these return
         summary += ("; " if summary else "") + "no result checked for " + ", ".join(idle)
