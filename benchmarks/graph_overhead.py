@@ -48,6 +48,8 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+from langgraph.graph._branch import BranchSpec  # noqa: E402
+from langgraph.pregel._loop import SyncPregelLoop  # noqa: E402
 from tests.unit.graph.scripts import (  # noqa: E402
     ExecutorScript,
     models,
@@ -192,6 +194,14 @@ def instrument() -> None:
         "dependency_artifacts",
     ):  # fmt: skip
         setattr(Workspace, name, timed("workspace files", getattr(Workspace, name)))
+    # LangGraph's own loop (the run's graph and the executor's agent): planning each
+    # superstep's tasks, applying their writes, making checkpoints, routing.
+    for name in ("tick", "after_tick", "put_writes", "_put_checkpoint"):
+        setattr(SyncPregelLoop, name, timed("graph loop", getattr(SyncPregelLoop, name)))
+    BranchSpec._route = timed("graph loop", BranchSpec._route)  # type: ignore[method-assign]
+    SubprocessRunner.run_pytest = timed(  # type: ignore[method-assign]
+        "sandbox set-up", SubprocessRunner.run_pytest
+    )
 
 
 @dataclass

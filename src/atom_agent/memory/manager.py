@@ -381,6 +381,23 @@ class MemoryManager:
             raise MemoryNotFoundError(memory_id)
         return found
 
+    def get_many(self, session: SessionContext, ids: Iterable[str]) -> dict[str, MemoryRecord]:
+        """The live memories of this project among `ids` (missing ones left out), in one read.
+
+        Unlike :meth:`get`, access counts are as last written (at most a flush interval behind).
+        """
+        session = require_session(session, "get_many")
+        wanted = [check_id(memory_id) for memory_id in ids]
+        found = self._sync(session.project_id).fetch_many(wanted)
+        emit(
+            "memory.get_many",
+            session_id=session.session_id,
+            project_id=session.project_id,
+            wanted=len(set(wanted)),
+            found=len(found),
+        )
+        return found
+
     def recall(
         self,
         session: SessionContext,

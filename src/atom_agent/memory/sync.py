@@ -186,13 +186,22 @@ class ProjectSync:
         """One live record of this project straight from Chroma (pending access counts first)."""
         if self._pending:
             self.write(lambda now: [])
-        got = self.collection.get(ids=[memory_id], include=["documents", "metadatas"])
-        if not got["ids"]:
-            return None
-        meta = unpack_metadata(got["metadatas"][0])
-        if not self._live(meta, time.time()):
-            return None
-        return record_from_metadata(memory_id, got["documents"][0], meta)
+        return self.fetch_many([memory_id]).get(memory_id)
+
+    def fetch_many(self, ids: list[str]) -> dict[str, MemoryRecord]:
+        """The live records of this project among `ids`, in one Chroma read.
+
+        Access counts are as last written: pending ones are not flushed first (see `fetch`).
+        """
+        if not ids:
+            return {}
+        got = self.collection.get(ids=list(dict.fromkeys(ids)), include=["documents", "metadatas"])
+        now = time.time()
+        return {
+            memory_id: record_from_metadata(memory_id, doc, meta)
+            for memory_id, doc, meta in _rows(got)
+            if self._live(meta, now)
+        }
 
     def _live(self, meta: dict[str, Any] | None, now: float) -> bool:
         # Belt and braces: the collection is per project, and so is every record in it.

@@ -176,12 +176,13 @@ def memory_notes(
                 recalled += res.workspace.read_verdict(attempt).get("memories_recalled") or []
     session = SessionContext(session_id=run.run_id, project_id=res.ctx.project_id)
 
+    stored = res.memory.get_many(session, [*written, *recalled]) if written or recalled else {}
+
     def notes(ids: list[str]) -> list[dict[str, Any]]:
         out = []
         for memory_id in dict.fromkeys(ids):
-            try:
-                record = res.memory.get(session, memory_id)
-            except AtomAgentError:  # forgotten or expired since
+            record = stored.get(memory_id)
+            if record is None:  # forgotten or expired since
                 out.append({"id": memory_id, "type": "?", "content": "(no longer stored)"})
                 continue
             out.append(

@@ -35,7 +35,12 @@ from pathlib import Path
 
 from atom_agent.errors import SandboxUnavailableError
 from atom_agent.sandbox.base import Limits
-from atom_agent.sandbox.subprocess_runner import _LAUNCHER, Confinement, SubprocessRunner
+from atom_agent.sandbox.subprocess_runner import (
+    _LAUNCHER,
+    _PYTEST_INI,
+    Confinement,
+    SubprocessRunner,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -283,6 +288,7 @@ class BubblewrapRunner(SubprocessRunner):
         args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
         args += _python_binds(self.python, self.packages)
         args += ["--ro-bind", str(_LAUNCHER), str(_LAUNCHER)]
+        args += ["--ro-bind", str(_PYTEST_INI), str(_PYTEST_INI)]
         writable = [cwd, scratch]
         for path in _dependency_paths(python_path, writable):
             args += ["--ro-bind", str(path), str(path)]

@@ -16,8 +16,10 @@ import resource
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,9 @@ from atom_agent.sandbox.pytest_report import counts_from_junit
 logger = logging.getLogger(__name__)
 
 _LAUNCHER = Path(_launcher.__file__).resolve()
+_PYTEST_INI = _LAUNCHER.parent / "sandbox_pytest.ini"
+"""pytest's ini file in the sandbox: no project settings; ``test.py`` (what the executor
+writes, which pytest's default patterns miss), ``tests.py``, ``test_*.py``, ``*_test.py``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +133,8 @@ class SubprocessRunner(SandboxRunner):
         self.python = python or self.python
         self.isolate = isolate
         self.tree_limit = tree_limit
+        self._cleaner: ThreadPoolExecutor | None = None
+        self._cleaner_lock = threading.Lock()
         if not isolate:
             self.kind = "rlimits"
 
@@ -153,7 +160,7 @@ class SubprocessRunner(SandboxRunner):
             return self._run(list(argv), cwd, limits, python_path, env or {}, scratch_dir)
         finally:
             if own_scratch:
-                shutil.rmtree(scratch_dir, ignore_errors=True)
+                self._discard(scratch_dir)
 
     def run_pytest(
         self,
@@ -173,16 +180,9 @@ class SubprocessRunner(SandboxRunner):
         its exit code (``report_error`` says why).
         """
         cwd = Path(cwd).resolve()
-        with tempfile.TemporaryDirectory(prefix="atom-pytest-") as tmp:
-            scratch = Path(tmp)
-            report_dir = scratch / "report"
-            report_dir.mkdir()
-            junit = report_dir / "junit.xml"
-            ini = scratch / "pytest.ini"
-            # The executor writes `test.py`, which pytest's default patterns do not collect.
-            ini.write_text(
-                "[pytest]\npython_files = test.py tests.py test_*.py *_test.py\n", encoding="utf-8"
-            )
+        scratch = Path(tempfile.mkdtemp(prefix="atom-pytest-"))
+        try:
+            junit = scratch / "junit.xml"
             argv = [
                 self.python,
                 "-m",
@@ -192,7 +192,7 @@ class SubprocessRunner(SandboxRunner):
                 "no:cacheprovider",
                 "--color=no",
                 "-c",
-                str(ini),
+                str(_PYTEST_INI),
                 f"--rootdir={cwd}",
                 f"--confcutdir={cwd}",
                 f"--junitxml={junit}",
@@ -209,6 +209,8 @@ class SubprocessRunner(SandboxRunner):
                 scratch=scratch,
             )
             counts = counts_from_junit(junit)
+        finally:
+            self._discard(scratch)
         if counts is not None:
             return dataclasses.replace(result, tests=counts)
         return dataclasses.replace(result, tests=None, report_error=_died(result))
@@ -225,6 +227,21 @@ class SubprocessRunner(SandboxRunner):
             network=isolation.network,
             pid_namespace=isolation.pid_namespace,
         )
+
+    def _discard(self, scratch: Path) -> None:
+        """Remove a run's scratch directory on a background thread, off the caller's path.
+
+        Removing one costs ≈ 0.6 ms on ext4 and the result never depends on it. The thread is a
+        ``ThreadPoolExecutor``'s, so at interpreter exit it still removes what is queued.
+        """
+        with self._cleaner_lock:
+            if self._cleaner is None:
+                self._cleaner = ThreadPoolExecutor(1, thread_name_prefix="atom-sandbox-clean")
+            cleaner = self._cleaner
+        try:
+            cleaner.submit(shutil.rmtree, scratch, ignore_errors=True)
+        except RuntimeError:  # interpreter shutting down: no new threads
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def _run(
         self,

@@ -16,6 +16,7 @@ from atom_agent.nodes.common import attempt_scope
 from atom_agent.nodes.executor import node as executor_node
 from atom_agent.nodes.executor.attempt import AttemptContext
 from atom_agent.nodes.executor.node import attempt_agent
+from atom_agent.nodes.executor.steering.stop import without_stop
 from atom_agent.nodes.executor.tools import executor_tools
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
@@ -62,7 +63,9 @@ def test_concurrent_attempts_share_one_agent_and_keep_their_files_apart(ctx: Con
             max_tool_calls=10,
         )
         out = agent.invoke({"messages": [HumanMessage(step_id)]}, context=context)
-        return list(out["messages"])
+        messages, why = without_stop(list(out["messages"]))
+        assert why == "tests passed"
+        return messages
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(attempts, pool.map(run_one, attempts), strict=True))
@@ -74,7 +77,7 @@ def test_concurrent_attempts_share_one_agent_and_keep_their_files_apart(ctx: Con
         # Each attempt stopped on its own passing tests, judged on its own files.
         tools = [m.name for m in results[step_id] if isinstance(m, ToolMessage)]
         assert tools == ["write_file", "write_file", "run_tests"]
-        assert isinstance(results[step_id][-1], ToolMessage)  # no model call after the pass
+        assert isinstance(results[step_id][-1], ToolMessage)  # no model reply after the pass
 
 
 def test_the_executor_compiles_its_agent_once_for_every_attempt(

@@ -77,3 +77,13 @@ def test_sessions_of_one_project_share_memory(
     record = manager.remember(session, "shared within the project")
     colleague = SessionContext(session_id="s9", project_id="alpha")
     assert manager.get(colleague, record.id).session_id == "s1"
+
+
+def test_get_many_reads_only_this_projects_live_memories(
+    manager: MemoryManager, session: SessionContext, secret: str
+) -> None:
+    mine = manager.remember(session, "alpha memory")
+    found = manager.get_many(session, [mine.id, secret, "nope", mine.id])
+    assert list(found) == [mine.id]
+    assert found[mine.id].content == "alpha memory"
+    assert manager.get_many(session, []) == {}

@@ -44,6 +44,7 @@ def test_expired_records_are_never_returned_and_are_swept(
     assert [r.id for r in manager.recall(session)] == [keep.id]
     with pytest.raises(MemoryNotFoundError):
         manager.get(session, short.id)
+    assert list(manager.get_many(session, [short.id, keep.id])) == [keep.id]
     assert short.id not in {r["id"] for r in manager.export(session)}
     assert manager.sweep_expired(session) == 1
     assert manager.sweep_expired("alpha") == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -176,3 +177,29 @@ def test_pytest_killed_by_a_signal_has_no_counts(
     result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0))
     assert result.tests is None and not result.ok
     assert "pytest died before reporting: killed by SIGKILL" in result.report_error
+
+
+def test_a_runs_scratch_directory_is_removed_after_it(
+    runner: SubprocessRunner, staging: Path, short: Short
+) -> None:
+    # The test leaves a file in its TMPDIR (inside the run's scratch) and says where that is.
+    write(
+        staging / "test_where.py",
+        """
+        import os
+        from pathlib import Path
+
+        def test_leaves_a_file():
+            Path(os.environ["TMPDIR"], "left.txt").write_text("x")
+            Path("where.txt").write_text(os.environ["TMPDIR"])
+        """,
+    )
+    result = runner.run_pytest(cwd=staging, limits=short(timeout_s=30.0))
+    assert result.tests == TestCounts(passed=1, failed=0, errors=0, skipped=0)
+    scratch = Path((staging / "where.txt").read_text()).parent
+    assert scratch.name.startswith("atom-pytest-")
+    # Removed off the caller's path, on the runner's cleaning thread: soon, not at once.
+    deadline = time.monotonic() + 10
+    while scratch.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not scratch.exists()

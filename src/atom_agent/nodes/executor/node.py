@@ -42,6 +42,8 @@ from ..drafting import Drafts, dependency_lines, draft_prompt, temperatures, wri
 from .attempt import ASK_USER, AttemptContext
 from .prompt import draft_notes, reconstruct_context
 from .steering import steering
+from .steering.chain import chained
+from .steering.stop import without_stop
 from .tools import executor_tools
 
 logger = logging.getLogger(__name__)
@@ -218,7 +220,7 @@ def attempt_agent(model: BaseChatModel, profile: ModelProfile, tools: Sequence[B
         model,
         tools=list(tools),
         system_prompt=prompts.EXECUTOR_SYSTEM,
-        middleware=[ToolCalls(), *steering(profile)],
+        middleware=[ToolCalls(), *chained(steering(profile))],
         context_schema=AttemptContext,
         # An attempt is one unit: after a crash it restarts on its staging (files kept)
         # rather than resuming a half-finished conversation from a nested checkpoint.
@@ -229,7 +231,7 @@ def attempt_agent(model: BaseChatModel, profile: ModelProfile, tools: Sequence[B
 def _run(
     agent: CompiledStateGraph[Any, Any, Any, Any], prompt: str, context: AttemptContext
 ) -> tuple[list[BaseMessage], str]:
-    """Run one attempt's tool loop: its messages, and why it was cut short ('' if not)."""
+    """Run one attempt's tool loop: its messages, and why code ended it ('' if the model did)."""
     messages: list[BaseMessage] = [HumanMessage(prompt)]
     config: RunnableConfig = {"recursion_limit": 4 * context.max_tool_calls + 20}
     agent_input: Any = {"messages": messages}
@@ -237,7 +239,7 @@ def _run(
         result = agent.invoke(agent_input, config=config, context=context)
     except GraphRecursionError:
         return messages, "recursion limit"
-    return list(result["messages"]), ""
+    return without_stop(list(result["messages"]))
 
 
 DRAFTS_FILE = "drafts.json"
