@@ -62,24 +62,34 @@ def current_attempt(committed: Path) -> int | None:
 
 
 def _copy_tree(source: Path, dest: Path) -> None:
+    """Copy the directories and regular files of `source` into a new directory `dest`.
+
+    Symlinks and special files (written by generated code, they may point anywhere or block a
+    reader) are skipped with a warning, and so are caches. Iterative: generated code may nest
+    directories deeper than Python's recursion limit. Each directory is fsynced (when durable)
+    after its entries are made.
+    """
     dest.mkdir()
-    for entry in sorted(source.iterdir()):
-        mode = entry.lstat().st_mode
-        target = dest / entry.name
-        if stat.S_ISLNK(mode):
-            # A symlink written by generated code may point anywhere; never promote it.
-            logger.warning("commit: skipping symlink %s", entry)
-        elif stat.S_ISDIR(mode):
-            if entry.name not in _SKIP_DIRS:
-                _copy_tree(entry, target)
-        elif stat.S_ISREG(mode):
-            shutil.copy2(entry, target, follow_symlinks=False)
-            if durable():
-                with open(target, "rb") as handle:
-                    fsync_file(handle.fileno())
-        else:
-            logger.warning("commit: skipping special file %s", entry)
-    fsync_dir(dest)
+    pending = [(source, dest)]
+    while pending:
+        directory, copy = pending.pop()
+        for entry in sorted(directory.iterdir()):
+            mode = entry.lstat().st_mode
+            target = copy / entry.name
+            if stat.S_ISLNK(mode):
+                logger.warning("commit: skipping symlink %s", entry)
+            elif stat.S_ISDIR(mode):
+                if entry.name not in _SKIP_DIRS:
+                    target.mkdir()
+                    pending.append((entry, target))
+            elif stat.S_ISREG(mode):
+                shutil.copy2(entry, target, follow_symlinks=False)
+                if durable():
+                    with open(target, "rb") as handle:
+                        fsync_file(handle.fileno())
+            else:
+                logger.warning("commit: skipping special file %s", entry)
+        fsync_dir(copy)
 
 
 def _collect_garbage(committed: Path, *, keep: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,42 @@ def test_commit_promotes_staging_and_recommit_replaces(ws: Workspace) -> None:
     assert len(hidden) == 1 and hidden[0].startswith(".attempt-2-")
     # Staging is copied, not moved: the attempt stays inspectable.
     assert (second.staging / "impl.py").exists()
+
+
+def test_commit_copies_a_tree_nested_deeper_than_the_recursion_limit(ws: Workspace) -> None:
+    run = ws.create_run("r1", task="t")
+    step = ws.create_step(run, "s1")
+    attempt = ws.new_attempt(step)
+    depth = sys.getrecursionlimit() + 200  # generated code may nest directories this deep
+    deepest = attempt.staging
+    for _ in range(depth):
+        deepest = deepest / "d"
+        deepest.mkdir()
+    (deepest / "leaf.py").write_text("x = 1\n")
+    os.mkfifo(attempt.staging / "pipe")  # a special file would block a reader: skipped
+    try:
+        artifacts = ws.commit(step, attempt)
+        leaf = artifacts.resolve()
+        for _ in range(depth):
+            leaf = leaf / "d"
+        assert (leaf / "leaf.py").read_text() == "x = 1\n"
+        assert not (artifacts / "pipe").exists()
+    finally:  # shutil.rmtree (pytest's clean-up) recurses: remove the deep chains here
+        for top in (attempt.staging, *step.committed_dir.glob(".attempt-*")):
+            _remove_chain(top / "d")
+
+
+def _remove_chain(top: Path) -> None:
+    """Remove a chain of directories named ``d`` (and the files in them), deepest first."""
+    chain = []
+    while top.is_dir():
+        chain.append(top)
+        top = top / "d"
+    for directory in reversed(chain):
+        for entry in directory.iterdir():
+            if not entry.is_dir():
+                entry.unlink()
+        directory.rmdir()
 
 
 def test_commit_refuses_mismatched_or_missing_staging(ws: Workspace) -> None:
