@@ -2,8 +2,9 @@
 
 Asking a small model for a contract as JSON costs many tokens and gives garbage; asking for
 pytest asserts in a fenced block is what it does best. Code reads the asserts back into
-checks: ``assert f(x) == y`` / ``is y``, ``assert f(x)`` / ``assert not f(x)``, and
-``with pytest.raises(E): f(x)``, with the statements before them in a test function as setup.
+checks: ``assert f(x) == y`` / ``is y``, ``assert f(x)`` / ``assert not f(x)``,
+``assert abs(f(x) - y) < tol`` (with its tolerance), and ``with pytest.raises(E): f(x)``, with
+the statements before them in a test function as setup.
 Anything else is left out.
 """
 
@@ -99,6 +100,8 @@ def _check_of(stmt: ast.stmt, setup: list[str], criterion: str) -> Check | None:
                 expect=ast.unparse(test.comparators[0]),
                 criterion=criterion,
             )
+        if _within_tolerance(test):
+            return Check(call=call(test), expect="True", criterion=criterion)
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return Check(call=call(test.operand), expect="False", criterion=criterion)
         if isinstance(test, ast.Call):
@@ -113,6 +116,21 @@ def _check_of(stmt: ast.stmt, setup: list[str], criterion: str) -> Check | None:
             source = "\n".join([*setup, *inner, ast.unparse(last.value)])
             return Check(call=source, raises=raised, criterion=criterion)
     return None
+
+
+def _within_tolerance(test: ast.expr) -> bool:
+    """``abs(a - b) < tol`` (or ``<=``): how tests compare floats, kept with its tolerance."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Lt | ast.LtE)
+        and isinstance(test.left, ast.Call)
+        and isinstance(test.left.func, ast.Name)
+        and test.left.func.id == "abs"
+        and len(test.left.args) == 1
+        and isinstance(test.left.args[0], ast.BinOp)
+        and isinstance(test.left.args[0].op, ast.Sub)
+    )
 
 
 def _raises(expr: ast.expr) -> str:

@@ -18,6 +18,7 @@ from atom_agent.memory.changes import Applied, MemoryChanges
 from atom_agent.memory.index import ProjectIndex
 from atom_agent.memory.records import (
     MemoryRecord,
+    decode_vector,
     encode_vector,
     pack_metadata,
     record_from_metadata,
@@ -358,16 +359,30 @@ class ProjectSync:
         return Applied(found, outcome["stored"], outcome["changed"], outcome["missing"])
 
     def _current(self, ids: list[str], now: float) -> dict[str, tuple[str, dict[str, Any], Any]]:
-        """Live records among `ids`: document, metadata (a copy) and embedding, by id."""
+        """Live records among `ids`: document, metadata (a copy) and embedding, by id.
+
+        The embedding is the vector the metadata carries (what recall uses); Chroma's own
+        embeddings are read only for a record without one. Reading those needs Chroma's HNSW
+        segment, which a Chroma server sometimes cannot open while another client's writes are
+        being persisted ("Error creating hnsw segment reader: Nothing found on disk").
+        """
         if not ids:
             return {}
-        got = self.collection.get(ids=ids, include=["documents", "metadatas", "embeddings"])
+        got = self.collection.get(ids=ids, include=["documents", "metadatas"])
         found: dict[str, tuple[str, dict[str, Any], Any]] = {}
-        embeddings = got.get("embeddings")
-        for i, memory_id in enumerate(got["ids"]):
-            meta = unpack_metadata(got["metadatas"][i])
-            if self._live(meta, now):
-                found[memory_id] = (got["documents"][i], dict(meta), embeddings[i])
+        without: list[str] = []
+        for memory_id, doc, meta in _rows(got):
+            if not self._live(meta, now):
+                continue
+            vec = meta.get("vec")
+            found[memory_id] = (doc, dict(meta), decode_vector(str(vec)) if vec else None)
+            if not vec:
+                without.append(memory_id)
+        if without:
+            stored = self.collection.get(ids=without, include=["embeddings"])
+            for memory_id, embedding in zip(stored["ids"], stored["embeddings"], strict=True):
+                doc, meta, _ = found[memory_id]
+                found[memory_id] = (doc, meta, embedding)
         return found
 
     def note_access(self, ids: list[str], now: float) -> int:

@@ -1,10 +1,10 @@
 """The planner's second job: a contract for every step, before any code is written.
 
-The planner model is asked, per step that has no runnable check yet, for pytest asserts in a
-fenced block (the format a small model writes best, and cheap: no JSON schema to fill); code
-reads them back into checks (:mod:`atom_agent.checks.asserts`) and validates them against what
-the step defines. The call that writes the contract never sees code, and the call that writes
-code never sees the contract until a check fails: the two stay independent.
+The planner model is asked, per step with a name that no runnable value check uses, for pytest
+asserts in a fenced block (the format a small model writes best, and cheap: no JSON schema to
+fill); code reads them back into checks (:mod:`atom_agent.checks.asserts`) and validates them
+against what the step defines. The call that writes the contract never sees code, and the call
+that writes code never sees the contract until a check fails: the two stay independent.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from atom_agent import prompts
 from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import check_problems
-from atom_agent.state import Plan, PlanStep
+from atom_agent.checks.exercised import referenced_names
+from atom_agent.state import Check, Plan, PlanStep
 from atom_agent.telemetry import emit
 
 from .drafting import extract_code, sample
@@ -30,10 +31,11 @@ CONTRACT_TEMPERATURE = 0.0
 def write_contracts(
     model: BaseChatModel, task: str, plan: Plan, *, skip: set[str] | None = None
 ) -> tuple[Plan, list[AIMessage]]:
-    """`plan` with a contract for each step that has no runnable check (and is not in `skip`).
+    """`plan` with a contract for each step with a name no runnable value check uses.
 
-    Returns the plan and the model's replies (for usage). A reply without usable asserts
-    leaves its step without checks; the step then relies on its tests.
+    (:func:`unchecked`; steps in `skip` are left as they are.) Returns the plan and the model's
+    replies (for usage). A reply without usable asserts leaves its step with the checks it had
+    (none: the step then relies on its tests).
     """
     spent: list[AIMessage] = []
     steps: list[PlanStep] = []
@@ -44,7 +46,8 @@ def write_contracts(
             for c in step.checks
             if not check_problems(c, defines=step.defines, available=available)
         ]
-        if runnable or step.id in (skip or set()) or not step.defines:
+        missing = unchecked(step.defines, runnable)
+        if not missing or step.id in (skip or set()):
             steps.append(step)
             available += step.defines
             continue
@@ -54,10 +57,20 @@ def write_contracts(
         spent.append(reply)
         criterion = step.acceptance_criteria[0] if len(step.acceptance_criteria) == 1 else ""
         found = checks_from_tests(extract_code(reply.text, tests=True), criterion=criterion)
+        have = {c.describe() for c in step.checks}
         usable = [
-            c for c in found if not check_problems(c, defines=step.defines, available=available)
+            c
+            for c in found
+            if c.describe() not in have
+            and not check_problems(c, defines=step.defines, available=available)
         ]
-        emit("plan.contract", step_id=step.id, asserts=len(found), usable=len(usable))
+        emit(
+            "plan.contract",
+            step_id=step.id,
+            unchecked=missing,
+            asserts=len(found),
+            usable=len(usable),
+        )
         steps.append(step.model_copy(update={"checks": [*step.checks, *usable[:MAX_CHECKS]]}))
         available += step.defines
     return Plan(steps=steps, rationale=plan.rationale), spent
@@ -65,6 +78,20 @@ def write_contracts(
 
 MAX_CHECKS = 10
 """Checks kept from one contract reply."""
+
+
+def unchecked(defines: list[str], runnable: list[Check]) -> list[str]:
+    """The names in `defines` that no runnable value check uses.
+
+    An error check (``raises``) shows that bad input is refused, not what the name computes:
+    a step whose checks are all error cases, or that never call one of its names, gets a
+    contract too (the task's own checks stay; the contract's are added beside them).
+    """
+    used: set[str] = set()
+    for check in runnable:
+        if not check.raises:
+            used |= referenced_names(check.call)
+    return [name for name in defines if name not in used]
 
 
 def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:

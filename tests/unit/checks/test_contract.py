@@ -226,6 +226,10 @@ def test_account():
     assert not is_palindrome("xy")
     assert is_palindrome("")
     assert len(str(a)) > 0  # not a checkable equality: left out
+
+def test_area():
+    assert abs(area(2.0) - 12.566) < 1e-3  # a float within the test's own tolerance
+    assert abs(area(1.0)) < 4  # no difference: left out
 """
     checks = checks_from_tests(source, criterion="c")
     assert [c.describe() for c in checks] == [
@@ -236,6 +240,7 @@ def test_account():
         "a = Account('x') ; a.deposit(5) ; a.balance == 5",
         "a = Account('x') ; a.deposit(5) ; is_palindrome('xy') == False",
         "a = Account('x') ; a.deposit(5) ; is_palindrome('') == True",
+        "abs(area(2.0) - 12.566) < 0.001 == True",
     ]
     assert {c.criterion for c in checks} == {"c"}
     assert checks_from_tests("this is not python") == []

@@ -13,6 +13,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent import Context, run_task
+from atom_agent.nodes.contracts import unchecked, write_contracts
 from atom_agent.nodes.planner import finalize_plan
 from atom_agent.state import Check, Plan, PlanStep, plan_problems
 from atom_agent.testing import ScriptedChatModel
@@ -349,3 +350,39 @@ def test_a_defined_name_no_check_or_test_ran_is_labelled_in_verdict_report_and_o
     assert "no result checked for sub (errors only), neg (unexercised)" in outcome.stop_reason
     report = Workspace(ctx.workspace).run(outcome.run_id).report_md.read_text()
     assert "**unexercised** — `neg`" in report and "**errors only** — `sub`" in report
+
+
+def test_a_step_whose_checks_show_no_result_of_a_name_gets_a_contract_beside_them() -> None:
+    # The task's checks of this step are an error case of decode and a value check of encode:
+    # what decode computes is checked by nothing, so the planner model is asked for a contract.
+    errors_only = step("codec", defines=["encode", "decode"]).model_copy(
+        update={
+            "checks": [
+                Check(call="decode('3')", raises="ValueError", origin="task"),
+                Check(call="encode('aab')", expect="'2a1b'", origin="task"),
+            ]
+        }
+    )
+    covered = step("pair", defines=["swap"]).model_copy(
+        update={"checks": [Check(call="swap((1, 2))", expect="(2, 1)", origin="task")]}
+    )
+    contract = (
+        "def test_codec():\n"
+        "    assert decode('2a1b') == 'aab'\n"
+        "    assert encode('aab') == '2a1b'\n"  # the task's own check: not added twice
+    )
+    model = planner_model([], contracts=[contract])
+    plan, replies = write_contracts(model, "a codec and a swap", Plan(steps=[errors_only, covered]))
+
+    assert len(model.calls) == len(replies) == 1  # the covered step got no contract call
+    assert "encode, decode" in str(model.calls[0].messages[-1].content)
+    codec, pair = plan.steps
+    assert [c.describe() for c in codec.checks] == [
+        "decode('3') raises ValueError",
+        "encode('aab') == '2a1b'",
+        "decode('2a1b') == 'aab'",
+    ]
+    assert [c.origin for c in codec.checks] == ["task", "task", "planner"]
+    assert pair.checks == covered.checks
+    assert unchecked(["encode", "decode"], errors_only.checks) == ["decode"]
+    assert unchecked(["swap"], covered.checks) == []

@@ -168,3 +168,53 @@ def test_data_that_is_not_a_change_set_is_a_clear_error(
 ) -> None:
     with pytest.raises(MemoryValidationError):
         MemoryChanges.from_data(session, data)
+
+
+def test_a_change_rewrites_a_record_with_its_own_vector_read_from_its_metadata(
+    manager: MemoryManager, session: SessionContext
+) -> None:
+    import numpy as np
+
+    from atom_agent.memory.records import pack_metadata, unpack_metadata
+
+    kept = manager.remember(session, "The deploy script lives in ops/deploy.sh", type="fact")
+    bare = manager.remember(session, "Tests run with pytest -q", type="convention")
+    sync = manager._sync(session.project_id)
+    # A record whose metadata carries no vector (written before vectors travelled in it):
+    # its vector comes from Chroma's embeddings instead.
+    got = sync.collection.get(ids=[bare.id], include=["documents", "metadatas", "embeddings"])
+    meta = unpack_metadata(got["metadatas"][0])
+    meta.pop("vec")
+    sync.collection.upsert(
+        ids=[bare.id],
+        documents=got["documents"],
+        metadatas=[pack_metadata(meta)],
+        embeddings=got["embeddings"],
+    )
+
+    def vectors() -> dict[str, Any]:
+        got = sync.collection.get(ids=[kept.id, bare.id], include=["embeddings"])
+        return dict(zip(got["ids"], got["embeddings"], strict=True))
+
+    before = vectors()
+    reads: list[list[str]] = []
+    original_get = sync.collection.get
+
+    def get(*args: Any, **kwargs: Any) -> Any:
+        reads.append(list(kwargs.get("include") or []))
+        return original_get(*args, **kwargs)
+
+    sync.collection.get = get  # type: ignore[method-assign]
+    changes = MemoryChanges(session)
+    changes.reinforce(kept.id, evidence="used")
+    changes.reinforce(bare.id, evidence="used")
+    assert sorted(manager.apply(changes).changed) == sorted([kept.id, bare.id])
+    # Chroma's embeddings are read for the record without a vector only.
+    assert ["embeddings"] in reads and all(
+        "embeddings" not in r for r in reads if r != ["embeddings"]
+    )
+    sync.collection.get = original_get  # type: ignore[method-assign]
+    after = vectors()
+    assert np.allclose(after[kept.id], before[kept.id], atol=2e-3)  # the metadata's float16 one
+    assert np.allclose(after[bare.id], before[bare.id])
+    assert manager.get(session, bare.id).confidence > 0.8
