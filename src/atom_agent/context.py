@@ -79,6 +79,12 @@ class Context:
     """Token budget of the executor prompt built by tiered context reconstruction (≥ 500)."""
     approve_plan: bool = field(default=False, metadata=_doc("Interrupt for plan approval."))
     """Pause after planning so a human approves or edits the plan."""
+    candidate_zero: bool = field(
+        default=True, metadata=_doc("Ask the model once for the whole task first.")
+    )
+    """Start with one plain call of the model for the whole task (candidate zero): its code is
+    the first candidate of every step it covers, and replaced only by code that executes
+    better; when it meets every check the task states, the task is planned as one step."""
 
     # --- sandbox ---
     sandbox_timeout_s: float = field(default=60.0, metadata=_doc("Wall-clock seconds per run."))

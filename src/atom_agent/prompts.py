@@ -120,6 +120,13 @@ test.py:
 
 Judge every criterion (verbatim), with evidence. If any is unmet, say what to change."""
 
+PLAIN_TASK = """\
+{task}
+
+Write the complete Python module for this. Reply with the whole module in one ```python block, \
+nothing else."""
+"""Candidate zero: the task asked once, exactly as the single-shot baseline asks it."""
+
 DRAFT_TASK = """\
 {task}
 {step}{dependencies}{earlier}
@@ -155,11 +162,20 @@ Reply with the corrected whole impl.py in one ```python block, nothing else."""
 
 CONTRACT_TASK = """\
 {task}
-{step}
+{step}{clauses}
 Before any code exists, write the tests for {names}: 4 to 8 pytest `assert` lines with concrete \
 inputs and the exact expected results, worked out carefully from the task. Cover the normal \
-case, edge cases, and the errors it must raise (`with pytest.raises(...)`). Reply with one \
-```python block, nothing else."""
+case, edge cases, and the errors it must raise (`with pytest.raises(...)`).{scenario} Reply with \
+one ```python block, nothing else."""
+
+CONTRACT_CLAUSES = """
+Statements of the task no test covers yet (cover each one):
+{clauses}
+"""
+
+CONTRACT_SCENARIO = """ For a class, write each \
+test as a short scenario on one object: create it, call its methods in order, and assert what \
+each call returns or raises."""
 
 CONTRACT_STEP = """
 The tests are for one step of a larger plan: {title}

@@ -133,6 +133,7 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
             f"| {step.id} | {statuses.get(step.id, 'pending')} | {len(attempts)} | {checks} | "
             f"{tests} | {criteria} | {', '.join(files) or '–'} |"
         )
+    lines += clause_lines(plan, info.get("clauses") or {})
     lines += [
         "",
         "## Verification (last attempt of each step)",
@@ -163,6 +164,30 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         "",
     ]
     return "\n".join(lines)
+
+
+def clause_lines(plan: Plan, clauses: dict[str, Any]) -> list[str]:
+    """The task's clauses, each with its checks and what executing them gave (run.json)."""
+    if not plan.clauses:
+        return []
+    status = {
+        cid: label
+        for label in ("verified", "failed", "not_run", "unchecked")
+        for cid in clauses.get(label) or []
+    }
+    checks: dict[str, int] = {}
+    for step in plan.steps:
+        for check in step.checks:
+            if check.clause:
+                checks[check.clause] = checks.get(check.clause, 0) + 1
+    lines = ["", "## Clauses of the task", "", str(clauses.get("summary") or ""), ""]
+    lines += ["| clause | kind | checks | status |", "|---|---|---|---|"]
+    for clause in plan.clauses:
+        text = " ".join(clause.text.split()).replace("|", "\\|")
+        text = text if len(text) <= 100 else text[:100] + "…"
+        label = status.get(clause.id, "pending").replace("_", " ")
+        lines.append(f"| {clause.id}: {text} | {clause.kind} | {checks.get(clause.id, 0)} | {label} |")
+    return lines
 
 
 def memory_lines(state: dict[str, Any]) -> list[str]:

@@ -55,6 +55,9 @@ class Check(BaseModel):
         default="planner",
         description="who wrote it: stated in the task (extracted by code), the planner, a user",
     )
+    clause: str = Field(
+        default="", description="the id of the task's clause this check executes ('' if none)"
+    )
 
     def describe(self) -> str:
         """``call == expect`` / ``call raises X``, on one line."""
@@ -107,11 +110,28 @@ class ProposedPlan(BaseModel):
         )
 
 
+class Clause(BaseModel):
+    """One clause of the task (a sentence or part of one) and the checks code read from it."""
+
+    id: str = Field(description="c1, c2, … in the order of the task")
+    text: str = Field(description="the clause as the task writes it")
+    kind: Literal["signature", "example", "error", "property", "behaviour"] = Field(
+        description="what it states; behaviour clauses are prose code reads no check from"
+    )
+    checks: list[Check] = Field(
+        default_factory=list, description="the checks code read from it (origin: task)"
+    )
+
+
 class Plan(BaseModel):
     """The planner's output: ordered steps forming a DAG."""
 
     steps: list[PlanStep] = Field(description="the steps, in an order that respects depends_on")
     rationale: str = Field(default="", description="why the task is split this way, briefly")
+    clauses: list[Clause] = Field(
+        default_factory=list,
+        description="the task's clauses (found by code); each check names the one it executes",
+    )
 
 
 def plan_problems(plan: Plan, *, max_steps: int = MAX_PLAN_STEPS) -> list[str]:
@@ -329,6 +349,9 @@ class State(TypedDict, total=False):
     """Summary of the reflector's last verdict (the full evidence is in verdict.json)."""
     report_path: str | None
     """The run's report.md, once the run has finished."""
+    plain: str | None
+    """Candidate zero: the code of the model's plain answer to the whole task ('' when the
+    reply had none; None before it was asked or when candidate zero is off)."""
     result_dir: str | None
     """The deliverable (``runs/<id>/result/``: one package with its tests), once the run has
     finished with at least one committed step; None otherwise."""

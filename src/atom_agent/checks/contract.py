@@ -90,6 +90,7 @@ class CheckResult:
             "check": self.check.describe(),
             "origin": self.check.origin,
             "criterion": self.check.criterion,
+            "clause": self.check.clause,
             "status": self.status,
             "got": self.got,
             "reason": self.reason,
@@ -132,6 +133,28 @@ class ContractReport:
         """
         return all(
             r.status in ("passed", "invalid") for i, r in enumerate(self.results) if i not in ignore
+        )
+
+    def rank(self, ignore: Collection[int] = ()) -> tuple[int, int]:
+        """How well the code executes: (task checks passed, checks passed), higher is better.
+
+        Checks in `ignore` (suspect ones) count for nothing; one check the task states
+        outranks any number of the planner model's.
+        """
+        passed = [r for i, r in enumerate(self.results) if i not in ignore and r.status == "passed"]
+        return (sum(1 for r in passed if r.check.origin == "task"), len(passed))
+
+    def task_checks_hold(self, ignore: Collection[int] = ()) -> bool:
+        """Every check the task states that could run passed, and one of them checks a value."""
+        mine = [
+            r
+            for i, r in enumerate(self.results)
+            if i not in ignore and r.check.origin == "task" and r.status != "invalid"
+        ]
+        return (
+            bool(mine)
+            and all(r.status == "passed" for r in mine)
+            and any(not r.check.raises for r in mine)
         )
 
     def summary(self) -> str:

@@ -105,3 +105,18 @@ def free_names(source: str) -> list[str]:
         elif isinstance(node, ast.alias):
             bound.add((node.asname or node.name).split(".")[0])
     return [n for n in read if n not in bound and n not in dir(builtins)]
+
+
+def without_shorthands(names: list[str]) -> list[str]:
+    """`names` without shorthands of longer names (``decode`` beside ``rle_decode``).
+
+    Tasks write properties in short (``decode(encode(s)) == s``); a shorthand is not something
+    to define, and a check of it could never pass.
+    """
+    return [n for n in names if shorthand_of(n, names) is None]
+
+
+def shorthand_of(name: str, names: list[str]) -> str | None:
+    """The one longer name in `names` that ends in ``_<name>`` (None if none or several)."""
+    longer = [n for n in names if n != name and n.endswith(f"_{name}")]
+    return longer[0] if len(longer) == 1 else None

@@ -74,9 +74,24 @@ class Progress:
                 str(len(s.get("acceptance_criteria", []))),
                 str(len(s.get("checks", []))),
             )
+        table.caption = plan_clauses(plan)
         self.console.print(table)
         for s in plan.get("steps", []):
             for check in s.get("checks", [])[:12]:
                 shown = Check.model_validate(check).describe()
                 self.console.print(f"  [dim]{s['id']} check ({check.get('origin')}):[/dim] "
                                    f"{escape(shown[:140])}")  # fmt: skip
+
+
+def plan_clauses(plan: dict[str, Any]) -> str:
+    """``13 clauses: 11 with checks, 2 unchecked (…)`` for a plan before anything ran."""
+    clauses = plan.get("clauses") or []
+    if not clauses:
+        return ""
+    covered = {c.get("clause") for s in plan.get("steps", []) for c in s.get("checks", [])}
+    unchecked = [c for c in clauses if c["id"] not in covered]
+    text = f"{len(clauses)} clauses: {len(clauses) - len(unchecked)} with checks"
+    if unchecked:
+        shown = "; ".join(f'"{" ".join(c["text"].split())[:50]}"' for c in unchecked[:3])
+        text += f", {len(unchecked)} unchecked ({shown}{'; …' if len(unchecked) > 3 else ''})"
+    return text

@@ -18,8 +18,10 @@ from atom_agent import prompts
 from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import check_problems
 from atom_agent.checks.exercised import referenced_names
+from atom_agent.checks.names import named_in_text
 from atom_agent.state import Check, Plan, PlanStep
 from atom_agent.telemetry import emit
+from atom_agent.verification.clauses import SIGNATURE_CRITERION, placed
 
 from .drafting import extract_code, sample
 
@@ -59,7 +61,7 @@ def write_contracts(
         found = checks_from_tests(extract_code(reply.text, tests=True), criterion=criterion)
         have = {c.describe() for c in step.checks}
         usable = [
-            c
+            placed(c, task, plan.clauses)
             for c in found
             if c.describe() not in have
             and not check_problems(c, defines=step.defines, available=available)
@@ -71,13 +73,30 @@ def write_contracts(
             asserts=len(found),
             usable=len(usable),
         )
-        steps.append(step.model_copy(update={"checks": [*step.checks, *usable[:MAX_CHECKS]]}))
+        kept = capped(usable, missing)
+        steps.append(step.model_copy(update={"checks": [*step.checks, *kept]}))
         available += step.defines
-    return Plan(steps=steps, rationale=plan.rationale), spent
+    return Plan(steps=steps, rationale=plan.rationale, clauses=plan.clauses), spent
 
 
 MAX_CHECKS = 10
 """Checks kept from one contract reply."""
+MAX_CHECKS_PER_NAME = 5
+"""Checks kept per name the contract was asked for: one name cannot spend the whole cap."""
+
+
+def capped(checks: list[Check], names: list[str]) -> list[Check]:
+    """At most MAX_CHECKS_PER_NAME checks per name in `names`, MAX_CHECKS in all, in order."""
+    per: dict[str, int] = {}
+    kept: list[Check] = []
+    for check in checks:
+        used = [n for n in names if n in referenced_names(check.call)] or [""]
+        if all(per.get(n, 0) >= MAX_CHECKS_PER_NAME for n in used):
+            continue
+        for n in used:
+            per[n] = per.get(n, 0) + 1
+        kept.append(check)
+    return kept[:MAX_CHECKS]
 
 
 def unchecked(defines: list[str], runnable: list[Check]) -> list[str]:
@@ -89,7 +108,7 @@ def unchecked(defines: list[str], runnable: list[Check]) -> list[str]:
     """
     used: set[str] = set()
     for check in runnable:
-        if not check.raises:
+        if not check.raises and check.criterion != SIGNATURE_CRITERION:
             used |= referenced_names(check.call)
     return [name for name in defines if name not in used]
 
@@ -101,6 +120,25 @@ def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
         if len(plan.steps) == 1
         else prompts.CONTRACT_STEP.format(title=step.title, description=step.description.strip())
     )
+    covered = {c.clause for s in plan.steps for c in s.checks if c.clause}
+    open_clauses = [
+        c
+        for c in plan.clauses
+        if c.id not in covered and set(named_in_text(c.text)) & set(step.defines)
+        or (c.id not in covered and c.kind == "behaviour" and len(plan.steps) == 1)
+    ]
+    clauses = (
+        prompts.CONTRACT_CLAUSES.format(
+            clauses="\n".join(f"- {' '.join(c.text.split())[:200]}" for c in open_clauses[:8])
+        )
+        if open_clauses
+        else ""
+    )
+    scenario = prompts.CONTRACT_SCENARIO if any(n[:1].isupper() for n in step.defines) else ""
     return prompts.CONTRACT_TASK.format(
-        task=task.strip(), step=scope, names=", ".join(step.defines)
+        task=task.strip(),
+        step=scope,
+        clauses=clauses,
+        names=", ".join(step.defines),
+        scenario=scenario,
     )

@@ -263,6 +263,39 @@ class Drafts:
         report = candidate.report
         return report is not None and report.all_passed(ignore=set(self.suspect))
 
+    def consider(
+        self,
+        source: str,
+        *,
+        folder: Path,
+        checks: Sequence[Check],
+        defines: Sequence[str],
+        available: Sequence[str],
+        python_path: Sequence[Path],
+        runner: SandboxRunner,
+        limits: Limits,
+    ) -> Candidate:
+        """Add code written before this attempt (the step's best so far) as a candidate.
+
+        It competes by execution like the attempt's own drafts; it is marked informed (it may
+        have seen check results) so it never testifies as an independent witness.
+        """
+        candidate = Candidate(k=len(self.candidates), source=source, temperature=-1.0,
+                              informed=True)  # fmt: skip
+        self.candidates.append(candidate)
+        candidate.path = folder / str(candidate.k)
+        atomic_write_text(candidate.path / IMPL_FILE, source)
+        candidate.report = run_contract(
+            checks,
+            staging=candidate.path,
+            runner=runner,
+            limits=limits,
+            python_path=[candidate.path, *python_path],
+            defines=defines,
+            available=available,
+        )
+        return candidate
+
     @property
     def spent(self) -> list[BaseMessage]:
         """Every message of the drafting, witnesses' replies last (history and usage)."""
@@ -277,7 +310,13 @@ class Drafts:
         passing = [c for c in usable if self.passes(c)]
         if passing:
             return passing[0]
-        return max(usable, key=lambda c: (c.score, -c.k))
+        # The task's own checks outrank the planner model's; the earliest wins a tie, so
+        # candidate zero (the plain answer) is replaced only by code that executes better.
+        return max(usable, key=lambda c: (*_rank(c.report, self.suspect), -c.k))
+
+
+def _rank(report: ContractReport | None, suspect: dict[int, str]) -> tuple[int, int]:
+    return report.rank(ignore=set(suspect)) if report is not None else (-1, -1)
 
 
 def sample(model: BaseChatModel, messages: list[BaseMessage], temperature: float) -> AIMessage:
@@ -318,10 +357,13 @@ def write_drafts(
     runner: SandboxRunner,
     limits: Limits,
     witnesses: int = 0,
+    first: str | None = None,
 ) -> Drafts:
     """Draft; cross-examine a failing draft; retry with the evidence at rising temperature.
 
-    1. The draft (``temps[0]``). A draft that meets the contract is the attempt.
+    1. The draft (``temps[0]``), or `first` when given: code already written for the task
+       (candidate zero, the model's plain answer), which then costs no call. A draft that
+       meets the contract is the attempt.
     2. `witnesses` independent samples of the same prompt: each is a candidate too, and a
        failing check that every witness contradicts with the draft's very result is suspect.
        A draft that meets every check but the suspect ones is the attempt.
@@ -360,7 +402,11 @@ def write_drafts(
         )
         return candidate
 
-    reply = sample(model, drafts.messages, temps[0])
+    reply = (
+        AIMessage(content=f"```python\n{first.rstrip()}\n```")
+        if first
+        else sample(model, drafts.messages, temps[0])
+    )
     drafts.messages.append(reply)
     draft = add(reply, temps[0], informed=False)
     if drafts.passes(draft) or not checks:

@@ -20,6 +20,7 @@ from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, RunStatus, State
 from atom_agent.telemetry import emit
+from atom_agent.verification.clauses import Coverage, coverage
 from atom_agent.workspace.deliverable import build_deliverable, deliverable_markdown
 
 from .common import exhausted_budget, run_ref
@@ -44,6 +45,9 @@ def make_finish(res: Resources) -> Any:
         if verification:
             # What the outcome rests on: executed checks, or only a model's opinion.
             reason += f" (criteria of committed steps: {verification})"
+        clauses = clause_coverage(res.workspace, run, state.get("plan"), statuses)
+        if clauses.total:
+            reason += f"; {clauses.summary()}"
         # Two independent jobs: the memory write (embedding, Chroma) runs while the
         # deliverable's tests run in their sandbox process.
         with ThreadPoolExecutor(1, thread_name_prefix="atom-learn") as pool:
@@ -67,6 +71,7 @@ def make_finish(res: Resources) -> Any:
             usage=dict(state.get("usage") or {}),
             steps=statuses,
             verification=verification,
+            clauses={"summary": clauses.summary(), **clauses.to_dict()},
             memories=memories,
             deliverable=deliverable,
         )
@@ -123,6 +128,37 @@ def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
     if idle:  # committed, yet nothing checked what these return
         summary += ("; " if summary else "") + "no result checked for " + ", ".join(idle)
     return summary
+
+
+def clause_coverage(
+    workspace: Any, run: Any, raw_plan: Mapping[str, Any] | None, statuses: Mapping[str, str]
+) -> Coverage:
+    """Which of the task's clauses the committed steps' final verdicts executed, and how.
+
+    Checks cross-examination marked suspect count for nothing; a clause whose checks belong
+    to steps never committed is *not run*; one no check covers is *unchecked*.
+    """
+    if not raw_plan:
+        return Coverage()
+    plan = Plan.model_validate(raw_plan)
+    results: dict[str, list[str]] = {}
+    for step_id, status in statuses.items():
+        if status != "committed":
+            continue
+        try:
+            attempts = workspace.list_attempts(workspace.step(run, step_id))
+        except AtomAgentError:
+            continue
+        if not attempts or not attempts[-1].verdict_json.exists():
+            continue
+        verdict = workspace.read_verdict(attempts[-1])
+        suspect = {
+            s.get("check") for s in (verdict.get("cross_examination") or {}).get("suspect_checks", [])
+        }
+        for result in (verdict.get("contract") or {}).get("results") or []:
+            if result.get("clause") and result.get("check") not in suspect:
+                results.setdefault(result["clause"], []).append(str(result.get("status")))
+    return coverage(plan.clauses, results)
 
 
 def _outcome(statuses: Mapping[str, str], budget: str | None, reason: str) -> tuple[RunStatus, str]:

@@ -17,8 +17,14 @@ from langgraph.runtime import Runtime
 from pydantic import ValidationError
 
 from atom_agent import prompts
-from atom_agent.checks.extract import TASK_CRITERION, task_checks
-from atom_agent.checks.names import called_names, code_blocks, defined_in_code, named_in_text
+from atom_agent.checks.names import (
+    called_names,
+    code_blocks,
+    defined_in_code,
+    free_names,
+    named_in_text,
+    without_shorthands,
+)
 from atom_agent.context import Context
 from atom_agent.models.structured import invoke_structured
 from atom_agent.resources import Resources
@@ -33,6 +39,8 @@ from atom_agent.state import (
     plan_problems,
 )
 from atom_agent.telemetry import emit
+from atom_agent.verification.candidates import ask_plain, meets_clauses
+from atom_agent.verification.clauses import placed, task_clauses
 from atom_agent.usage import model_name_of, usage_of
 
 from .common import plan_of, run_ref
@@ -63,13 +71,23 @@ def make_planner(res: Resources) -> Any:
             replan_text = prompts.PLANNER_REPLAN.format(
                 committed=listed, failure=state.get("plan_feedback") or "(no details)"
             )
-        if not state.get("plan") and (res.ctx.max_plan_steps == 1 or single_unit(state["task"])):
+        zero: dict[str, Any] = {}
+        if not state.get("plan") and res.ctx.candidate_zero and state.get("plain") is None:
+            zero = _candidate_zero(res, run, state["task"])
+        plain_spent: list[BaseMessage] = zero.pop("spent", [])
+        one_step = res.ctx.max_plan_steps == 1 or single_unit(state["task"])
+        reason = "initial plan"
+        if not state.get("plan") and not one_step and zero.get("meets_task"):
+            one_step = True
+            reason = "initial plan: one step, the plain answer meets every check the task states"
+            emit("plan.plain_meets_task", run_id=state["run_id"])
+        if not state.get("plan") and one_step:
             # One step can only be the task itself (one function or class, or a plan held to
             # one step): no model call is needed to plan it, only its contract.
             only = finalize_plan(single_step_plan(state["task"]), state["task"])
             only, replies = write_contracts(model, state["task"], only)
-            usage = usage_of(replies, model_name_of(model))
-            return accept_plan(res, state, run, only, "initial plan", usage)
+            usage = usage_of([*plain_spent, *replies], model_name_of(model))
+            return {**accept_plan(res, state, run, only, reason, usage), **_plain(zero)}
         feedback = state.get("plan_feedback", "") if not replan_text else ""
         messages: list[BaseMessage] = [
             SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=res.ctx.max_plan_steps)),
@@ -130,15 +148,48 @@ def make_planner(res: Resources) -> Any:
                 model, state["task"], plan, skip={s.id for s in committed}
             )
             spent += contracts
-        usage = usage_of(spent, model_name_of(model))
+        usage = usage_of([*plain_spent, *spent], model_name_of(model))
         if plan is None:
             reason = f"the planner gave no valid plan in {MAX_PLAN_TRIES} tries: " + "; ".join(
                 problems
             )
-            return {"status": "failed", "stop_reason": reason, "usage": usage}
-        return accept_plan(res, state, run, plan, reason, usage)
+            return {"status": "failed", "stop_reason": reason, "usage": usage, **_plain(zero)}
+        return {**accept_plan(res, state, run, plan, reason, usage), **_plain(zero)}
 
     return planner
+
+
+def _candidate_zero(res: Resources, run: Any, task: str) -> dict[str, Any]:
+    """Ask the model once for the whole task; run the task's own checks on its answer.
+
+    Returns ``plain`` (the code, '' if the reply had none), ``spent`` (the reply, for usage)
+    and ``meets_task`` (every check the task's clauses state passed, at least one ran).
+    """
+    names = task_names(task)
+    answer = ask_plain(res.model("executor"), task, names)
+    folder = res.workspace.write_plain(run, answer.source, answer.reply.text)
+    report = meets_clauses(
+        answer.source,
+        task_clauses(task, names=names),
+        folder=folder,
+        runner=res.runner,
+        limits=res.limits,
+        defines=names,
+    )
+    meets = report is not None and report.task_checks_hold() and report.all_passed()
+    emit(
+        "plan.candidate_zero",
+        run_id=run.run_id,
+        code=bool(answer.source),
+        checks=report.summary() if report is not None else "no check stated",
+        meets_task=meets,
+    )
+    return {"plain": answer.source, "spent": [answer.reply], "meets_task": meets}
+
+
+def _plain(zero: dict[str, Any]) -> dict[str, Any]:
+    """The state update that keeps candidate zero ({} when it was not asked for now)."""
+    return {"plain": zero["plain"]} if "plain" in zero else {}
 
 
 def _proposed(parsed: Any, raw: AIMessage | None) -> Plan:
@@ -262,13 +313,14 @@ def _keep_committed(committed: list[PlanStep], plan: Plan) -> Plan:
         return plan
     kept = {s.id for s in committed}
     rest = [s for s in plan.steps if s.id not in kept]
-    return Plan(steps=[*committed, *rest], rationale=plan.rationale)
+    return Plan(steps=[*committed, *rest], rationale=plan.rationale, clauses=plan.clauses)
 
 
 def task_names(task: str) -> list[str]:
     """The functions and classes a task asks for: those its code defines, else those it names."""
     in_code = [n for block in code_blocks(task) for n in defined_in_code(block)]
-    return list(dict.fromkeys(in_code)) or named_in_text(task)
+    return list(dict.fromkeys(in_code)) or without_shorthands(named_in_text(task))
+
 
 
 def single_unit(task: str) -> bool:
@@ -289,8 +341,9 @@ def finalize_plan(plan: Plan, task: str, *, committed: list[PlanStep] | None = N
     """Code's share of planning, whatever the model proposed.
 
     A task that asks for one function or class is one step. Steps that do not say what they
-    define get the names their checks call or their text names. The checks the task itself
-    states (its examples, extracted by code) join the step that defines what they call.
+    define get the names their checks call or their text names. The task's clauses are found
+    by code (:func:`task_clauses`), and the checks code reads from them (signatures, examples,
+    errors, properties) join the step that defines what they use.
     """
     if not committed and len(plan.steps) > 1 and single_unit(task):
         plan = merge_into_one_step(plan)
@@ -300,11 +353,16 @@ def finalize_plan(plan: Plan, task: str, *, committed: list[PlanStep] | None = N
         for s in plan.steps
     ]
     kept = {s.id for s in committed or []}
+    clauses = task_clauses(task, names=names)
+    steps = [
+        s.model_copy(update={"checks": [placed(c, task, clauses) for c in s.checks]})
+        for s in steps
+    ]
     stated: dict[int, list[Check]] = {}
-    for check in task_checks(task, names=names):
-        called = set(called_names(check.call))
+    for check in (c for clause in clauses for c in clause.checks):
+        used = set(free_names(check.call))
         target = next(
-            (i for i, s in enumerate(steps) if s.id not in kept and called & set(s.defines)),
+            (i for i, s in enumerate(steps) if s.id not in kept and used & set(s.defines)),
             None,
         )
         if target is not None and not any(
@@ -313,13 +371,14 @@ def finalize_plan(plan: Plan, task: str, *, committed: list[PlanStep] | None = N
             stated.setdefault(target, []).append(check)
     for target, checks in stated.items():
         step = steps[target]
-        criteria = step.acceptance_criteria
-        if TASK_CRITERION not in criteria:
-            criteria = [*criteria, TASK_CRITERION]
+        criteria = list(step.acceptance_criteria)
+        for criterion in dict.fromkeys(c.criterion for c in checks):
+            if criterion not in criteria:
+                criteria.append(criterion)
         steps[target] = step.model_copy(
             update={"checks": [*checks, *step.checks], "acceptance_criteria": criteria}
         )
-    return Plan(steps=steps, rationale=plan.rationale)
+    return Plan(steps=steps, rationale=plan.rationale, clauses=clauses)
 
 
 def _inferred_defines(step: PlanStep, task_level: list[str]) -> list[str]:

@@ -25,6 +25,9 @@ from atom_agent.workspace import _commit
 from atom_agent.workspace._atomic import atomic_write_json, atomic_write_text, clean_temp_files
 from atom_agent.workspace.history import clean_messages
 
+PLAIN_DIR = "plain"
+"""A run's plain answer (candidate zero), beside its steps."""
+
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
@@ -285,6 +288,21 @@ class Workspace:
     def plan_revisions(self, run: RunRef) -> list[dict[str, Any]]:
         """Every plan revision, oldest first."""
         return list(read_json(run.plan_json).get("revisions", []))
+
+    def write_plain(self, run: RunRef, source: str, reply: str) -> Path:
+        """``runs/<id>/plain/``: the model's plain answer to the whole task (candidate zero).
+
+        ``impl.py`` is the code read from it, ``reply.md`` the reply as the model wrote it.
+        Returns the folder.
+        """
+        folder = run.path / PLAIN_DIR
+        atomic_write_text(folder / "reply.md", reply)
+        atomic_write_text(folder / "impl.py", source)
+        return folder
+
+    def plain_dir(self, run: RunRef) -> Path:
+        """Where the run's plain answer is (``runs/<id>/plain/``; may not exist)."""
+        return run.path / PLAIN_DIR
 
     def write_report(self, run: RunRef, markdown: str) -> Path:
         """Replace ``report.md`` atomically; returns its path."""

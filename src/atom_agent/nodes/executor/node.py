@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from atom_agent import prompts
 from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
+from atom_agent.checks.names import defined_in_code
 from atom_agent.context import Context
 from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.resources import Resources
@@ -116,8 +117,10 @@ def make_executor(res: Resources) -> Any:
             if profile.draft_first and runnable
             else ([], [])
         )
+        first = _candidate_zero(state.get("plain"), step.defines) if attempt.n == 1 else None
         drafts = (
-            _draft(svc, state["task"], plan, step, step_ref, attempt, scope, model, runnable, notes)
+            _draft(svc, state["task"], plan, step, step_ref, attempt, scope, model, runnable,
+                   notes, first)  # fmt: skip
             if profile.draft_first and runnable
             else None
         )
@@ -257,8 +260,14 @@ def _draft(
     model: BaseChatModel,
     checks: list[Check],
     notes: list[str],
+    first: str | None = None,
 ) -> Drafts:
-    """The attempt's drafts; the best goes to staging with the contract's tests beside it."""
+    """The attempt's drafts; the best goes to staging with the contract's tests beside it.
+
+    `first` (candidate zero) is the first candidate instead of a fresh draft. A retry's
+    candidates compete with the code the step's previous attempt staged (the best so far):
+    an attempt never stages code that executes worse than what the step already had.
+    """
     artifacts = svc.workspace.dependency_artifacts(step_ref)
     deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
     earlier = _last_feedback(svc.workspace, step_ref, attempt)
@@ -278,7 +287,14 @@ def _draft(
         runner=svc.runner,
         limits=svc.limits,
         witnesses=profile.cross_samples,
+        first=first,
     )
+    incumbent = _incumbent(svc.workspace, step_ref, attempt)
+    if incumbent is not None:
+        drafts.consider(incumbent, folder=attempt.path / "candidates", checks=checks,
+                        defines=step.defines, available=available,
+                        python_path=scope.python_path()[1:], runner=svc.runner,
+                        limits=svc.limits)  # fmt: skip
     best = drafts.best
     if best is not None:
         atomic_write_text(scope.staging / IMPL_FILE, best.source)
@@ -305,6 +321,22 @@ def _draft(
         },
     )
     return drafts
+
+
+def _candidate_zero(plain: str | None, defines: list[str]) -> str | None:
+    """Candidate zero for a step: the plain answer, when it defines what the step defines."""
+    if not plain or not defines:
+        return None
+    return plain if set(defines) <= set(defined_in_code(plain)) else None
+
+
+def _incumbent(workspace: Workspace, step_ref: StepRef, attempt: AttemptRef) -> str | None:
+    """The impl.py the step's previous attempt staged (its best candidate), if any."""
+    earlier = [a for a in workspace.list_attempts(step_ref) if a.n < attempt.n]
+    if not earlier:
+        return None
+    impl = earlier[-1].staging / IMPL_FILE
+    return impl.read_text(encoding="utf-8", errors="replace") if impl.is_file() else None
 
 
 def _last_feedback(workspace: Workspace, step_ref: StepRef, attempt: AttemptRef) -> str:

@@ -1,0 +1,231 @@
+"""Development tasks, side by side in one run: one plain call, warming, and the agent.
+
+Every arm uses one loaded model and is scored by the devtasks oracle (checks the agent never
+sees). Prints, per arm, tasks solved, tokens and seconds per task (mean, median) and per
+solved task, and which tasks the agent fixed or broke against the plain call:
+
+    python benchmarks/devtasks_eval.py ../shared/devtasks/tasks.jsonl --workspace dev_ws
+
+- plain: the task asked once (``prompts.PLAIN_TASK``, greedy), exactly as candidate zero is.
+- warming: plain calls at rising temperature until every check the task's clauses state
+  passes (the last sample is kept when none does); its first sample is the plain call's.
+- agent: ``atom-agent batch`` on the same tasks (runs ``tasks.<id>``), with `--settings`.
+
+Each arm appends a line per task to ``<workspace>/devtasks_<arm>.jsonl`` and skips the tasks
+already there, so a stopped evaluation resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from atom_agent.batch import BatchOptions, run_batch  # noqa: E402
+from atom_agent.context import Context  # noqa: E402
+from atom_agent.nodes.planner import task_names  # noqa: E402
+from atom_agent.resources import Resources  # noqa: E402
+from atom_agent.verification.candidates import ask_plain, meets_clauses  # noqa: E402
+from atom_agent.verification.clauses import task_clauses  # noqa: E402
+
+WARMING = (0.3, 0.6, 0.9, 1.2)
+ORACLE = Path(__file__).resolve().parents[2] / "shared" / "devtasks" / "oracle.py"
+
+
+def _tokens(reply: Any) -> int:
+    usage = getattr(reply, "usage_metadata", None) or {}
+    return int(usage.get("total_tokens", 0))
+
+
+def _write(ws: Path, prefix: str, task_id: str, source: str) -> None:
+    folder = ws / "runs" / f"{prefix}.{task_id}" / "steps" / "step1" / "committed" / "artifacts"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "impl.py").write_text(source, encoding="utf-8")
+
+
+def _done(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.exists():
+        return {}
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {r["id"]: r for r in rows}
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(row) + "\n")
+
+
+def plain_arm(res: Resources, tasks: list[dict[str, Any]], ws: Path) -> dict[str, dict[str, Any]]:
+    """One greedy plain call per task."""
+    path = ws / "devtasks_plain.jsonl"
+    done = _done(path)
+    model = res.model("executor")
+    for item in tasks:
+        if item["id"] in done:
+            continue
+        t0 = time.monotonic()
+        answer = ask_plain(model, item["task"], task_names(item["task"]))
+        row = {
+            "id": item["id"],
+            "tokens": _tokens(answer.reply),
+            "seconds": round(time.monotonic() - t0, 2),
+            "source": answer.source,
+        }
+        _write(ws, "plain", item["id"], answer.source)
+        _append(path, row)
+        done[item["id"]] = row
+        print(f"plain {item['id']}: {row['tokens']} tokens, {row['seconds']} s", flush=True)
+    return done
+
+
+def warming_arm(
+    res: Resources, tasks: list[dict[str, Any]], ws: Path, plain: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Rising temperature until the task's stated checks pass (first sample: the plain call)."""
+    from atom_agent.nodes.drafting import complete_from_task, extract_code, sample
+    from atom_agent.prompts import PLAIN_TASK
+    from langchain_core.messages import HumanMessage
+
+    path = ws / "devtasks_warming.jsonl"
+    done = _done(path)
+    model = res.model("executor")
+    for item in tasks:
+        if item["id"] in done:
+            continue
+        names = task_names(item["task"])
+        clauses = task_clauses(item["task"], names=names)
+        first = plain[item["id"]]
+        source, tokens, seconds, samples = first["source"], first["tokens"], first["seconds"], 1
+        t0 = time.monotonic()
+        for temperature in (None, *WARMING):
+            if temperature is not None:
+                reply = sample(
+                    model, [HumanMessage(PLAIN_TASK.format(task=item["task"].strip()))], temperature
+                )
+                tokens += _tokens(reply)
+                samples += 1
+                source = complete_from_task(extract_code(reply.text), item["task"], names)
+            with tempfile.TemporaryDirectory() as tmp:
+                report = meets_clauses(source, clauses, folder=Path(tmp), runner=res.runner,
+                                       limits=res.limits, defines=names)  # fmt: skip
+            if report is None or report.all_passed():
+                break
+        row = {
+            "id": item["id"],
+            "tokens": tokens,
+            "seconds": round(seconds + time.monotonic() - t0, 2),
+            "samples": samples,
+        }
+        _write(ws, "warming", item["id"], source)
+        _append(path, row)
+        done[item["id"]] = row
+        print(f"warming {item['id']}: {samples} samples, {tokens} tokens", flush=True)
+    return done
+
+
+def agent_arm(res: Resources, tasks_path: Path, ws: Path) -> dict[str, dict[str, Any]]:
+    """The agent on every task (a batch; its results file resumes it)."""
+    results = ws / "devtasks_agent_results.jsonl"
+    run_batch(tasks_path, results, BatchOptions(res.ctx, 1, isolated_memory=True, resources=res))
+    rows = _done(results)
+    return {
+        k: {
+            "id": k,
+            "tokens": int((v.get("usage") or {}).get("total_tokens", 0)),
+            "seconds": float(v.get("duration_s") or 0.0),
+            "status": v.get("status"),
+        }
+        for k, v in rows.items()
+    }
+
+
+def oracle(ws: Path, prefix: str) -> dict[str, bool]:
+    """PASS/FAIL per task id from the devtasks oracle."""
+    out = subprocess.run(
+        [sys.executable, str(ORACLE), str(ws), prefix], capture_output=True, text=True, check=False
+    ).stdout
+    verdicts: dict[str, bool] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[1] in ("PASS", "FAIL"):
+            verdicts[parts[0].rstrip(":")] = parts[1] == "PASS"
+    return verdicts
+
+
+def summary(rows: dict[str, dict[str, Any]], passed: dict[str, bool]) -> dict[str, Any]:
+    """Solved, tokens and seconds per task and per solved task."""
+    ids = list(rows)
+    solved = [i for i in ids if passed.get(i)]
+    tokens = [rows[i]["tokens"] for i in ids]
+    seconds = [rows[i]["seconds"] for i in ids]
+    return {
+        "solved": len(solved),
+        "tasks": len(ids),
+        "tokens_per_task": round(sum(tokens) / (len(ids) or 1)),
+        "seconds_mean": round(sum(seconds) / (len(ids) or 1), 1),
+        "seconds_median": round(statistics.median(seconds), 1) if seconds else None,
+        "tokens_per_solved": round(sum(tokens) / len(solved)) if solved else None,
+        "seconds_per_solved": round(sum(seconds) / len(solved), 1) if solved else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tasks", type=Path)
+    parser.add_argument("--workspace", type=Path, default=Path("dev_ws"))
+    parser.add_argument("--model", default="local")
+    parser.add_argument("--arms", default="plain,warming,agent")
+    parser.add_argument("--only", default="", help="comma-separated task ids")
+    parser.add_argument("--settings", default="{}", help="Context fields for the agent (JSON)")
+    args = parser.parse_args()
+    arms = args.arms.split(",")
+    tasks = [json.loads(x) for x in args.tasks.read_text().splitlines() if x.strip()]
+    if args.only:
+        wanted = set(args.only.split(","))
+        tasks = [t for t in tasks if t["id"] in wanted]
+    ws = args.workspace.resolve()
+    ws.mkdir(parents=True, exist_ok=True)
+    tasks_path = ws / "tasks.jsonl"
+    tasks_path.write_text("".join(json.dumps({"id": t["id"], "task": t["task"]}) + "\n"
+                                  for t in tasks))  # fmt: skip
+    ctx = Context(workspace=str(ws), model="local" if args.model == "local" else args.model,
+                  **json.loads(args.settings))  # fmt: skip
+    table: dict[str, Any] = {}
+    with Resources(ctx) as res:
+        rows: dict[str, dict[str, dict[str, Any]]] = {}
+        if "plain" in arms or "warming" in arms:
+            rows["plain"] = plain_arm(res, tasks, ws)
+        if "warming" in arms:
+            rows["warming"] = warming_arm(res, tasks, ws, rows["plain"])
+        if "agent" in arms:
+            rows["agent"] = agent_arm(res, tasks_path, ws)
+    ids = [t["id"] for t in tasks]
+    verdicts = {arm: oracle(ws, "tasks" if arm == "agent" else arm) for arm in rows}
+    for arm, arm_rows in rows.items():
+        mine = {i: arm_rows[i] for i in ids if i in arm_rows}
+        table[arm] = summary(mine, verdicts[arm])
+        print(f"{arm}: {json.dumps(table[arm])}")
+    if "agent" in rows and "plain" in rows:
+        fixed = [i for i in ids if verdicts["agent"].get(i) and not verdicts["plain"].get(i)]
+        broken = [i for i in ids if verdicts["plain"].get(i) and not verdicts["agent"].get(i)]
+        table["fixed_by_agent"], table["broken_by_agent"] = fixed, broken
+        print(f"fixed by the agent: {fixed}; broken by the agent: {broken}")
+    for i in ids:
+        cells = [f"{arm} {'PASS' if verdicts[arm].get(i) else 'fail'} "
+                 f"{rows[arm].get(i, {}).get('tokens', '-')} tok "
+                 f"{rows[arm].get(i, {}).get('seconds', '-')} s" for arm in rows]  # fmt: skip
+        print(f"{i}: " + " | ".join(cells))
+    table["per_task"] = {arm: {i: verdicts[arm].get(i, False) for i in ids} for arm in rows}
+    (ws / "devtasks_eval.json").write_text(json.dumps(table, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,585 @@
+"""A task's clauses, found by code, each with the checks that execute it.
+
+A task states behaviour sentence by sentence: a signature with its defaults, an error and the
+inputs that raise it, worked examples, a property "for any …". Each sentence (or bullet, or
+``;``-separated part) is a clause; code gives it the checks it can read with certainty:
+
+- a stated signature (``allocate(total: int, weights: list[int], unit: int = 1)``,
+  ``deposit(amount)`` of a class) → an ``inspect.signature`` check of its parameter names and
+  defaults, no model involved;
+- examples in any form the extractor reads (``f(x) == y``, ``'a' -> 'b'``, doctests) and errors
+  with their inputs ("raises ValueError on input such as 'a3' or '3'", "e.g.", "for example");
+- a property ("decode(encode(s)) == s for any string of letters") → a Hypothesis test over
+  generated inputs, whose failure names the shrunk counterexample.
+
+The planner model's contract comes second: its checks are attributed to the clause they share
+the most with (:func:`attribute`). A clause with no check is listed as *unchecked*, never
+verified (:func:`coverage`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from atom_agent.checks.extract import task_checks
+from atom_agent.checks.names import (
+    called_names,
+    code_blocks,
+    named_in_text,
+    shorthand_of,
+    without_shorthands,
+)
+from atom_agent.state import Check, Clause
+
+SIGNATURE_CRITERION = "the signatures the task states (names, parameters, defaults)"
+PROPERTY_CRITERION = "the properties the task states hold over generated inputs"
+
+_META = re.compile(
+    r"^\s*(?:please\s+)?(?:include|add|write|with)\s+(?:some\s+|the\s+)?(?:pytest\s+|unit\s+)?"
+    r"tests?\b",
+    re.IGNORECASE,
+)
+_EXC = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception)|[A-Z][a-z]+[A-Z][A-Za-z]*)\b")
+_SIGNATURE_HEAD = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
+_RETURN = re.compile(r"\s*->\s*([A-Za-z_][\w\[\], .|]*)")
+_FOR_ANY = re.compile(r"\bfor (?:any|all|every|each)\b|\balways\b", re.IGNORECASE)
+_EXAMPLES_WORDS = re.compile(
+    r"\b(?:such as|e\.g\.|for example|for instance|like|including)\s*:?\s*", re.IGNORECASE
+)
+_LITERAL = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]+`|-?\d+(?:\.\d+)?")
+_STANDALONE = r"\bdef\s+{n}\b|\bfunctions?\s+`?{n}\b|\b{n}\s*\([^)]*\)`?\s+function\b"
+
+
+def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Clause]:
+    """The clauses of `task` with the checks code can read from each (ids ``c1``, ``c2`` …).
+
+    Args:
+        task: the task as the user wrote it.
+        names: the functions and classes the task asks for (default: those it names).
+    """
+    names = list(names) if names is not None else without_shorthands(named_in_text(task))
+    classes = [n for n in names if n[:1].isupper()]
+    clauses: list[Clause] = []
+    seen: set[str] = set()
+    for text, start in split_clauses(task):
+        if _META.match(text):
+            continue
+        checks = _clause_checks(task, text, start, names, classes)
+        fresh = [c for c in checks if c.describe() not in seen]
+        seen |= {c.describe() for c in fresh}
+        clause_id = f"c{len(clauses) + 1}"
+        clauses.append(
+            Clause(
+                id=clause_id,
+                text=text,
+                kind=_kind(text, fresh),
+                checks=[c.model_copy(update={"clause": clause_id}) for c in fresh],
+            )
+        )
+    # Examples code reads only from the whole text (doctest blocks, code): a clause of their own.
+    rest = [c for c in task_checks(task, names=names) if c.describe() not in seen]
+    if rest:
+        clause_id = f"c{len(clauses) + 1}"
+        clauses.append(
+            Clause(
+                id=clause_id,
+                text="the examples in the task's code",
+                kind="example",
+                checks=[c.model_copy(update={"clause": clause_id}) for c in rest],
+            )
+        )
+    return clauses
+
+
+def split_clauses(task: str) -> list[tuple[str, int]]:
+    """Sentences, bullets and ``;``-parts of `task` outside code, with their start offsets."""
+    text = task
+    for block in code_blocks(task):
+        text = text.replace(block, " " * len(block))
+    parts: list[tuple[str, int]] = []
+    start = 0
+    depth, quote = 0, ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"`" and (i == 0 or not text[i - 1].isalnum()):
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and _ends_clause(text, i):
+            parts.append((text[start : i + 1], start))
+            start = i + 1
+        i += 1
+    parts.append((text[start:], start))
+    out: list[tuple[str, int]] = []
+    for part, offset in parts:
+        stripped = part.strip().strip("-*").strip()
+        if len(re.findall(r"[A-Za-z]", stripped)) >= 3:
+            out.append((stripped, offset + part.find(stripped[:1])))
+    return out
+
+
+def _ends_clause(text: str, i: int) -> bool:
+    ch = text[i]
+    if ch == "\n":
+        return text[i + 1 : i + 2] == "\n" or bool(re.match(r"\s*[-*]\s", text[i + 1 :]))
+    if ch == ";":
+        return True
+    if ch not in ".!?":
+        return False
+    after = text[i + 1 : i + 2]
+    if after and not after.isspace():
+        return False  # 3.5, e.g., file.py
+    before = text[max(0, i - 4) : i + 1].lower()
+    return not before.endswith(("e.g.", "i.e.", "etc.", "vs."))
+
+
+def _kind(text: str, checks: Sequence[Check]) -> str:
+    if any(c.criterion == SIGNATURE_CRITERION for c in checks):
+        return "signature"
+    if any(c.criterion == PROPERTY_CRITERION for c in checks):
+        return "property"
+    if checks and all(c.raises for c in checks) or _EXC.search(text) and "rais" in text.lower():
+        return "error"
+    if checks:
+        return "example"
+    return "behaviour"
+
+
+def _clause_checks(
+    task: str, text: str, start: int, names: list[str], classes: list[str]
+) -> list[Check]:
+    checks = [*signature_checks(task, text, start, names, classes)]
+    checks += task_checks(text, names=names)
+    checks += error_examples(text, names)
+    checks += property_checks(task, text, names)
+    return checks
+
+
+# --- signatures ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A signature the task states: the name, its owner class (if a method), the parameters."""
+
+    name: str
+    owner: str
+    params: tuple[tuple[str, str | None], ...]
+    """(name, repr of the default or None) per parameter, ``self`` left out."""
+
+
+def stated_signatures(
+    task: str, text: str, start: int, names: Sequence[str], classes: Sequence[str]
+) -> list[Signature]:
+    """The signatures written out in clause `text` (at offset `start` of `task`).
+
+    ``name(params)`` that parses as a ``def`` header, is not nested in another call, and either
+    annotates or defaults a parameter or is the name's first mention in the task (where a task
+    introduces what it asks for). A lowercase name after a class's mention, not called a
+    function of its own, is that class's method.
+    """
+    found: list[Signature] = []
+    for match in _SIGNATURE_HEAD.finditer(text):
+        name = match.group(1)
+        close = _closing_paren(text, match.end() - 1)
+        if close is None or name not in names or _nested(text, match.start()):
+            continue
+        inner = text[match.end() : close]
+        returns = _RETURN.match(text[close + 1 :])
+        header = f"def {name}({inner})" + (f" -> {returns.group(1).strip()}" if returns else "")
+        try:
+            node = ast.parse(header + ": pass").body[0]
+        except (SyntaxError, ValueError):
+            continue
+        if not isinstance(node, ast.FunctionDef) or _has_literal_args(inner):
+            continue
+        args = node.args
+        typed = any(a.annotation is not None for a in args.args) or bool(args.defaults)
+        at = start + match.start()
+        first = _first_mention(task, name) >= at - 1
+        if not (typed or returns or first):
+            continue
+        params = _params(node)
+        if params is None:
+            continue
+        owner = _owner(task, at, name, classes)
+        found.append(Signature(name, owner, params))
+    return found
+
+
+def signature_checks(
+    task: str, text: str, start: int, names: Sequence[str], classes: Sequence[str]
+) -> list[Check]:
+    """One ``inspect.signature`` check per stated signature of clause `text`."""
+    checks = []
+    for sig in stated_signatures(task, text, start, names, classes):
+        target = f"{sig.owner}.{sig.name}" if sig.owner else sig.name
+        call = (
+            "import inspect\n"
+            f"[(p.name, None if p.default is p.empty else repr(p.default)) for p in "
+            f"inspect.signature({target}).parameters.values() if p.name not in ('self', 'cls')]"
+        )
+        expect = repr([tuple(p) for p in sig.params])
+        checks.append(
+            Check(call=call, expect=expect, criterion=SIGNATURE_CRITERION, origin="task")
+        )
+    return checks
+
+
+def _params(node: ast.FunctionDef) -> tuple[tuple[str, str | None], ...] | None:
+    args = node.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        return None  # keyword-only and star parameters: too many equivalent spellings
+    positional = [a.arg for a in args.args if a.arg not in ("self", "cls")]
+    defaults: list[str | None] = [None] * (len(args.args) - len(args.defaults))
+    for default in args.defaults:
+        try:
+            defaults.append(repr(ast.literal_eval(default)))
+        except (ValueError, SyntaxError):
+            return None  # a default code cannot evaluate: do not guess its repr
+    kept = [d for a, d in zip(args.args, defaults, strict=True) if a.arg not in ("self", "cls")]
+    return tuple(zip(positional, kept, strict=True))
+
+
+def _has_literal_args(inner: str) -> bool:
+    """``f('x', 3)`` is an example call, not a signature."""
+    return bool(re.match(r"\s*(?:['\"\d\[\(-])", inner))
+
+
+def _closing_paren(text: str, open_at: int) -> int | None:
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def _nested(text: str, at: int) -> bool:
+    """Whether position `at` is inside another call's parentheses (``decode(encode(s))``)."""
+    depth = 0
+    for i in range(at - 1, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            if depth == 0:
+                return i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")
+            depth -= 1
+        elif text[i] in ".;\n" and depth == 0:
+            return False
+    return False
+
+
+def _first_mention(task: str, name: str) -> int:
+    match = re.search(rf"(?<![\w.]){re.escape(name)}\b", task)
+    return match.start() if match else len(task)
+
+
+def _owner(task: str, at: int, name: str, classes: Sequence[str]) -> str:
+    """The class whose method `name` is (the last class mentioned before it), or ''."""
+    if not classes or name[:1].isupper():
+        return ""
+    if re.search(_STANDALONE.format(n=re.escape(name)), task):
+        return ""
+    before = task[:at]
+    mentions = [(before.rfind(c), c) for c in classes if re.search(rf"\b{re.escape(c)}\b", before)]
+    if not mentions:
+        return ""
+    return max(mentions)[1]
+
+
+# --- errors with their inputs --------------------------------------------------------------------
+
+
+def error_examples(text: str, names: Sequence[str]) -> list[Check]:
+    """Errors a clause states with example inputs, in any phrasing ("such as", "e.g." …).
+
+    "rle_decode raises ValueError on malformed input such as 'a3' or '3'" → one check per
+    literal. The function is the one the clause names (the only one, when it names several
+    it must come before the exception). Class errors are left to scenarios.
+    """
+    exc = _exception(text)
+    functions = [n for n in names if not n[:1].isupper()]
+    if not exc or not functions:
+        return []
+    mentioned = [n for n in functions if re.search(rf"(?<![\w.]){re.escape(n)}\b", text)]
+    target = mentioned[0] if len(mentioned) == 1 else (functions[0] if len(functions) == 1 else "")
+    if not target:
+        return []
+    checks = []
+    for match in _EXAMPLES_WORDS.finditer(text):
+        tail = text[match.end() :]
+        tail = re.split(r"[.;)](?:\s|$)", tail, maxsplit=1)[0]
+        for item in re.split(r"\s*(?:,|\bor\b|\band\b)\s*", tail):
+            literal = item.strip().strip("`")
+            if literal and _is_literal(literal):
+                checks.append(
+                    Check(
+                        call=f"{target}({literal})",
+                        raises=exc,
+                        criterion="the errors the task states are raised",
+                        origin="task",
+                    )
+                )
+    return checks
+
+
+def _exception(text: str) -> str:
+    """The exception a clause says is raised ('' if none)."""
+    lowered = text.lower()
+    if "rais" not in lowered and "error" not in lowered:
+        return ""
+    match = re.search(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b", text)
+    return match.group(1) if match else ""
+
+
+def _is_literal(source: str) -> bool:
+    try:
+        ast.literal_eval(source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+# --- properties over generated inputs ------------------------------------------------------------
+
+_STRATEGIES = (
+    (r"\bstrings? of (?:ascii )?letters\b", "st.text(alphabet=string.ascii_letters)"),
+    (r"\bstrings? of (?:lowercase|lower-case) letters\b", "st.text(alphabet=string.ascii_lowercase)"),
+    (r"\bstrings? of digits\b", "st.text(alphabet=string.digits)"),
+    (r"\blists? of (?:ints?|integers?)\b", "st.lists(st.integers(-1000, 1000))"),
+    (r"\bnon-?negative (?:ints?|integers?)\b", "st.integers(0, 10**6)"),
+    (r"\bpositive (?:ints?|integers?)\b", "st.integers(1, 10**6)"),
+    (r"\b(?:ints?|integers?)\b", "st.integers(-(10**6), 10**6)"),
+    (r"\bfloats?\b", "st.floats(-1e6, 1e6, allow_nan=False)"),
+    (r"\b(?:strings?|str|text)\b", "st.text()"),
+)
+_ANNOTATIONS = {
+    "str": "st.text()",
+    "int": "st.integers(-(10**6), 10**6)",
+    "float": "st.floats(-1e6, 1e6, allow_nan=False)",
+    "list[int]": "st.lists(st.integers(-1000, 1000))",
+}
+_PROPERTY = re.compile(r"(?P<left>[A-Za-z_][\w.]*\([^=<>!]*\))\s*==\s*(?P<right>[A-Za-z_]\w*)\b")
+
+
+def property_checks(task: str, text: str, names: Sequence[str]) -> list[Check]:
+    """A Hypothesis check for "expr(x) == x for any <domain>" in clause `text`."""
+    if not _FOR_ANY.search(text):
+        return []
+    checks = []
+    for match in _PROPERTY.finditer(text):
+        left, var = match.group("left"), match.group("right")
+        for short in called_names(left):
+            full = shorthand_of(short, [*names, short]) if short not in names else None
+            if full is not None:  # decode(encode(s)) written for rle_decode / rle_encode
+                left = re.sub(rf"(?<![\w.]){re.escape(short)}\(", f"{full}(", left)
+        called = called_names(left)
+        if not called or not set(called) <= set(names) or var in names:
+            continue
+        free = {n.id for n in ast.walk(_expr(left)) if isinstance(n, ast.Name)} - set(called)
+        if free != {var}:
+            continue
+        strategy = _strategy(text[match.end() :]) or _annotated(task, called[-1])
+        if not strategy:
+            continue
+        checks.append(
+            Check(
+                call=property_call(f"{left} == {var}", var, strategy),
+                expect="'holds'",
+                criterion=PROPERTY_CRITERION,
+                origin="task",
+            )
+        )
+    return checks
+
+
+def property_call(condition: str, var: str, strategy: str, examples: int = 150) -> str:
+    """A check call that runs ``assert condition`` for `var` drawn from `strategy`.
+
+    Its value is ``'holds'``, or the shrunk counterexample Hypothesis found.
+    """
+    return "\n".join(
+        [
+            "import string",
+            "from hypothesis import given, settings, strategies as st",
+            f"@settings(max_examples={examples}, database=None, deadline=None, derandomize=True)",
+            f"@given({strategy})",
+            f"def atom_property({var}):",
+            f"    assert {condition}",
+            "def atom_holds(test):",
+            "    try:",
+            "        test()",
+            "    except Exception as exc:",
+            "        notes = ' '.join(getattr(exc, '__notes__', []))",
+            "        return f'fails: {notes or type(exc).__name__}'[:300]",
+            "    return 'holds'",
+            "atom_holds(atom_property)",
+        ]
+    )
+
+
+def _expr(source: str) -> ast.AST:
+    try:
+        return ast.parse(source, mode="eval")
+    except SyntaxError:
+        return ast.Module(body=[], type_ignores=[])
+
+
+def _strategy(after: str) -> str:
+    words = after[:80]
+    for pattern, strategy in _STRATEGIES:
+        if re.search(pattern, words, re.IGNORECASE):
+            return strategy
+    return ""
+
+
+def _annotated(task: str, name: str) -> str:
+    """The strategy for `name`'s first parameter from its annotation in the task ('' if none)."""
+    match = re.search(rf"\b{re.escape(name)}\(\s*\w+\s*:\s*([\w\[\]]+)", task)
+    return _ANNOTATIONS.get(match.group(1), "") if match else ""
+
+
+# --- the planner model's checks, and coverage ----------------------------------------------------
+
+
+def attribute(check: Check, clauses: Sequence[Clause]) -> str:
+    """The clause a model-written check executes: the one it shares most with ('' if none).
+
+    Shared: the exception it expects, the names it calls, the literals it uses.
+    """
+    best, best_score = "", 0
+    literals = set(_LITERAL.findall(check.call + " " + check.expect))
+    names = set(re.findall(r"[A-Za-z_]\w*", check.call))
+    for clause in clauses:
+        if clause.kind == "signature":
+            continue
+        score = 0
+        if check.raises and check.raises.split(".")[-1] in clause.text:
+            score += 3
+        score += sum(1 for n in names if len(n) > 2 and re.search(rf"\b{n}\b", clause.text))
+        score += sum(2 for lit in literals if len(lit) > 1 and lit in clause.text)
+        if score > best_score:
+            best, best_score = clause.id, score
+    return best
+
+
+def placed(check: Check, task: str, clauses: Sequence[Clause]) -> Check:
+    """A model-written check with its clause; one that only restates the task is the task's."""
+    if check.origin != "planner":
+        return check
+    update: dict[str, str] = {"clause": check.clause or attribute(check, clauses)}
+    if restates_task(check, task):
+        update["origin"] = "task"
+    return check.model_copy(update=update)
+
+
+def restates_task(check: Check, task: str) -> bool:
+    """Whether a check only restates what the task says (then it is the task's word).
+
+    Every literal input of the call appears in the task, and so does the expected value (or
+    the exception): "invalid inputs such as 'a3' raise ValueError" restated as
+    ``rle_decode('a3') raises ValueError`` is the task's own check, whoever wrote it.
+    """
+    try:
+        tree = ast.parse(check.call)
+    except (SyntaxError, ValueError):
+        return False
+    literals = [
+        ast.get_source_segment(check.call, n) or ""
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and n.value is not None and not isinstance(n.value, bool)
+    ]
+    if not literals or len(tree.body) != 1:
+        return False
+    if not all(_in_task(lit, task) for lit in literals):
+        return False
+    if check.raises:
+        return check.raises.split(".")[-1] in task
+    return bool(check.expect.strip()) and _in_task(check.expect.strip(), task)
+
+
+def _in_task(literal: str, task: str) -> bool:
+    if literal in task:
+        return True
+    if literal[:1] in "'\"":  # 'x' written as "x" or `x`
+        inner = literal[1:-1]
+        return any(f"{q}{inner}{q}" in task for q in ("'", '"', "`"))
+    return False
+
+
+@dataclass
+class Coverage:
+    """Which clauses an executed report verified, which failed, which no check covers."""
+
+    verified: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+    not_run: list[str] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        """How many clauses the task has."""
+        return len(self.verified) + len(self.failed) + len(self.unchecked) + len(self.not_run)
+
+    def summary(self) -> str:
+        """``13 clauses: 11 verified, 2 unchecked ("…", "…")``."""
+        if not self.total:
+            return ""
+        parts = [f"{len(self.verified)} verified"]
+        for label, ids in (("failed", self.failed), ("not run", self.not_run),
+                           ("unchecked", self.unchecked)):  # fmt: skip
+            if ids:
+                shown = "; ".join(_short(self.texts.get(i, i)) for i in ids[:4])
+                more = f"; +{len(ids) - 4} more" if len(ids) > 4 else ""
+                parts.append(f"{len(ids)} {label} ({shown}{more})")
+        return f"{self.total} clauses: " + ", ".join(parts)
+
+    def to_dict(self) -> dict[str, list[str]]:
+        """For run.json and plan.json."""
+        return {
+            "verified": self.verified,
+            "failed": self.failed,
+            "unchecked": self.unchecked,
+            "not_run": self.not_run,
+        }
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return f'"{text[:60]}…"' if len(text) > 60 else f'"{text}"'
+
+
+def coverage(clauses: Iterable[Clause], results: Mapping[str, Sequence[str]]) -> Coverage:
+    """Each clause's status from `results` (clause id → statuses of its executed checks).
+
+    A clause is verified when a check of it passed and none failed; failed when one failed;
+    not run when it has checks none of which ran (its step was not committed); unchecked when
+    it has no check at all.
+    """
+    out = Coverage()
+    for clause in clauses:
+        out.texts[clause.id] = clause.text
+        statuses = list(results.get(clause.id, []))
+        if any(s in ("failed", "error", "timeout") for s in statuses):
+            out.failed.append(clause.id)
+        elif "passed" in statuses:
+            out.verified.append(clause.id)
+        elif clause.checks or statuses:
+            out.not_run.append(clause.id)
+        else:
+            out.unchecked.append(clause.id)
+    return out

@@ -1,0 +1,189 @@
+"""Clauses found by code, each with the checks that execute it, run for real in the sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from atom_agent.checks.contract import check_problems, run_contract
+from atom_agent.sandbox import Limits, default_runner
+from atom_agent.state import Check, Clause
+from atom_agent.verification.clauses import (
+    SIGNATURE_CRITERION,
+    attribute,
+    coverage,
+    placed,
+    restates_task,
+    split_clauses,
+    task_clauses,
+)
+
+RLE = (
+    "Write rle_encode(s: str) -> str and rle_decode(s: str) -> str for run-length encoding where "
+    "each run is written as count followed by the character, e.g. 'aaabcc' -> '3a1b2c'. Counts "
+    "can exceed 9. decode(encode(s)) == s for any string of letters; rle_decode raises "
+    "ValueError on malformed input such as 'a3' or '3'. Include pytest tests."
+)
+ALLOCATE = (
+    "Write allocate(total: int, weights: list[int], unit: int = 1) -> list[int]. It returns a "
+    "new list of ints. A negative total raises ValueError."
+)
+BANK = (
+    "Step 1: an Account class with an owner name, a balance starting at 0, deposit(amount) and "
+    "withdraw(amount); amounts must be positive (ValueError otherwise). Step 2: a "
+    "transfer(src, dst, amount) function that moves money between two accounts."
+)
+
+GOOD_RLE = '''
+import re
+def rle_encode(s):
+    out, i = [], 0
+    while i < len(s):
+        j = i
+        while j < len(s) and s[j] == s[i]:
+            j += 1
+        out.append(f"{j - i}{s[i]}")
+        i = j
+    return "".join(out)
+def rle_decode(s):
+    if not re.fullmatch(r"(\\d+[^\\d])*", s):
+        raise ValueError(s)
+    return "".join(c * int(n) for n, c in re.findall(r"(\\d+)(\\D)", s))
+'''
+# Loses runs longer than 9: the property and the example with counts > 9 catch it.
+BAD_RLE = GOOD_RLE.replace('out.append(f"{j - i}{s[i]}")', 'out.append(f"{(j - i) % 10}{s[i]}")')
+
+
+def _run(tmp_path: Path, source: str, checks: list[Check]) -> list[str]:
+    (tmp_path / "impl.py").write_text(source)
+    report = run_contract(
+        checks, staging=tmp_path, runner=default_runner(), limits=Limits(timeout_s=30)
+    )
+    return [r.status for r in report.results]
+
+
+def test_a_task_splits_into_clauses_and_the_meta_request_is_not_one() -> None:
+    texts = [c.text for c in task_clauses(RLE)]
+    assert texts[0].startswith("Write rle_encode(s: str)")
+    assert texts[0].endswith("'aaabcc' -> '3a1b2c'.")  # "e.g." does not end a sentence
+    assert "Counts can exceed 9." in texts
+    assert not any("Include pytest tests" in t for t in texts)
+    assert [t for t, _ in split_clauses("a(1); b(2)")] == ["a(1);", "b(2)"]
+
+
+def test_stated_signatures_become_inspect_checks_with_defaults(tmp_path: Path) -> None:
+    clauses = task_clauses(ALLOCATE)
+    sig = [c for cl in clauses for c in cl.checks if c.criterion == SIGNATURE_CRITERION]
+    assert len(sig) == 1 and clauses[0].kind == "signature"
+    assert sig[0].expect == "[('total', None), ('weights', None), ('unit', '1')]"
+    assert not check_problems(sig[0], defines=["allocate"])
+    right = "def allocate(total, weights, unit=1):\n    return []\n"
+    wrong_default = "def allocate(total, weights, unit=5):\n    return []\n"
+    renamed = "def allocate(amount, weights, unit=1):\n    return []\n"
+    assert _run(tmp_path, right, sig) == ["passed"]
+    assert _run(tmp_path, wrong_default, sig) == ["failed"]
+    assert _run(tmp_path, renamed, sig) == ["failed"]
+
+
+def test_a_method_signature_is_checked_on_its_class_and_a_function_stays_a_function(
+    tmp_path: Path,
+) -> None:
+    checks = [c for cl in task_clauses(BANK) for c in cl.checks]
+    calls = {c.call.splitlines()[-1] for c in checks if c.criterion == SIGNATURE_CRITERION}
+    assert any("inspect.signature(Account.deposit)" in c for c in calls)
+    assert any("inspect.signature(Account.withdraw)" in c for c in calls)
+    assert any("inspect.signature(transfer)" in c for c in calls)
+    code = (
+        "class Account:\n"
+        "    def __init__(self, owner):\n        self.balance = 0\n"
+        "    def deposit(self, amount):\n        self.balance += amount\n"
+        "    def withdraw(self, value):\n        self.balance -= value\n"
+        "def transfer(src, dst, amount):\n    pass\n"
+    )
+    sig = [c for c in checks if c.criterion == SIGNATURE_CRITERION]
+    statuses = dict(zip([c.call.splitlines()[-1] for c in sig], _run(tmp_path, code, sig)))
+    assert [s for c, s in statuses.items() if "withdraw" in c] == ["failed"]  # value, not amount
+    assert [s for c, s in statuses.items() if "deposit" in c] == ["passed"]
+
+
+def test_examples_in_any_phrasing_and_the_errors_with_their_inputs(tmp_path: Path) -> None:
+    checks = [c for cl in task_clauses(RLE) for c in cl.checks]
+    described = {c.describe() for c in checks}
+    assert "rle_encode('aaabcc') == '3a1b2c'" in described
+    assert "rle_decode('a3') raises ValueError" in described
+    assert "rle_decode('3') raises ValueError" in described
+    assert all(c.origin == "task" and c.clause for c in checks)
+
+
+def test_a_stated_property_runs_over_generated_inputs_and_names_the_counterexample(
+    tmp_path: Path,
+) -> None:
+    clauses = task_clauses(RLE, names=["rle_encode", "rle_decode"])
+    text = "rle_decode(rle_encode(s)) == s for any string of letters"
+    prop = [c for c in task_clauses(text, names=["rle_encode", "rle_decode"])[0].checks]
+    assert len(prop) == 1 and "st.text(alphabet=string.ascii_letters)" in prop[0].call
+    assert not check_problems(prop[0], defines=["rle_encode", "rle_decode"])
+    assert _run(tmp_path, GOOD_RLE, prop) == ["passed"]
+    (tmp_path / "impl.py").write_text(BAD_RLE)
+    report = run_contract(prop, staging=tmp_path, runner=default_runner(), limits=Limits())
+    assert report.results[0].status == "failed"
+    assert "Falsifying example" in report.results[0].got  # the shrunk input, for the retry
+    # The task's shorthand decode(encode(s)) is read as the names the task asks for.
+    (stated,) = [c for cl in clauses for c in cl.checks if "hypothesis" in c.call]
+    assert "rle_decode(rle_encode(s)) == s" in stated.call
+    assert _run(tmp_path, GOOD_RLE, [stated]) == ["passed"]
+
+
+def test_shorthands_in_a_round_trip_sentence_are_not_names_to_define() -> None:
+    from atom_agent.nodes.planner import task_names
+
+    assert task_names(RLE) == ["rle_encode", "rle_decode"]
+
+
+def test_a_check_that_restates_the_task_is_the_tasks_however_it_is_phrased() -> None:
+    task = "Invalid inputs, such as 'x1' or '', raise ValueError. from_roman('IV') gives 4."
+    restated = Check(call="from_roman('x1')", raises="ValueError", origin="planner")
+    example = Check(call="from_roman('IV')", expect="4", origin="planner")
+    invented = Check(call="from_roman('MMXX')", expect="2020", origin="planner")
+    assert restates_task(restated, task) and restates_task(example, task)
+    assert not restates_task(invented, task)
+    clauses = task_clauses(task, names=["from_roman"])
+    assert placed(restated, task, clauses).origin == "task"
+    assert placed(invented, task, clauses).origin == "planner"
+
+
+def test_model_checks_are_attributed_to_the_clause_they_share_most_with() -> None:
+    clauses = [
+        Clause(id="c1", text="Deposits must be positive (ValueError otherwise)", kind="error"),
+        Clause(id="c2", text="history() lists the amounts in order", kind="behaviour"),
+    ]
+    err = Check(call="a = Account('x')\na.deposit(-1)", raises="ValueError")
+    hist = Check(call="a = Account('x')\na.deposit(5)\na.history()", expect="[5]")
+    assert attribute(err, clauses) == "c1"
+    assert attribute(hist, clauses) == "c2"
+
+
+def test_coverage_lists_verified_failed_not_run_and_unchecked_clauses() -> None:
+    clauses = [
+        Clause(id="c1", text="one", kind="example", checks=[Check(call="f(1)", expect="1")]),
+        Clause(id="c2", text="two", kind="example", checks=[Check(call="f(2)", expect="2")]),
+        Clause(id="c3", text="three", kind="behaviour"),
+        Clause(id="c4", text="four", kind="example", checks=[Check(call="f(4)", expect="4")]),
+    ]
+    cov = coverage(clauses, {"c1": ["passed"], "c2": ["passed", "failed"]})
+    assert (cov.verified, cov.failed, cov.unchecked, cov.not_run) == (
+        ["c1"], ["c2"], ["c3"], ["c4"]
+    )
+    assert cov.summary().startswith("4 clauses: 1 verified, 1 failed")
+    assert '1 unchecked ("three")' in cov.summary()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["the result of decode(encode(s)) is s", "returns f('x') for each input", "see g(1, 2)"],
+)
+def test_calls_with_literals_or_nested_calls_are_not_signatures(text: str) -> None:
+    checks = [c for cl in task_clauses(text, names=["decode", "encode", "f", "g"])
+              for c in cl.checks]  # fmt: skip
+    assert not [c for c in checks if c.criterion == SIGNATURE_CRITERION]
