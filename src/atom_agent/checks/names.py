@@ -104,6 +104,8 @@ def free_names(source: str) -> list[str]:
             bound.add(node.name)
         elif isinstance(node, ast.alias):
             bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
     return [n for n in read if n not in bound and n not in dir(builtins)]
 
 

@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 SANDBOX_UID = 65534
 """The uid and gid generated code runs as inside the sandbox (``nobody``)."""
 
-DEFAULT_PACKAGES = ("pytest",)
+DEFAULT_PACKAGES = ("pytest", "hypothesis")
 """Distributions (with their dependencies) importable in the sandbox besides the stdlib."""
 
 _NAMESPACES = [

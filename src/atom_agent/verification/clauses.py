@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from atom_agent.checks.contract import check_problems
 from atom_agent.checks.extract import task_checks
 from atom_agent.checks.names import (
     called_names,
@@ -44,7 +45,7 @@ _META = re.compile(
 )
 _EXC = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception)|[A-Z][a-z]+[A-Z][A-Za-z]*)\b")
 _SIGNATURE_HEAD = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
-_RETURN = re.compile(r"\s*->\s*([A-Za-z_][\w\[\], .|]*)")
+_RETURN = re.compile(r"\s*->\s*([A-Za-z_][\w\[\], |]*)")
 _FOR_ANY = re.compile(r"\bfor (?:any|all|every|each)\b|\balways\b", re.IGNORECASE)
 _EXAMPLES_WORDS = re.compile(
     r"\b(?:such as|e\.g\.|for example|for instance|like|including)\s*:?\s*", re.IGNORECASE
@@ -161,7 +162,9 @@ def _clause_checks(
     checks += task_checks(text, names=names)
     checks += error_examples(text, names)
     checks += property_checks(task, text, names)
-    return checks
+    # Only what can run on code that defines the task's names (not ``decode(encode(s)) == s``
+    # as a bare example: its `s` is the property's variable).
+    return [c for c in checks if not check_problems(c, defines=names)]
 
 
 # --- signatures ----------------------------------------------------------------------------------
@@ -423,7 +426,7 @@ def property_call(condition: str, var: str, strategy: str, examples: int = 150) 
             "    try:",
             "        test()",
             "    except Exception as exc:",
-            "        notes = ' '.join(getattr(exc, '__notes__', []))",
+            "        notes = ' '.join(' '.join(getattr(exc, '__notes__', [])).split())",
             "        return f'fails: {notes or type(exc).__name__}'[:300]",
             "    return 'holds'",
             "atom_holds(atom_property)",

@@ -51,8 +51,9 @@ def rle_decode(s):
         raise ValueError(s)
     return "".join(c * int(n) for n, c in re.findall(r"(\\d+)(\\D)", s))
 '''
-# Loses runs longer than 9: the property and the example with counts > 9 catch it.
-BAD_RLE = GOOD_RLE.replace('out.append(f"{j - i}{s[i]}")', 'out.append(f"{(j - i) % 10}{s[i]}")')
+# Loses the case of upper-case letters: the property over strings of letters catches it.
+BAD_RLE = GOOD_RLE.replace('out.append(f"{j - i}{s[i]}")', 'out.append(f"{j - i}{s[i].lower()}")')
+assert BAD_RLE != GOOD_RLE
 
 
 def _run(tmp_path: Path, source: str, checks: list[Check]) -> list[str]:
@@ -69,7 +70,7 @@ def test_a_task_splits_into_clauses_and_the_meta_request_is_not_one() -> None:
     assert texts[0].endswith("'aaabcc' -> '3a1b2c'.")  # "e.g." does not end a sentence
     assert "Counts can exceed 9." in texts
     assert not any("Include pytest tests" in t for t in texts)
-    assert [t for t, _ in split_clauses("a(1); b(2)")] == ["a(1);", "b(2)"]
+    assert [t for t, _ in split_clauses("add(1); sub(2)")] == ["add(1);", "sub(2)"]
 
 
 def test_stated_signatures_become_inspect_checks_with_defaults(tmp_path: Path) -> None:
@@ -110,7 +111,10 @@ def test_a_method_signature_is_checked_on_its_class_and_a_function_stays_a_funct
 def test_examples_in_any_phrasing_and_the_errors_with_their_inputs(tmp_path: Path) -> None:
     checks = [c for cl in task_clauses(RLE) for c in cl.checks]
     described = {c.describe() for c in checks}
-    assert "rle_encode('aaabcc') == '3a1b2c'" in described
+    one = task_clauses("slug(text) gives 'a-b' for 'A b', e.g. 'X y' -> 'x-y'.", names=["slug"])
+    assert "slug('X y') == 'x-y'" in {c.describe() for cl in one for c in cl.checks}
+    # 'aaabcc' -> '3a1b2c' names no function, and the clause names two: not guessed.
+    assert not any("'aaabcc'" in d for d in described)
     assert "rle_decode('a3') raises ValueError" in described
     assert "rle_decode('3') raises ValueError" in described
     assert all(c.origin == "task" and c.clause for c in checks)
@@ -128,7 +132,7 @@ def test_a_stated_property_runs_over_generated_inputs_and_names_the_counterexamp
     (tmp_path / "impl.py").write_text(BAD_RLE)
     report = run_contract(prop, staging=tmp_path, runner=default_runner(), limits=Limits())
     assert report.results[0].status == "failed"
-    assert "Falsifying example" in report.results[0].got  # the shrunk input, for the retry
+    assert "s='A'" in report.results[0].got  # the shrunk input, for the retry
     # The task's shorthand decode(encode(s)) is read as the names the task asks for.
     (stated,) = [c for cl in clauses for c in cl.checks if "hypothesis" in c.call]
     assert "rle_decode(rle_encode(s)) == s" in stated.call
