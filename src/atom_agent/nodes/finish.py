@@ -153,7 +153,8 @@ def clause_coverage(
             continue
         verdict = workspace.read_verdict(attempts[-1])
         suspect = {
-            s.get("check") for s in (verdict.get("cross_examination") or {}).get("suspect_checks", [])
+            s.get("check")
+            for s in (verdict.get("cross_examination") or {}).get("suspect_checks", [])
         }
         for result in (verdict.get("contract") or {}).get("results") or []:
             if result.get("clause") and result.get("check") not in suspect:
