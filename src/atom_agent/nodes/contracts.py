@@ -21,7 +21,7 @@ from atom_agent.checks.exercised import referenced_names
 from atom_agent.checks.names import named_in_text
 from atom_agent.state import Check, Plan, PlanStep
 from atom_agent.telemetry import emit
-from atom_agent.verification.clauses import placed
+from atom_agent.verification.clauses import CODE_CRITERIA, placed
 
 from .drafting import extract_code, sample
 
@@ -57,7 +57,9 @@ def write_contracts(
             model, [HumanMessage(contract_prompt(task, plan, step))], CONTRACT_TEMPERATURE
         )
         spent.append(reply)
-        criterion = step.acceptance_criteria[0] if len(step.acceptance_criteria) == 1 else ""
+        # The model's checks prove the step's one prose criterion (the others are code's).
+        prose = [c for c in step.acceptance_criteria if c not in CODE_CRITERIA]
+        criterion = prose[0] if len(prose) == 1 else ""
         found = checks_from_tests(extract_code(reply.text, tests=True), criterion=criterion)
         have = {c.describe() for c in step.checks}
         usable = [

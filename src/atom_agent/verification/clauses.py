@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
-from atom_agent.checks.extract import task_checks
+from atom_agent.checks.extract import TASK_CRITERION, task_checks
 from atom_agent.checks.names import (
     called_names,
     code_blocks,
@@ -38,6 +38,11 @@ from atom_agent.checks.names import (
 from atom_agent.state import Check, Clause
 
 PROPERTY_CRITERION = "the properties the task states hold over generated inputs"
+ERROR_CRITERION = "the errors the task states are raised"
+CODE_CRITERIA = frozenset(
+    {SIGNATURE_CRITERION, PROPERTY_CRITERION, ERROR_CRITERION, TASK_CRITERION}
+)
+"""The criteria of the checks code reads from the task (the rest are the planner's prose)."""
 
 _META = re.compile(
     r"^\s*(?:please\s+)?(?:include|add|write|with)\s+(?:some\s+|the\s+)?(?:pytest\s+|unit\s+)?"
@@ -325,7 +330,7 @@ def error_examples(text: str, names: Sequence[str]) -> list[Check]:
                     Check(
                         call=f"{target}({literal})",
                         raises=exc,
-                        criterion="the errors the task states are raised",
+                        criterion=ERROR_CRITERION,
                         origin="task",
                     )
                 )

@@ -63,7 +63,7 @@ def test_a_cut_off_tool_call_is_asked_again_with_a_note(ctx: Context) -> None:
 
 
 def test_a_reply_broken_twice_ends_the_attempt_without_looping(ctx: Context) -> None:
-    ctx = Context(workspace=ctx.workspace, max_attempts=1, max_replans=0)
+    ctx = Context(workspace=ctx.workspace, max_attempts=1, max_replans=0, candidate_zero=False)
     calls: list[int] = []
 
     def respond(messages: list[BaseMessage]) -> AIMessage:

@@ -42,7 +42,7 @@ def _assert_budget_stop(ctx: Context, outcome: object, budget: str) -> None:
 
 
 def test_token_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_tokens=1)
+    ctx = Context(workspace=str(tmp_path / "ws"), max_tokens=1, candidate_zero=False)
     plan, executor = _two_steps()
     outcome = run_task("t", ctx, models=models([plan], executor))
     _assert_budget_stop(ctx, outcome, "token budget")
@@ -51,7 +51,7 @@ def test_token_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
 
 def test_cost_budget_keeps_what_was_committed(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # Priced like gemini-2.5-pro: step one's tokens cost more than the budget allows.
-    ctx = Context(workspace=str(tmp_path / "ws"), max_cost_usd=0.003)
+    ctx = Context(workspace=str(tmp_path / "ws"), max_cost_usd=0.003, candidate_zero=False)
     plan, executor = _two_steps()
     outcome = run_task("t", ctx, models=models([plan], executor, model_name="gemini-2.5-pro"))
     _assert_budget_stop(ctx, outcome, "cost budget")
@@ -62,14 +62,20 @@ def test_cost_budget_keeps_what_was_committed(tmp_path) -> None:  # type: ignore
 
 
 def test_wall_clock_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_wall_seconds=0.001)
+    ctx = Context(workspace=str(tmp_path / "ws"), max_wall_seconds=0.001, candidate_zero=False)
     plan, executor = _two_steps()
     outcome = run_task("t", ctx, models=models([plan], executor))
     _assert_budget_stop(ctx, outcome, "wall-clock budget")
 
 
 def test_tool_call_budget_ends_an_attempt(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_tool_calls=2, max_attempts=1, max_replans=0)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"),
+        max_tool_calls=2,
+        max_attempts=1,
+        max_replans=0,
+        candidate_zero=False,
+    )
     looping = [read("impl.py")] * 10 + [write("impl.py", "x = 1\n")]
     executor = ExecutorScript({("one", 1): looping})
     outcome = run_task("t", ctx, models=models([Plan(steps=[step("one")])], executor))
@@ -83,7 +89,9 @@ def test_tool_call_budget_ends_an_attempt(tmp_path) -> None:  # type: ignore[no-
 
 def test_attempts_per_step_budget_is_exact(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # Every attempt fails; with 3 attempts and no replan the step fails after exactly 3.
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=3, max_replans=0)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), max_attempts=3, max_replans=0, candidate_zero=False
+    )
     executor = ExecutorScript({}, default=failing_attempt)
     plan = Plan(steps=[step("one"), step("two", depends_on=["one"])])
     outcome = run_task("t", ctx, models=models([plan], executor))
@@ -125,7 +133,11 @@ def test_graph_shape() -> None:
 def test_executor_tools_limit_what_the_model_sees_and_can_call(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from atom_agent.testing import tool_call
 
-    ctx = Context(workspace=str(tmp_path / "ws"), executor_tools="write_file,run_tests,recall")
+    ctx = Context(
+        workspace=str(tmp_path / "ws"),
+        executor_tools="write_file,run_tests,recall",
+        candidate_zero=False,
+    )
     script = [tool_call("search_files", {"pattern": "x"}), *passing_attempt()]
     roles = models([Plan(steps=[step("one")])], ExecutorScript({("one", 1): script}))
     outcome = run_task("t", ctx, models=roles)
@@ -142,7 +154,9 @@ def test_unknown_executor_tools_are_a_configuration_error(tmp_path) -> None:  # 
 
     from atom_agent.errors import ConfigError
 
-    ctx = Context(workspace=str(tmp_path / "ws"), executor_tools="write_file,teleport")
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), executor_tools="write_file,teleport", candidate_zero=False
+    )
     roles = models([Plan(steps=[step("one")])], ExecutorScript({}))
     with pytest.raises(ConfigError, match="unknown tool.*teleport"):
         run_task("t", ctx, models=roles)
@@ -168,7 +182,7 @@ def test_a_configuration_error_of_the_judge_fails_the_run_and_is_never_feedback(
     def judge(messages: list[Any]) -> Any:
         raise error
 
-    ctx = Context(workspace=str(tmp_path / "ws"))
+    ctx = Context(workspace=str(tmp_path / "ws"), candidate_zero=False)
     roles = models([Plan(steps=[step("one")])], ExecutorScript({("one", 1): passing_attempt()}))
     roles["reflector"] = ScriptedChatModel(respond=judge)
     with pytest.raises(ConfigError, match=re.escape(str(error)[:40])):

@@ -34,7 +34,9 @@ def _windowed(
 
 
 def test_earlier_turns_are_left_out_when_the_window_is_full(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0, candidate_zero=False
+    )
     replies = [
         write("impl.py", ADD_IMPL),
         write("test.py", BAD_TEST),
@@ -61,7 +63,9 @@ def test_earlier_turns_are_left_out_when_the_window_is_full(tmp_path) -> None:  
 
 
 def test_an_attempt_that_cannot_fit_ends_and_is_judged(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0, candidate_zero=False
+    )
     executor, seen = _windowed([write("impl.py", ADD_IMPL)], window=2)
     roles = models([Plan(steps=[step("adder")])], ExecutorScript({}))
     roles["executor"] = executor

@@ -75,7 +75,7 @@ def test_the_interface_is_read_from_the_code() -> None:
 def test_a_later_commit_in_the_same_run_supersedes_the_interface_not_yet_written(
     tmp_path: Path,
 ) -> None:
-    ctx = Context(workspace=str(tmp_path / "ws"))
+    ctx = Context(workspace=str(tmp_path / "ws"), candidate_zero=False)
     session = SessionContext(session_id="r", project_id=ctx.project_id, run_id="r")
     step = lf.adder_step()
     impl = tmp_path / "v1"
@@ -94,7 +94,9 @@ def test_a_later_commit_in_the_same_run_supersedes_the_interface_not_yet_written
 
 
 def test_a_failure_of_run_a_reaches_the_prompt_of_a_related_run_b(tmp_path: Path) -> None:
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0, candidate_zero=False
+    )
     roles_a, _ = lf.roles(Plan(steps=[lf.adder_step()]), {("adder", 1): lf.wrong_attempt()})
     run_a = run_task("Write the adder.", ctx, models=roles_a)
     assert run_a.status == "failed"
@@ -144,7 +146,9 @@ def test_a_run_writes_what_it_learned_once_at_its_end(
         return original(self, changes)
 
     monkeypatch.setattr(MemoryManager, "apply", spy)
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=3, max_replans=0)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), max_attempts=3, max_replans=0, candidate_zero=False
+    )
     script = {("adder", 1): lf.wrong_attempt(), ("adder", 2): lf.wrong_attempt(),
               ("adder", 3): lf.right_attempt()}  # fmt: skip
     roles, _ = lf.roles(Plan(steps=[lf.adder_step()]), script)
@@ -160,7 +164,9 @@ def test_a_run_writes_what_it_learned_once_at_its_end(
 def test_a_small_model_gets_the_lesson_in_its_draft_prompt_after_the_task(
     tmp_path: Path,
 ) -> None:
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0, candidate_zero=False
+    )
     step = lf.adder_step()
 
     def small(codes: list[str]) -> dict[str, ScriptedChatModel]:
@@ -234,7 +240,9 @@ def test_a_crash_after_every_write_of_reflector_and_finish_duplicates_no_memory(
     def crash() -> None:
         raise lf.Crash
 
-    clean = Context(workspace=str(tmp_path / "clean"), max_attempts=2, max_replans=0)
+    clean = Context(
+        workspace=str(tmp_path / "clean"), max_attempts=2, max_replans=0, candidate_zero=False
+    )
     log = tmp_path / "clean.log"
     lf.arm(log, 0, crash)
     try:
@@ -251,7 +259,12 @@ def test_a_crash_after_every_write_of_reflector_and_finish_duplicates_no_memory(
             "finish write_report",
         }
         for n in range(1, len(writes) + 1):
-            ctx = Context(workspace=str(tmp_path / f"k{n}"), max_attempts=2, max_replans=0)
+            ctx = Context(
+                workspace=str(tmp_path / f"k{n}"),
+                max_attempts=2,
+                max_replans=0,
+                candidate_zero=False,
+            )
             lf.arm(tmp_path / f"k{n}.log", n, crash)
             assert _drive(ctx, "r1") == "done", f"killed after write {n}: {writes[n - 1]}"
             got = _contents(ctx)
@@ -291,13 +304,13 @@ def test_sigkill_around_the_run_s_lessons_then_resume_writes_them_once(
     )
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["status"] == "done"
-    ctx = Context(workspace=str(tmp_path / "ws"))
+    ctx = Context(workspace=str(tmp_path / "ws"), candidate_zero=False)
     assert sorted(t for t, _ in _contents(ctx).elements()) == ["fact", "lesson_learned"]
     assert _contents(ctx)[("lesson_learned", lf.LESSON)] == 1
 
 
 def test_memory_list_shows_what_a_one_step_run_learned(tmp_path: Path) -> None:
-    ctx = Context(workspace=str(tmp_path / "ws"))
+    ctx = Context(workspace=str(tmp_path / "ws"), candidate_zero=False)
     outcome = run_task("Write the adder.", ctx, models=lf.one_step())
     assert outcome.status == "done"
     listing = subprocess.run(

@@ -82,7 +82,9 @@ def test_the_tasks_examples_tell_the_retry_to_fix_a_wrong_test(ctx: Context) -> 
 def test_a_failing_test_run_inside_the_attempt_is_told_what_the_examples_say(
     tmp_path, impl: str, test: str, says: str
 ) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0, candidate_zero=False
+    )
     task = "Write add(a, b).\n\n    >>> add(2, 3)\n    5\n"
     fixed = [write("impl.py", ADD_IMPL), write("test.py", ADD_TEST), run_tests()]
     executor = ExecutorScript({("step1", 1): passing_attempt(impl, test) + fixed})
@@ -108,7 +110,9 @@ def test_a_failing_test_run_inside_the_attempt_is_told_what_the_examples_say(
 
 
 def test_claimed_success_with_failing_tests_is_a_failure(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0, candidate_zero=False
+    )
     plan = Plan(steps=[step("adder"), step("user", depends_on=["adder"])])
     executor = ExecutorScript({("adder", 1): failing_attempt()})
     # The reflector model would say every criterion is met: tests failing must still fail it.
@@ -130,7 +134,9 @@ def test_claimed_success_with_failing_tests_is_a_failure(tmp_path) -> None:  # t
 
 
 def test_exhausted_attempts_trigger_a_replan_that_keeps_committed_steps(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=1)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=1, candidate_zero=False
+    )
     first = Plan(steps=[step("base"), step("hard", depends_on=["base"])])
     second = Plan(steps=[step("easier", depends_on=["base"])])
     executor = ExecutorScript(
@@ -172,7 +178,8 @@ def test_a_planner_that_never_gives_a_valid_plan_leaves_the_task_as_one_step(
     ctx: Context,
 ) -> None:
     no_criteria = Plan(steps=[PlanStep(id="x", title="x", description="x", acceptance_criteria=[])])
-    executor = ExecutorScript({("step1", 1): passing_attempt()})
+    both = ADD_IMPL + "\n\ndef sub(a, b):\n    return a - b\n"  # the stated signatures hold
+    executor = ExecutorScript({("step1", 1): passing_attempt(impl=both)})
     roles = models([no_criteria] * 3, executor)
     outcome = run_task("Write add(a, b) and sub(a, b).", ctx, models=roles)
 
@@ -224,7 +231,7 @@ def test_resume_of_an_unknown_run_is_a_clear_error(ctx: Context) -> None:
 
 
 def test_plan_approval_interrupt(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), approve_plan=True)
+    ctx = Context(workspace=str(tmp_path / "ws"), approve_plan=True, candidate_zero=False)
     executor = ExecutorScript({("adder", 1): passing_attempt()})
     roles = models([Plan(steps=[step("adder")])], executor)
     paused = run_task("add", ctx, models=roles, run_id="p1")
@@ -235,7 +242,7 @@ def test_plan_approval_interrupt(tmp_path) -> None:  # type: ignore[no-untyped-d
 
 
 def test_max_plan_steps_holds_the_planner_to_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=2)
+    ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=2, candidate_zero=False)
     three = Plan(steps=[step("a"), step("b"), step("c")])
     two = Plan(steps=[step("adder"), step("more", depends_on=["adder"])])
     executor = ExecutorScript({}, default=passing_attempt)
@@ -248,7 +255,7 @@ def test_max_plan_steps_holds_the_planner_to_it(tmp_path) -> None:  # type: igno
 
 
 def test_a_one_step_limit_plans_without_the_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=1)
+    ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=1, candidate_zero=False)
     executor = ExecutorScript({("step1", 1): passing_attempt()})
     roles = models([], executor)
     outcome = run_task("add two numbers", ctx, models=roles)
@@ -260,7 +267,9 @@ def test_a_one_step_limit_plans_without_the_model(tmp_path) -> None:  # type: ig
 
 
 def test_a_one_step_replan_merges_the_models_steps(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=1, max_attempts=1)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), max_plan_steps=1, max_attempts=1, candidate_zero=False
+    )
     code = step("code", criteria=["add(2, 3) == 5"])
     tests = step("tests", depends_on=["code"], criteria=["tests cover negatives"])
     executor = ExecutorScript({("step1", 1): failing_attempt(), ("code", 1): passing_attempt()})
@@ -295,7 +304,9 @@ def test_a_judgement_that_skips_criteria_is_asked_again(ctx: Context) -> None:
 def test_criteria_never_judged_are_labelled_unverified_not_passed_off(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # A judge's silence neither accepts nor rejects: the tests ran and passed, so the step
     # commits, and the criterion nothing backs says so in the verdict and the report.
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0, candidate_zero=False
+    )
     two = step("adder", criteria=["add(2, 3) == 5", "add(-1, 1) == 0"])
     executor = ExecutorScript({("adder", 1): passing_attempt()})
     judges = [_partial(["add(2, 3) == 5"])] * 2

@@ -270,9 +270,12 @@ def test_a_task_that_names_one_function_is_one_step_with_its_examples() -> None:
     plan = finalize_plan(proposed, task)
     (only,) = plan.steps
     assert set(only.defines) == {"is_palindrome", "helper"}
-    assert [c.describe() for c in only.checks] == ["is_palindrome('Aba') == True"]
-    assert only.checks[0].origin == "task"
+    # The stated signature is checked by code too (inspect, no model), before the example.
+    assert [c.describe() for c in only.checks][1:] == ["is_palindrome('Aba') == True"]
+    assert "inspect.signature(is_palindrome)" in only.checks[0].call
+    assert {c.origin for c in only.checks} == {"task"}
     assert "the examples stated in the task hold" in only.acceptance_criteria
+    assert [c.kind for c in plan.clauses] == ["signature", "example"]
 
 
 def test_a_one_function_task_gets_its_contract_from_test_code_the_planner_wrote(
@@ -291,8 +294,8 @@ def test_a_one_function_task_gets_its_contract_from_test_code_the_planner_wrote(
     (contract_call,) = roles["planner"].calls  # no plan asked for: one function is one step
     assert contract_call.tool_names == []
     verdict = verdict_of(ctx, outcome.run_id, "step1")
-    assert verdict["contract"]["summary"] == "2 passed, 0 failed"
-    assert [c["status"] for c in verdict["criteria"]] == ["verified"]
+    assert verdict["contract"]["summary"] == "3 passed, 0 failed"  # the signature, and two
+    assert {c["status"] for c in verdict["criteria"]} == {"verified"}
 
 
 def test_a_replan_reopens_the_committed_step_the_evidence_implicates(tmp_path) -> None:  # type: ignore[no-untyped-def]
