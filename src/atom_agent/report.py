@@ -195,8 +195,9 @@ def clause_lines(plan: Plan, clauses: dict[str, Any]) -> list[str]:
 def memory_lines(state: dict[str, Any]) -> list[str]:
     """The memories a run wrote and the memories its prompts recalled, with their ids.
 
-    Uses ``state["memories"]`` (``written`` / ``recalled`` notes: id, type, content) when the
-    finish node gathered them, else the bare ids of ``memories_written``.
+    Uses ``state["memories"]`` (``written`` / ``recalled`` notes: id, type, content, and for
+    a recalled one why it was chosen) when the finish node gathered them, else the bare ids of
+    ``memories_written``.
     """
     notes = state.get("memories") or {}
     written = notes.get("written")
@@ -205,7 +206,13 @@ def memory_lines(state: dict[str, Any]) -> list[str]:
     recalled = notes.get("recalled") or []
     lines = ["## Memories written", "", f"{len(written)} long-term memories"]
     lines += [_memory_line(m) for m in written[:50]]
-    lines += ["", "## Memories recalled", "", f"{len(recalled)} long-term memories in prompts"]
+    lines += [
+        "",
+        "## Memories recalled",
+        "",
+        f"{len(recalled)} long-term memories in prompts, each with what it shares with the step "
+        "(recalled memories that share no name, file or purpose are left out of prompts)",
+    ]
     lines += [_memory_line(m) for m in recalled[:50]]
     return lines
 
@@ -217,4 +224,6 @@ def _memory_line(note: dict[str, Any]) -> str:
     content = str(note.get("content") or "").replace("\n", " ")
     if content:
         line += " " + (content if len(content) <= 160 else content[:160] + "…")
+    if note.get("why"):
+        line += f" — *{note['why']}*"
     return line

@@ -319,6 +319,8 @@ class State(TypedDict, total=False):
     """The reflector's last decision, for routing."""
     used_memories: list[str]
     """Ids of the long-term memories in the current attempt's prompt (reinforced on pass)."""
+    used_memory_reasons: dict[str, str]
+    """Why each of `used_memories` is in the prompt (id → ``shares name rle_decode``)."""
     memories_written: Annotated[list[str], operator.add]
     """Ids of the long-term memories this run wrote."""
     learned: Annotated[list[dict[str, Any]], operator.add]

@@ -15,6 +15,7 @@ from atom_agent.checks.exercised import not_exercised
 from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
 from atom_agent.memory.changes import MemoryChanges
+from atom_agent.memory.relevance import read_recalled
 from atom_agent.report import criteria_summary, render_report
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
@@ -198,11 +199,12 @@ def _learn(res: Any, state: State) -> list[str]:
 def memory_notes(
     res: Any, run: Any, statuses: Mapping[str, str], written: list[str]
 ) -> dict[str, list[dict[str, Any]]]:
-    """The memories a run wrote and those its prompts recalled (id, type, content).
+    """The memories a run wrote and those its prompts recalled (id, type, content; why recalled).
 
-    For run.json and report.md; the recalled ids come from the attempts' verdicts.
+    For run.json and report.md; the recalled ids and why each was chosen come from the
+    attempts' verdicts (the first reason given for a memory is kept).
     """
-    recalled: list[str] = []
+    why: dict[str, str] = {}
     for step_id in statuses:
         try:
             attempts = res.workspace.list_attempts(res.workspace.step(run, step_id))
@@ -210,21 +212,25 @@ def memory_notes(
             continue
         for attempt in attempts:
             if attempt.verdict_json.exists():
-                recalled += res.workspace.read_verdict(attempt).get("memories_recalled") or []
+                entries = res.workspace.read_verdict(attempt).get("memories_recalled") or []
+                for memory_id, reason in read_recalled(entries):
+                    why[memory_id] = why.get(memory_id) or reason
+    recalled = list(why)
     session = SessionContext(session_id=run.run_id, project_id=res.ctx.project_id)
 
     stored = res.memory.get_many(session, [*written, *recalled]) if written or recalled else {}
 
-    def notes(ids: list[str]) -> list[dict[str, Any]]:
+    def notes(ids: list[str], reasons: Mapping[str, str]) -> list[dict[str, Any]]:
         out = []
         for memory_id in dict.fromkeys(ids):
             record = stored.get(memory_id)
             if record is None:  # forgotten or expired since
-                out.append({"id": memory_id, "type": "?", "content": "(no longer stored)"})
-                continue
-            out.append(
-                {"id": record.id, "type": record.type.value, "content": record.content[:300]}
-            )
+                note = {"id": memory_id, "type": "?", "content": "(no longer stored)"}
+            else:
+                note = {"id": record.id, "type": record.type.value, "content": record.content[:300]}
+            if reasons.get(memory_id):
+                note["why"] = reasons[memory_id]
+            out.append(note)
         return out
 
-    return {"written": notes(written), "recalled": notes(recalled)}
+    return {"written": notes(written, {}), "recalled": notes(recalled, why)}

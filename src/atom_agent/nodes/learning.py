@@ -19,6 +19,7 @@ from atom_agent.errors import MemoryValidationError
 from atom_agent.memory import MemoryManager, MemoryRecord, WorkingMemory
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.idempotent import add_once, memory_key
+from atom_agent.memory.relevance import INTERFACE_TAG
 from atom_agent.sandbox import RunResult
 from atom_agent.state import IMPL_FILE, PlanStep
 
@@ -26,8 +27,6 @@ from .evidence import first_failure
 
 logger = logging.getLogger(__name__)
 
-INTERFACE_TAG = "interface of step "
-"""Rationale prefix of an interface memory; the defined names follow ``names:``."""
 _MAX_LINES = 14
 _LINE_CHARS = 160
 _FAILED = ("failed", "error", "timeout")

@@ -19,6 +19,7 @@ from atom_agent.checks.names import defined_in_code
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError, ModelError, ModelSpecError
 from atom_agent.memory.changes import MemoryChanges
+from atom_agent.memory.relevance import recalled_entries
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.structured import invoke_structured
 from atom_agent.resources import Resources
@@ -167,7 +168,9 @@ def make_reflector(res: Resources) -> Any:
             "names": [u.to_dict() for u in uses],
             "feedback": feedback,
             "lesson": judgement.lesson if judgement else "",
-            "memories_recalled": list(state.get("used_memories") or []),
+            "memories_recalled": recalled_entries(
+                state.get("used_memories") or [], state.get("used_memory_reasons") or {}
+            ),
         }
         res.workspace.write_verdict(attempt, verdict)
         emit(

@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
 from atom_agent import Context, run_task
 from atom_agent.memory import MemoryManager
+from atom_agent.memory.relevance import INTERFACE_TAG
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan
 from atom_agent.testing import tool_call
+from atom_agent.workspace import Workspace
 
 from .scripts import ExecutorScript, all_met, failing_attempt, models, passing_attempt, step
 
 LESSON = "Adder steps: test integer addition with add(2, 3) == 5 before edge cases."
 
 
+@pytest.fixture
+def ctx(ctx: Context) -> Context:
+    # ExecutorScript answers executor prompts only; the plain call of candidate zero is not one.
+    return dataclasses.replace(ctx, candidate_zero=False)
+
+
 def test_a_lesson_from_one_run_reaches_the_next_run_and_is_reinforced(ctx: Context) -> None:
-    adder = step("adder")
+    adder = step("adder", defines=["add"])  # the lesson names add(): it belongs to this step
     first = ExecutorScript({("adder", 1): passing_attempt()})
     run1 = run_task(
         "add", ctx, models=models([Plan(steps=[adder])], first, [all_met(adder, LESSON)])
@@ -54,6 +68,7 @@ def test_recurring_failures_are_promoted_from_working_memory(tmp_path) -> None: 
         max_attempts=3,
         max_replans=0,
         memory_promotion_threshold=0.6,
+        candidate_zero=False,
     )
     executor = ExecutorScript({("adder", n): failing_attempt() for n in (1, 2, 3)})
     outcome = run_task("add", ctx, models=models([Plan(steps=[step("adder")])], executor))
@@ -83,5 +98,63 @@ def test_the_agent_can_remember_through_its_tool(ctx: Context) -> None:
         assert [(d.content, d.source_type, d.step_id) for d in decisions] == [
             ("Use integers only", "agent", "adder")
         ]
+    finally:
+        manager.close()
+
+
+RELATED = "add(a, b) must accept negative numbers too: add(-1, 1) == 0."
+UNRELATED = (
+    "Code committed for 'Vector adder' (impl.py) defines:\n"
+    "- def vector_sum(xs, ys) — element-wise addition of two vectors"
+)
+
+
+def test_only_a_memory_that_shares_something_with_the_step_reaches_its_prompt(
+    ctx: Context,
+) -> None:
+    manager = MemoryManager.from_context(ctx)
+    try:
+        earlier = SessionContext(session_id="earlier", project_id=ctx.project_id)
+        related = manager.remember(earlier, RELATED, type="lesson_learned", confidence=0.9)
+        # Another task's committed interface: it shares words ("adder", "addition"), no name.
+        unrelated = manager.remember(
+            earlier,
+            UNRELATED,
+            confidence=0.9,
+            rationale=f"{INTERFACE_TAG}vec; names: vector_sum",
+            source_type="reflector",
+        )
+        recalled = manager.recall(earlier, "Step adder. Implement adder. Defines: add")
+        assert {related.id, unrelated.id} <= {r.id for r in recalled}  # similarity finds both
+    finally:
+        manager.close()
+
+    adder = step("adder", defines=["add"])
+    executor = ExecutorScript({("adder", 1): passing_attempt()})
+    outcome = run_task("Write the adder.", ctx, models=models([Plan(steps=[adder])], executor))
+    assert outcome.status == "done"
+
+    prompt = executor.prompts[("adder", 1)]
+    assert RELATED in prompt
+    assert "vector_sum" not in prompt and "Vector adder" not in prompt
+
+    ws = Workspace(ctx.workspace)
+    verdict = ws.read_verdict(ws.attempt(ws.step(ws.run(outcome.run_id), "adder"), 1))
+    assert verdict["memories_recalled"] == [{"id": related.id, "why": "shares name add"}]
+    run_json = json.loads((ws.runs_dir / outcome.run_id / "run.json").read_text())
+    assert [(m["id"], m["why"]) for m in run_json["memories"]["recalled"]] == [
+        (related.id, "shares name add")
+    ]
+    report = Path(str(outcome.report)).read_text()
+    recalled_section = report.split("## Memories recalled", 1)[1].split("## Usage", 1)[0]
+    assert f"`{related.id}` (lesson_learned)" in recalled_section
+    assert "*shares name add*" in recalled_section
+    assert unrelated.id not in recalled_section
+
+    manager = MemoryManager.from_context(ctx)
+    try:  # the step passed: the memory in its prompt is reinforced, the one kept out is not
+        check = SessionContext(session_id="check", project_id=ctx.project_id)
+        assert manager.get(check, related.id).confidence > related.confidence
+        assert manager.get(check, unrelated.id).confidence == unrelated.confidence
     finally:
         manager.close()

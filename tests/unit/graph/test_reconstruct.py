@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from atom_agent import Context
 from atom_agent.memory import MemoryManager
-from atom_agent.nodes.executor.prompt import estimate_tokens, reconstruct_context
+from atom_agent.nodes.executor.prompt import draft_notes, estimate_tokens, reconstruct_context
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan
 from atom_agent.workspace import Workspace
@@ -120,5 +120,26 @@ def test_relevant_memories_are_in_tier_two(tmp_path: Path) -> None:
         assert "LRU eviction must drop the least recently used key first" in text
         assert "coffee machine" not in text  # irrelevant memories stay out
         assert len(prompt.memory_ids) == 1  # type: ignore[attr-defined]
+        assert list(prompt.memory_reasons.values()) == ["shares purpose: evict, recently"]  # type: ignore[attr-defined]
+    finally:
+        manager.close()
+
+
+def test_draft_notes_keep_what_shares_a_name_and_say_why(tmp_path: Path) -> None:
+    manager = MemoryManager.open(tmp_path / "mem")
+    try:
+        session = SessionContext(session_id="s", project_id="p")
+        named = manager.remember(session, "lru_get must move the key to the front.",
+                                 type="lesson_learned", confidence=0.9)  # fmt: skip
+        # Related by purpose only: too loose for a small model's few lines.
+        manager.remember(session, "Cache eviction: drop the least recently used entry.",
+                         type="lesson_learned", confidence=0.9)  # fmt: skip
+        cache = step("cache", defines=["lru_get"]).model_copy(
+            update={"description": "An LRU cache: evict the least recently used key."}
+        )
+        ctx = Context(workspace=str(tmp_path / "ws"))
+        lines, reasons = draft_notes(manager, session, ctx, cache, "build a cache")
+        assert lines == ["lru_get must move the key to the front."]
+        assert reasons == {named.id: "shares name lru_get"}
     finally:
         manager.close()

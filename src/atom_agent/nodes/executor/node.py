@@ -112,10 +112,10 @@ def make_executor(res: Resources) -> Any:
         ]
         # A draft is only worth more than a tool loop when a contract can prove it.
         # Recalled memories reach the draft prompt too (small models never see tier 2).
-        notes, note_ids = (
-            draft_notes(svc.memory, session, ctx, step)
+        notes, note_reasons = (
+            draft_notes(svc.memory, session, ctx, step, state["task"])
             if profile.draft_first and runnable
-            else ([], [])
+            else ([], {})
         )
         first = _candidate_zero(state.get("plain"), step.defines) if attempt.n == 1 else None
         drafts = (
@@ -155,7 +155,8 @@ def make_executor(res: Resources) -> Any:
                 "attempts": {step.id: attempt.n},
                 "usage": usage_of(messages, model_name_of(model)),
                 "question": None,
-                "used_memories": note_ids,
+                "used_memories": list(note_reasons),
+                "used_memory_reasons": note_reasons,
             }
         prompt = reconstruct_context(
             ctx=ctx,
@@ -178,6 +179,7 @@ def make_executor(res: Resources) -> Any:
             attempt=attempt.n,
             prompt_tokens=prompt.tokens,
             memories=len(prompt.memory_ids),
+            unrelated_memories=len(prompt.unrelated),
         )
         agent = agent_for(model, profile, tools)
         context = AttemptContext(
@@ -215,7 +217,9 @@ def make_executor(res: Resources) -> Any:
             "attempts": {step.id: attempt.n},
             "usage": usage_of(messages, model_name_of(model)),
             "question": question,
-            "used_memories": list(dict.fromkeys([*note_ids, *prompt.memory_ids])),
+            # Only what reached a prompt: the gate's rejects are neither reinforced nor blamed.
+            "used_memories": list(dict.fromkeys([*note_reasons, *prompt.memory_ids])),
+            "used_memory_reasons": {**prompt.memory_reasons, **note_reasons},
         }
 
     return executor

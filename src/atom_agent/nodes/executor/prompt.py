@@ -2,7 +2,8 @@
 
 Pinned (never dropped): the task, the plan outline, the step and its criteria, the files to
 write. Tier 2 (global): long-term memories relevant to the step, ranked by the memory manager
-(relevance, confidence, recency), and the dependencies' committed artifacts with a short
+(relevance, confidence, recency) and kept only when they share a name, a file or a purpose with
+the step (`atom_agent.memory.relevance`), and the dependencies' committed artifacts with a short
 excerpt. Tier 1 (local): what earlier attempts of the step did and why they failed, most
 recent first; a tool call and its result are one unit, so pruning never separates them.
 """
@@ -18,6 +19,7 @@ from typing import Any
 from atom_agent import prompts
 from atom_agent.context import Context
 from atom_agent.memory import MemoryManager, MemoryRecord
+from atom_agent.memory.relevance import Reason, StepFocus, relevance
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, Plan, PlanStep, outline
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
@@ -40,6 +42,10 @@ class ExecutorPrompt:
     memory_ids: list[str] = field(default_factory=list)
     tokens: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
+    memory_reasons: dict[str, str] = field(default_factory=dict)
+    """Why each memory of `memory_ids` is in the prompt (id → ``shares name rle_decode``)."""
+    unrelated: list[str] = field(default_factory=list)
+    """Recalled memories the relevance gate kept out (they share nothing with the step)."""
 
 
 class _Budget:
@@ -98,13 +104,18 @@ def reconstruct_context(
             dropped["attempt_units"] += 1
 
     memory_lines: list[str] = []
-    memory_ids: list[str] = []
+    reasons: dict[str, str] = {}
+    unrelated: list[str] = []
     if memory is not None:
-        for record in recall_for_step(memory, session, ctx, step, ctx.memory_recall_limit):
+        recalled = recall_for_step(memory, session, ctx, step, ctx.memory_recall_limit)
+        for record, why in gate(recalled, focus_of(task, step)):
+            if why is None:
+                unrelated.append(record.id)
+                continue
             line = f"- [{record.type}, confidence {record.confidence:.2f}] {record.content}"
             if budget.take(line):
                 memory_lines.append(line)
-                memory_ids.append(record.id)
+                reasons[record.id] = str(why)
             else:
                 dropped["memories"] += 1
     dep_lines: list[str] = []
@@ -133,7 +144,23 @@ def reconstruct_context(
     if tier1:
         sections.append(prompts.EXECUTOR_TIER1.format(attempts="\n\n".join(tier1)))
     text = "\n\n".join(sections)
-    return ExecutorPrompt(text, memory_ids, estimate_tokens(text), dropped)
+    return ExecutorPrompt(text, list(reasons), estimate_tokens(text), dropped, reasons, unrelated)
+
+
+def focus_of(task: str, step: PlanStep) -> StepFocus:
+    """What the relevance gate compares recalled memories with, for `step` of `task`."""
+    return StepFocus.of(
+        task=task,
+        title=step.title,
+        description=step.description,
+        defines=step.defines,
+        files=step.expected_files,
+    )
+
+
+def gate(records: list[MemoryRecord], focus: StepFocus) -> list[tuple[MemoryRecord, Reason | None]]:
+    """Each recalled record with why it belongs in the step's prompt (None: it does not)."""
+    return [(record, relevance(focus, record)) for record in records]
 
 
 def recall_for_step(
@@ -157,25 +184,29 @@ _NOTE_CHARS = 220
 
 
 def draft_notes(
-    memory: MemoryManager | None, session: SessionContext, ctx: Context, step: PlanStep
-) -> tuple[list[str], list[str]]:
-    """A few short lines of recalled memories for a draft prompt, and their ids.
+    memory: MemoryManager | None,
+    session: SessionContext,
+    ctx: Context,
+    step: PlanStep,
+    task: str = "",
+) -> tuple[list[str], dict[str, str]]:
+    """A few short lines of recalled memories for a draft prompt, and why each is there (by id).
 
-    Only memories that name what the step defines: a small model's prompt has no room for
-    loosely related ones (and a step that names nothing gets none).
+    Only memories that share a name or a file with the step: a small model's prompt has no
+    room for ones related by purpose alone (and a step that names nothing gets none).
     """
     if memory is None or not step.defines:
-        return [], []
-    names = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in step.defines) + r")\b")
+        return [], {}
     lines: list[str] = []
-    ids: list[str] = []
-    for record in recall_for_step(memory, session, ctx, step, ctx.memory_recall_limit):
-        if len(ids) == DRAFT_NOTES or not names.search(record.content):
+    reasons: dict[str, str] = {}
+    recalled = recall_for_step(memory, session, ctx, step, ctx.memory_recall_limit)
+    for record, why in gate(recalled, focus_of(task, step)):
+        if len(reasons) == DRAFT_NOTES or why is None or why.kind == "purpose":
             continue
         text = " ".join(record.content.split())
         lines.append(text if len(text) <= _NOTE_CHARS else text[:_NOTE_CHARS] + "…")
-        ids.append(record.id)
-    return lines, ids
+        reasons[record.id] = str(why)
+    return lines, reasons
 
 
 def _dependency_entry(dep_id: str, path: Path) -> str:
