@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any, Literal
@@ -80,7 +81,9 @@ def build_graph(
 
     The nodes close over `resources` (models, workspace, memory, sandbox runner) and read
     every setting from ``resources.ctx``; invoke the graph with that Context (or none). A
-    graph is compiled per call (milliseconds); nothing is cached between calls.
+    graph is compiled per call (milliseconds); nothing is cached between calls. Building,
+    compiling and reading its schemas write nothing and open nothing: the memory store and
+    the sandbox runner are opened by the first node that uses them.
 
     Args:
         resources: what the run uses, built by the caller from its Context.
@@ -90,14 +93,14 @@ def build_graph(
     """
     ctx = resources.ctx
     builder = StateGraph(State, context_schema=type(ctx), input_schema=InputState)
-    builder.add_node("start", make_start(resources))
-    builder.add_node("planner", make_planner(resources))
-    builder.add_node("approve_plan", make_approve_plan(resources))
+    builder.add_node("start", _unprobed(make_start(resources)))
+    builder.add_node("planner", _unprobed(make_planner(resources)))
+    builder.add_node("approve_plan", _unprobed(make_approve_plan(resources)))
     builder.add_node("select_step", select_step)
-    builder.add_node("executor", make_executor(resources))
+    builder.add_node("executor", _unprobed(make_executor(resources)))
     builder.add_node("ask_user", ask_user)
-    builder.add_node("reflector", make_reflector(resources))
-    builder.add_node("finish", make_finish(resources))
+    builder.add_node("reflector", _unprobed(make_reflector(resources)))
+    builder.add_node("finish", _unprobed(make_finish(resources)))
     builder.add_edge(START, "start")
     builder.add_edge("start", "planner")
     builder.add_conditional_edges(
@@ -124,3 +127,18 @@ def _routed(router: Callable[[State, Context], str], ctx: Context) -> Callable[[
 
     route.__name__ = router.__name__
     return route
+
+
+def _unprobed(node: Callable[..., Any]) -> Callable[..., Any]:
+    """`node` as a callable whose closure LangGraph's compile does not read.
+
+    To find subgraphs, ``compile()`` walks each node function's bytecode and reads every
+    attribute chain it loads from its closure: ``res.memory.apply`` in a node body becomes
+    ``getattr(res, "memory")`` at compile time, and ``Resources.memory`` / ``.runner`` open the
+    memory store and the sandbox runner on first read, so building a graph (or a server's
+    schema read) would create ``memory/chroma.sqlite3``. The probe reads plain functions
+    only; a ``partial`` keeps the signature LangGraph injects ``runtime`` from. No node holds
+    a subgraph LangGraph could find (the executor compiles its agent on first use), so the
+    probe finds nothing it did before (tests/unit/graph/test_build_opens_nothing.py).
+    """
+    return functools.partial(node)

@@ -62,6 +62,19 @@ def test_schema_reads_get_the_servers_environment_as_defaults(server_env: Path) 
     assert props["max_attempts"]["default"] == 5
 
 
+def test_a_schema_read_opens_no_store_and_writes_nothing(server_env: Path) -> None:
+    read = _ReadRuntime(access_context="assistants.read", user=None, store=InMemoryStore())
+
+    def schemas(served: Any) -> None:
+        served.get_input_jsonschema()
+        served.get_output_jsonschema()
+        served.get_context_jsonschema()
+        served.get_graph()
+
+    asyncio.run(_served(read, schemas))
+    assert not (server_env / "env_ws").exists()  # the factory's workspace: not even created
+
+
 def test_what_a_client_may_send_as_context() -> None:
     schema = served_context({"ATOM_MAX_ATTEMPTS": "4"})
     assert run_context(schema, None).max_attempts == 4

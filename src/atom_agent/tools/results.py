@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -45,14 +45,35 @@ def invalid_arguments(tool: str) -> Callable[[ValidationError], str]:
 def invalid_arguments_text(tool: str, error: Any) -> str:
     """The message of :func:`invalid_arguments` (for a ValidationError or anything else)."""
     if isinstance(error, ValidationError):
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-            + (f" (got {_shown_input(e['input'])})" if "input" in e and e["loc"] else "")
-            for e in error.errors()
-        )
+        problems = _problems(error.errors())
     else:
         problems = str(error)
     return prompts.INVALID_ARGUMENTS.format(tool=tool, problems=problems)
+
+
+def _problems(errors: Sequence[Any]) -> str:
+    """Pydantic's errors as the model can act on them: missing fields by name, then the rest.
+
+    A missing field's error carries the whole argument dict as its input, and that dict holds
+    the injected ``runtime`` (the run's context, which the model never sent and cannot fix):
+    only the field's name is shown.
+    """
+    missing = [_where(e) for e in errors if e["type"] == "missing" and e["loc"]]
+    parts = []
+    if missing:
+        names = ", ".join(f"'{name}'" for name in missing)
+        parts.append(f"missing required argument{'s' if len(missing) > 1 else ''} {names}")
+    parts.extend(
+        f"{_where(e) or 'arguments'}: {e['msg']}"
+        + (f" (got {_shown_input(e['input'])})" if "input" in e and e["loc"] else "")
+        for e in errors
+        if not (e["type"] == "missing" and e["loc"])
+    )
+    return "; ".join(parts)
+
+
+def _where(error: Any) -> str:
+    return ".".join(str(p) for p in error["loc"])
 
 
 def _shown_input(value: Any) -> str:

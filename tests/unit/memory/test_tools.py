@@ -104,7 +104,7 @@ def test_bad_arguments_come_back_as_error_results_and_write_nothing(
         "invalid arguments for remember: type: Input should be 'fact'" in text[1]
         and "'gossip'" in text[1]
     )
-    assert "invalid arguments for remember: content: Field required" in text[2]
+    assert "invalid arguments for remember: missing required argument 'content'." in text[2]
     assert "limit: Input should be less than or equal to 50 (got 500)" in text[3]
     assert "memory 'missing' not found in this project" in text[4] and "use recall" in text[4]
     assert all("Nothing was changed" in t for t in text)

@@ -25,6 +25,7 @@ from atom_agent.session import SessionContext
 from atom_agent.tools.calls import ToolResult, run_tool
 from atom_agent.tools.context import ToolContext
 from atom_agent.tools.files import FILE_TOOLS
+from atom_agent.tools.memory import MEMORY_TOOLS
 from atom_agent.tools.scope import ToolScope
 from atom_agent.tools.search import SEARCH_TOOLS
 
@@ -438,6 +439,41 @@ def test_whatever_a_tool_raises_is_an_error_result(context: ToolContext) -> None
         result = run_bounded(crashing, _call("crash", {"kind": kind}), context)
         assert result.status == "error" and result.route == "sandboxed"
         assert json.loads(result.content)["error"].startswith(text), result.content
+
+
+NOT_CHANGED = ". Nothing was changed; fix the arguments and call it again."
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "problems"),
+    [
+        ("write_file", {"content": "x = 1\n"}, "missing required argument 'path'"),
+        ("write_file", {}, "missing required arguments 'path', 'content'"),
+        ("edit_file", {"path": "impl.py"}, "missing required arguments 'old_text', 'new_text'"),
+        ("remember", {"type": "fact"}, "missing required argument 'content'"),
+        ("forget", {}, "missing required argument 'memory_id'"),
+        # A missing field beside a wrong one: both named, the wrong value shown.
+        (
+            "write_file",
+            {"path": 3},
+            "missing required argument 'content'; path: Input should be a valid string (got 3)",
+        ),
+        ("shout", {}, "missing required argument 'text'"),  # a plain tool: calls.py formats it
+    ],
+)
+def test_a_missing_argument_is_named_without_the_injected_runtime(
+    tool: str, args: dict[str, Any], problems: str, context: ToolContext, area: dict[str, Path]
+) -> None:
+    def shout(text: str) -> str:
+        """A plain tool without a validation-error handler."""
+        return text.upper()
+
+    tools = [*FILE_TOOLS, *MEMORY_TOOLS, StructuredTool.from_function(shout)]
+    result = run_bounded(tools, _call(tool, args), context)
+    assert result.status == "error"
+    error = json.loads(result.content)["error"]
+    assert error == f"invalid arguments for {tool}: {problems}{NOT_CHANGED}"
+    assert list(area["staging"].iterdir()) == []
 
 
 def _call(name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -396,3 +396,19 @@ def test_the_model_sees_each_tool_without_its_injected_runtime() -> None:
         assert spec["name"] == tool.name and len(spec["description"]) > 40
         assert "runtime" not in spec["parameters"].get("properties", {}), tool.name
         assert "runtime" not in spec["parameters"].get("required", []), tool.name
+
+
+def test_an_agent_is_told_which_argument_it_left_out(
+    context: ToolContext, area: dict[str, Path]
+) -> None:
+    model = ScriptedChatModel(
+        responses=[tool_call("write_file", {"content": "x = 1\n"}, id="m1"), "done"]
+    )
+    final = agent_with(model).invoke({"messages": [("user", "write it")]}, context=context)
+    (message,) = [m for m in final["messages"] if isinstance(m, ToolMessage)]
+    assert (message.tool_call_id, message.status) == ("m1", "error")
+    assert json.loads(str(message.content)) == {
+        "error": "invalid arguments for write_file: missing required argument 'path'. Nothing "
+        "was changed; fix the arguments and call it again."
+    }
+    assert list(area["staging"].iterdir()) == []
