@@ -416,8 +416,22 @@ def _run_tests(root: Path, runner: SandboxRunner, limits: Limits) -> dict[str, A
         "errors": counts.errors if counts else 0,
         "skipped": counts.skipped if counts else 0,
         "duration_s": round(result.duration_s, 3),
+        "failing": failing_tests(result.output) if not result.ok else [],
         "output_tail": result.output[-1500:] if not result.ok else "",
     }
+
+
+_SUMMARY_NODE = re.compile(r"^(?:FAILED|ERROR) (\S+)")
+
+
+def failing_tests(output: str) -> list[str]:
+    """The failing and erroring tests pytest's short summary names (``tests/test_a.py::test_x``).
+
+    In the order pytest lists them, each once; empty when the output has no summary (a run
+    killed before it ends).
+    """
+    return list(dict.fromkeys(m.group(1) for m in map(_SUMMARY_NODE.match, output.splitlines())
+                              if m))  # fmt: skip
 
 
 # --- report and export ---------------------------------------------------------------------------
