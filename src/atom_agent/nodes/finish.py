@@ -104,7 +104,29 @@ def _deliverable(
         return None
     plan = Plan.model_validate(state["plan"])
     return build_deliverable(res.workspace, run, plan, statuses, task=state.get("task") or "",
-                             runner=res.runner, limits=res.limits)  # fmt: skip
+                             runner=res.runner, limits=res.limits,
+                             leave_out_tests=_suspect_tests(res, run, statuses))  # fmt: skip
+
+
+def _suspect_tests(res: Any, run: Any, statuses: Mapping[str, str]) -> list[str]:
+    """Committed steps whose own tests independent implementations contradicted.
+
+    Their final verdict did not count those tests (they fail correct code); shipped in the
+    package they would fail it the same way.
+    """
+    found = []
+    for step_id, status in statuses.items():
+        if status != "committed":
+            continue
+        try:
+            attempts = res.workspace.list_attempts(res.workspace.step(run, step_id))
+        except AtomAgentError:
+            continue
+        if attempts and attempts[-1].verdict_json.exists():
+            verdict = res.workspace.read_verdict(attempts[-1])
+            if (verdict.get("cross_examination") or {}).get("tests_suspect"):
+                found.append(step_id)
+    return found
 
 
 def package_outcome(

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from langchain_core.messages import AIMessage, BaseMessage
+
 from atom_agent import Context, run_task
 from atom_agent.nodes.finish import package_outcome
 from atom_agent.state import Check, Plan
+from atom_agent.testing import ScriptedChatModel
 from atom_agent.workspace import Workspace
 
 from .scripts import ADD_IMPL, ExecutorScript, models, passing_attempt, step
@@ -92,3 +95,47 @@ def test_a_step_with_a_name_no_result_check_ran_is_never_reported_verified(
     assert "| 1 held |" in report and "**held** — add(2, 3) == 5" in report
     assert "- **not verified** — not verified: no result checked for neg" in report
     assert "verified" not in json.loads(run.run_json.read_text())["verification"]
+
+
+def test_code_meeting_the_tasks_checks_is_committed_unverified_when_attempts_are_spent(
+    tmp_path: Path,
+) -> None:
+    ctx = Context(
+        workspace=str(tmp_path / "ws"),
+        sandbox_timeout_s=30,
+        max_attempts=1,
+        max_replans=0,
+        candidate_zero=False,
+    )
+    # The planner model's check is wrong (2 + 3 is not 6); the task's own example holds.
+    wrong = Check(call="add(2, 3)", expect="6", criterion="add(2, 3) == 6")
+    adder = step("adder", criteria=["add(2, 3) == 6"], defines=["add"])
+    plan = Plan(steps=[adder.model_copy(update={"checks": [wrong]})])
+    script = ExecutorScript({("adder", 1): passing_attempt()})
+
+    def no_witness(messages: list[BaseMessage]) -> AIMessage:
+        if "in one ```python block" in str(messages[0].content):
+            return AIMessage(content="No.")  # no independent code: nothing is suspect
+        return script(messages)
+
+    roles = models([plan], script)
+    roles["executor"] = ScriptedChatModel(respond=no_witness)
+    task = "Write add(a, b) and sub(a, b).\n\n>>> add(1, 1)\n2\n"
+    outcome = run_task(task, ctx, models=roles)
+
+    assert outcome.step_status == {"adder": "committed"}
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    verdict = ws.read_verdict(ws.list_attempts(ws.step(run, "adder"))[-1])
+    assert (verdict["decision"], verdict["committed_on"]) == ("commit", "task checks")
+    assert verdict["verified"] is False and verdict["outcome"] == "committed on task checks"
+    assert any(
+        "the model's contract disagrees: add(2, 3) == 6 (expected 6, got 5)" in r
+        for r in verdict["decision_reasons"]
+    )
+    assert (ws.step(run, "adder").artifacts / "impl.py").read_text() == ADD_IMPL
+    assert outcome.status == "done"  # its tests pass in the package too
+    assert "committed on the task's checks only, the model's contract disagreeing: adder" in (
+        outcome.stop_reason
+    )
+    assert " verified" not in json.loads(run.run_json.read_text())["verification"]
