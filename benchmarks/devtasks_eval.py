@@ -90,9 +90,10 @@ def warming_arm(
     res: Resources, tasks: list[dict[str, Any]], ws: Path, plain: dict[str, dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
     """Rising temperature until the task's stated checks pass (first sample: the plain call)."""
+    from langchain_core.messages import HumanMessage
+
     from atom_agent.nodes.drafting import complete_from_task, extract_code, sample
     from atom_agent.prompts import PLAIN_TASK
-    from langchain_core.messages import HumanMessage
 
     path = ws / "devtasks_warming.jsonl"
     done = _done(path)

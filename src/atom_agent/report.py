@@ -207,8 +207,9 @@ def clause_lines(plan: Plan, clauses: dict[str, Any]) -> list[str]:
         text = " ".join(clause.text.split()).replace("|", "\\|")
         text = text if len(text) <= 100 else text[:100] + "…"
         label = status.get(clause.id, "pending").replace("_", " ")
-        count = checks.get(clause.id, 0)
-        lines.append(f"| {clause.id}: {text} | {clause.kind} | {count} | {label} |")
+        lines.append(
+            f"| {clause.id}: {text} | {clause.kind} | {checks.get(clause.id, 0)} | {label} |"
+        )
     return lines
 
 

@@ -18,6 +18,9 @@ _BACKTICKED = re.compile(r"`([A-Za-z_]\w*)(?:\(|`)")
 _CLASS_WORD = re.compile(r"\b(?:an?|the)\s+([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\s+class\b")
 _CLASS_WORD_AFTER = re.compile(r"\bclass\s+(?:called\s+|named\s+)?`?([A-Z][A-Za-z0-9_]*)")
 _FENCE = re.compile(r"```(?:python|py)?[^\n]*\n(.*?)```", re.DOTALL)
+_EXCEPTION_CLASS = re.compile(
+    r"\b([A-Z][A-Za-z0-9_]*)\s*[(,]\s*(?:an?\s+)?(?:custom\s+|new\s+|own\s+)?exception\b"
+)
 
 _NOT_NAMES = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {
     "e", "i", "eg", "ie", "etc", "self", "cls", "impl", "test", "tests", "pytest",
@@ -57,9 +60,11 @@ def named_in_text(text: str) -> list[str]:
     """
     found: dict[str, None] = {}
     text = text or ""
-    for pattern in (_DEF, _CLASS_WORD, _CLASS_WORD_AFTER, _CALLED, _BACKTICKED):
+    for pattern in (_DEF, _CLASS_WORD, _CLASS_WORD_AFTER, _EXCEPTION_CLASS, _CALLED, _BACKTICKED):
         for match in pattern.finditer(text):
             name = match.group(1)
+            if pattern is _DEF and match.group(0).startswith("class") and not name[:1].isupper():
+                continue  # "a TextBuffer class that holds …": prose, not `class that`
             if is_public(name) and not name.isupper():
                 found.setdefault(name, None)
     # Keep the order of first mention in the text.
@@ -122,3 +127,30 @@ def shorthand_of(name: str, names: list[str]) -> str | None:
     """The one longer name in `names` that ends in ``_<name>`` (None if none or several)."""
     longer = [n for n in names if n != name and n.endswith(f"_{name}")]
     return longer[0] if len(longer) == 1 else None
+
+
+STANDALONE = r"\bdef\s+{n}\b|\bfunctions?\s+`?{n}\b|\b{n}\s*\([^)]*\)`?\s+function\b"
+"""How a task says that a lowercase name beside a class is a function of its own."""
+
+
+def owner_class(text: str, at: int, name: str, classes: list[str]) -> str:
+    """The class whose method `name` (mentioned at `at` in `text`) is, or '' for a function.
+
+    The last of `classes` mentioned before it, unless the text calls `name` a function.
+    """
+    if not classes or name[:1].isupper():
+        return ""
+    if re.search(STANDALONE.format(n=re.escape(name)), text):
+        return ""
+    # An exception class a task asks for holds no methods of its own.
+    declared = {m.group(1) for m in _EXCEPTION_CLASS.finditer(text)}
+    classes = [c for c in classes if c not in declared and not c.endswith(("Error", "Exception"))]
+    before = text[:at]
+    mentions = [(before.rfind(c), c) for c in classes if re.search(rf"\b{re.escape(c)}\b", before)]
+    return max(mentions)[1] if mentions else ""
+
+
+def without_methods(text: str, names: list[str]) -> list[str]:
+    """`names` without the methods of the classes among them (they are defined inside those)."""
+    classes = [n for n in names if n[:1].isupper()]
+    return [n for n in names if not owner_class(text, _first_index(text, n), n, classes)]

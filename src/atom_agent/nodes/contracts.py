@@ -16,12 +16,12 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from atom_agent import prompts
 from atom_agent.checks.asserts import checks_from_tests
-from atom_agent.checks.contract import check_problems
+from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
 from atom_agent.checks.exercised import referenced_names
 from atom_agent.checks.names import named_in_text
 from atom_agent.state import Check, Plan, PlanStep
 from atom_agent.telemetry import emit
-from atom_agent.verification.clauses import SIGNATURE_CRITERION, placed
+from atom_agent.verification.clauses import placed
 
 from .drafting import extract_code, sample
 
@@ -124,7 +124,8 @@ def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
     open_clauses = [
         c
         for c in plan.clauses
-        if c.id not in covered and set(named_in_text(c.text)) & set(step.defines)
+        if c.id not in covered
+        and set(named_in_text(c.text)) & set(step.defines)
         or (c.id not in covered and c.kind == "behaviour" and len(plan.steps) == 1)
     ]
     clauses = (

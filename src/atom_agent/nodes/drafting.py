@@ -294,7 +294,22 @@ class Drafts:
             defines=defines,
             available=available,
         )
+        self.keep_satisfiable()
         return candidate
+
+    def keep_satisfiable(self) -> None:
+        """A check some candidate passed is not suspect: code written for the task meets it.
+
+        Witnesses sampled from one model share its blind spots; their agreement with a wrong
+        draft is no evidence against a check another candidate satisfies.
+        """
+        for i in list(self.suspect):
+            if any(
+                c.report is not None and i < len(c.report.results)
+                and c.report.results[i].status == "passed"
+                for c in self.candidates
+            ):  # fmt: skip
+                del self.suspect[i]
 
     @property
     def spent(self) -> list[BaseMessage]:

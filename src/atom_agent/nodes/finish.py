@@ -208,8 +208,10 @@ def clause_coverage(
         if not attempts or not attempts[-1].verdict_json.exists():
             continue
         verdict = workspace.read_verdict(attempts[-1])
-        cross = verdict.get("cross_examination") or {}
-        suspect = {s.get("check") for s in cross.get("suspect_checks", [])}
+        suspect = {
+            s.get("check")
+            for s in (verdict.get("cross_examination") or {}).get("suspect_checks", [])
+        }
         for result in (verdict.get("contract") or {}).get("results") or []:
             if result.get("clause") and result.get("check") not in suspect:
                 results.setdefault(result["clause"], []).append(str(result.get("status")))

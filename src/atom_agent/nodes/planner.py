@@ -18,11 +18,13 @@ from pydantic import ValidationError
 
 from atom_agent import prompts
 from atom_agent.checks.names import (
+    STANDALONE,
     called_names,
     code_blocks,
     defined_in_code,
     free_names,
     named_in_text,
+    without_methods,
     without_shorthands,
 )
 from atom_agent.context import Context
@@ -358,7 +360,8 @@ def _keep_committed(committed: list[PlanStep], plan: Plan) -> Plan:
 def task_names(task: str) -> list[str]:
     """The functions and classes a task asks for: those its code defines, else those it names."""
     in_code = [n for block in code_blocks(task) for n in defined_in_code(block)]
-    return list(dict.fromkeys(in_code)) or without_shorthands(named_in_text(task))
+    named = without_methods(task, without_shorthands(named_in_text(task)))
+    return list(dict.fromkeys(in_code)) or named
 
 
 def single_unit(task: str) -> bool:
@@ -368,11 +371,8 @@ def single_unit(task: str) -> bool:
     functions = [n for n in names if not n[:1].isupper()]
     if not classes:
         return len(functions) == 1
-    standalone = [n for n in functions if re.search(_STANDALONE.format(n=re.escape(n)), task)]
+    standalone = [n for n in functions if re.search(STANDALONE.format(n=re.escape(n)), task)]
     return len(classes) == 1 and not standalone
-
-
-_STANDALONE = r"\bdef\s+{n}\b|\bfunctions?\s+`?{n}\b|\b{n}\s*\([^)]*\)`?\s+function\b"
 
 
 def finalize_plan(plan: Plan, task: str, *, committed: list[PlanStep] | None = None) -> Plan:

@@ -34,7 +34,6 @@ from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, REQUIRED_FILES, TEST_FILE, Judgement, Plan, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
-from atom_agent.verification.clauses import SIGNATURE_CRITERION
 from atom_agent.verification.decide import Decision, Evidence, decide
 from atom_agent.workspace import AttemptRef, RunRef, StepRef
 
@@ -214,12 +213,6 @@ def _evidence(
     """The plain values :func:`decide` rules on."""
     contract, suspect = ran.contract, ran.suspect
     task_ok = contract is not None and contract.task_checks_hold(ignore=suspect)
-    # A stated signature says what is called, not what it computes: alone, it is not enough.
-    task_ok = task_ok and any(
-        i not in suspect and r.status == "passed" and r.check.origin == "task"
-        and not r.check.raises and r.check.criterion != SIGNATURE_CRITERION
-        for i, r in enumerate(contract.results if contract else [])
-    )  # fmt: skip
     trusted_failed = [
         r for i, r in enumerate(contract.results if contract else []) if i not in suspect
         and r.status in _FAILED

@@ -24,18 +24,19 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from atom_agent.checks.contract import check_problems
+from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
 from atom_agent.checks.extract import task_checks
 from atom_agent.checks.names import (
     called_names,
     code_blocks,
     named_in_text,
+    owner_class,
     shorthand_of,
+    without_methods,
     without_shorthands,
 )
 from atom_agent.state import Check, Clause
 
-SIGNATURE_CRITERION = "the signatures the task states (names, parameters, defaults)"
 PROPERTY_CRITERION = "the properties the task states hold over generated inputs"
 
 _META = re.compile(
@@ -51,7 +52,6 @@ _EXAMPLES_WORDS = re.compile(
     r"\b(?:such as|e\.g\.|for example|for instance|like|including)\s*:?\s*", re.IGNORECASE
 )
 _LITERAL = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]+`|-?\d+(?:\.\d+)?")
-_STANDALONE = r"\bdef\s+{n}\b|\bfunctions?\s+`?{n}\b|\b{n}\s*\([^)]*\)`?\s+function\b"
 
 
 def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Clause]:
@@ -61,15 +61,18 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
         task: the task as the user wrote it.
         names: the functions and classes the task asks for (default: those it names).
     """
-    names = list(names) if names is not None else without_shorthands(named_in_text(task))
+    mentioned = without_shorthands(named_in_text(task))
+    names = list(names) if names is not None else without_methods(task, mentioned)
     classes = [n for n in names if n[:1].isupper()]
+    # Methods have signatures too, but are never called bare in an example.
+    signed = list(dict.fromkeys([*names, *mentioned]))
     clauses: list[Clause] = []
     seen: set[str] = set()
     for text, start in split_clauses(task):
         if _META.match(text):
             continue
-        checks = _clause_checks(task, text, start, names, classes)
-        fresh = [c for c in checks if c.describe() not in seen]
+        checks = _clause_checks(task, text, start, names, classes, signed)
+        fresh = list({c.describe(): c for c in checks if c.describe() not in seen}.values())
         seen |= {c.describe() for c in fresh}
         clause_id = f"c{len(clauses) + 1}"
         clauses.append(
@@ -81,7 +84,12 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
             )
         )
     # Examples code reads only from the whole text (doctest blocks, code): a clause of their own.
-    rest = [c for c in task_checks(task, names=names) if c.describe() not in seen]
+    calls = {c.call for cl in clauses for c in cl.checks}
+    rest = [
+        c
+        for c in task_checks(task, names=names)
+        if c.describe() not in seen and c.call not in calls and not check_problems(c, defines=names)
+    ]
     if rest:
         clause_id = f"c{len(clauses) + 1}"
         clauses.append(
@@ -156,9 +164,9 @@ def _kind(text: str, checks: Sequence[Check]) -> str:
 
 
 def _clause_checks(
-    task: str, text: str, start: int, names: list[str], classes: list[str]
+    task: str, text: str, start: int, names: list[str], classes: list[str], signed: list[str]
 ) -> list[Check]:
-    checks = [*signature_checks(task, text, start, names, classes)]
+    checks = [*signature_checks(task, text, start, signed, classes)]
     checks += task_checks(text, names=names)
     checks += error_examples(text, names)
     checks += property_checks(task, text, names)
@@ -197,8 +205,8 @@ def stated_signatures(
         if close is None or name not in names or _nested(text, match.start()):
             continue
         inner = text[match.end() : close]
-        returns = _RETURN.match(text[close + 1 :])
-        header = f"def {name}({inner})" + (f" -> {returns.group(1).strip()}" if returns else "")
+        returns = _RETURN.match(text[close + 1 :])  # says it is a signature; never compared
+        header = f"def {name}({inner})"
         try:
             node = ast.parse(header + ": pass").body[0]
         except (SyntaxError, ValueError):
@@ -214,7 +222,7 @@ def stated_signatures(
         params = _params(node)
         if params is None:
             continue
-        owner = _owner(task, at, name, classes)
+        owner = owner_class(task, at, name, list(classes))
         found.append(Signature(name, owner, params))
     return found
 
@@ -232,9 +240,7 @@ def signature_checks(
             f"inspect.signature({target}).parameters.values() if p.name not in ('self', 'cls')]"
         )
         expect = repr([tuple(p) for p in sig.params])
-        checks.append(
-            Check(call=call, expect=expect, criterion=SIGNATURE_CRITERION, origin="task")
-        )
+        checks.append(Check(call=call, expect=expect, criterion=SIGNATURE_CRITERION, origin="task"))
     return checks
 
 
@@ -288,19 +294,6 @@ def _nested(text: str, at: int) -> bool:
 def _first_mention(task: str, name: str) -> int:
     match = re.search(rf"(?<![\w.]){re.escape(name)}\b", task)
     return match.start() if match else len(task)
-
-
-def _owner(task: str, at: int, name: str, classes: Sequence[str]) -> str:
-    """The class whose method `name` is (the last class mentioned before it), or ''."""
-    if not classes or name[:1].isupper():
-        return ""
-    if re.search(_STANDALONE.format(n=re.escape(name)), task):
-        return ""
-    before = task[:at]
-    mentions = [(before.rfind(c), c) for c in classes if re.search(rf"\b{re.escape(c)}\b", before)]
-    if not mentions:
-        return ""
-    return max(mentions)[1]
 
 
 # --- errors with their inputs --------------------------------------------------------------------
@@ -360,7 +353,10 @@ def _is_literal(source: str) -> bool:
 
 _STRATEGIES = (
     (r"\bstrings? of (?:ascii )?letters\b", "st.text(alphabet=string.ascii_letters)"),
-    (r"\bstrings? of (?:lowercase|lower-case) letters\b", "st.text(alphabet=string.ascii_lowercase)"),
+    (
+        r"\bstrings? of (?:lowercase|lower-case) letters\b",
+        "st.text(alphabet=string.ascii_lowercase)",
+    ),
     (r"\bstrings? of digits\b", "st.text(alphabet=string.digits)"),
     (r"\blists? of (?:ints?|integers?)\b", "st.lists(st.integers(-1000, 1000))"),
     (r"\bnon-?negative (?:ints?|integers?)\b", "st.integers(0, 10**6)"),

@@ -64,19 +64,29 @@ def failing_attempt() -> list[AIMessage]:
 
 
 Script = dict[tuple[str, int], list[AIMessage]]
+PLAIN_REQUEST = "Write the complete Python module for this. Reply with the whole module"
+"""What candidate zero's request (one plain call for the whole task) says."""
 
 
 class ExecutorScript:
     """Replies chosen by (step id, attempt number) read from the prompt, and the turn index."""
 
-    def __init__(self, script: Script, default: Callable[[], list[AIMessage]] | None = None):
+    def __init__(
+        self,
+        script: Script,
+        default: Callable[[], list[AIMessage]] | None = None,
+        plain: str = "",
+    ):
         self.script = script
         self.default = default
+        self.plain = plain
         self.prompts: dict[tuple[str, int], str] = {}
 
     def __call__(self, messages: list[BaseMessage]) -> AIMessage:
         first = next(m for m in messages if isinstance(m, HumanMessage))
         text = str(first.content)
+        if PLAIN_REQUEST in text:
+            return AIMessage(content=self.plain)  # candidate zero: no code unless scripted
         step_match, attempt_match = STEP_RE.search(text), ATTEMPT_RE.search(text)
         assert step_match and attempt_match, f"not an executor prompt: {text[:200]}"
         key = (step_match.group(1), int(attempt_match.group(1)))

@@ -35,7 +35,7 @@ BANK = (
     "transfer(src, dst, amount) function that moves money between two accounts."
 )
 
-GOOD_RLE = '''
+GOOD_RLE = """
 import re
 def rle_encode(s):
     out, i = [], 0
@@ -50,7 +50,7 @@ def rle_decode(s):
     if not re.fullmatch(r"(\\d+[^\\d])*", s):
         raise ValueError(s)
     return "".join(c * int(n) for n, c in re.findall(r"(\\d+)(\\D)", s))
-'''
+"""
 # Loses the case of upper-case letters: the property over strings of letters catches it.
 BAD_RLE = GOOD_RLE.replace('out.append(f"{j - i}{s[i]}")', 'out.append(f"{j - i}{s[i].lower()}")')
 assert BAD_RLE != GOOD_RLE
@@ -103,7 +103,8 @@ def test_a_method_signature_is_checked_on_its_class_and_a_function_stays_a_funct
         "def transfer(src, dst, amount):\n    pass\n"
     )
     sig = [c for c in checks if c.criterion == SIGNATURE_CRITERION]
-    statuses = dict(zip([c.call.splitlines()[-1] for c in sig], _run(tmp_path, code, sig)))
+    calls = [c.call.splitlines()[-1] for c in sig]
+    statuses = dict(zip(calls, _run(tmp_path, code, sig), strict=True))
     assert [s for c, s in statuses.items() if "withdraw" in c] == ["failed"]  # value, not amount
     assert [s for c, s in statuses.items() if "deposit" in c] == ["passed"]
 
@@ -177,7 +178,10 @@ def test_coverage_lists_verified_failed_not_run_and_unchecked_clauses() -> None:
     ]
     cov = coverage(clauses, {"c1": ["passed"], "c2": ["passed", "failed"]})
     assert (cov.verified, cov.failed, cov.unchecked, cov.not_run) == (
-        ["c1"], ["c2"], ["c3"], ["c4"]
+        ["c1"],
+        ["c2"],
+        ["c3"],
+        ["c4"],
     )
     assert cov.summary().startswith("4 clauses: 1 verified, 1 failed")
     assert '1 unchecked ("three")' in cov.summary()

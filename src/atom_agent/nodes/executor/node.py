@@ -119,8 +119,19 @@ def make_executor(res: Resources) -> Any:
         )
         first = _candidate_zero(state.get("plain"), step.defines) if attempt.n == 1 else None
         drafts = (
-            _draft(svc, state["task"], plan, step, step_ref, attempt, scope, model, runnable,
-                   notes, first)  # fmt: skip
+            _draft(
+                svc,
+                state["task"],
+                plan,
+                step,
+                step_ref,
+                attempt,
+                scope,
+                model,
+                runnable,
+                notes,
+                first,
+            )  # fmt: skip
             if profile.draft_first and runnable
             else None
         )
