@@ -45,13 +45,32 @@ def criteria_summary(criteria: list[dict[str, Any]]) -> str:
     for c in criteria:
         status = str(c.get("status") or "judged")
         counts[status] = counts.get(status, 0) + 1
-    order = ("verified", "failed", "suspect", "judged", "unverified")
+    order = ("verified", "held", "failed", "suspect", "judged", "unverified")
     return ", ".join(f"{counts[s]} {s}" for s in order if counts.get(s))
+
+
+def shown_criteria(verdict: dict[str, Any]) -> list[dict[str, Any]]:
+    """A verdict's criteria as reports show them: *held*, not *verified*, in an unverified step.
+
+    A step is unverified when a clause it answers for has no check, a public name of it had
+    no result checked, or it was committed on the task's checks only (``verified`` false in
+    verdict.json; verdicts written before that field count as verified).
+    """
+    criteria = list(verdict.get("criteria") or [])
+    if verdict.get("verified", True):
+        return criteria
+    return [{**c, "status": "held"} if c.get("status") == "verified" else c for c in criteria]
+
+
+_UNVERIFIED = ("not verified", "committed on the task's own checks")
 
 
 def _evidence_section(step_id: str, verdict: dict[str, Any]) -> str:
     lines = [f"### {step_id} (attempt {verdict.get('attempt', '?')}: {verdict.get('outcome')})"]
-    for c in verdict.get("criteria") or []:
+    if not verdict.get("verified", True):
+        why = [r for r in verdict.get("decision_reasons") or [] if r.startswith(_UNVERIFIED)]
+        lines.append("- **not verified** — " + ("; ".join(why) or "see the verdict"))
+    for c in shown_criteria(verdict):
         lines.append(f"- **{c.get('status', 'judged')}** — {c.get('criterion', '')}")
         for item in (c.get("evidence") or [])[:6]:
             lines.append(f"  - {str(item)[:300]}")
@@ -119,7 +138,7 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
             verdict = workspace.read_verdict(attempts[-1])
             tests = str((verdict.get("tests") or {}).get("summary", "–"))
             checks = str((verdict.get("contract") or {}).get("summary", "–"))
-            judged = verdict.get("criteria") or []
+            judged = shown_criteria(verdict)
             if judged:
                 criteria = criteria_summary(judged)
                 evidence.append(_evidence_section(step.id, verdict))
@@ -138,7 +157,9 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         "",
         "## Verification (last attempt of each step)",
         "",
-        "*verified*: a check ran in the sandbox and held; *failed*: it ran and did not; "
+        "*verified*: a check ran in the sandbox and held; *held*: the same, in a step that is "
+        "not verified (a clause of it has no check, a name of it had no result checked, or it "
+        "was committed on the task's checks only); *failed*: it ran and did not; "
         "*suspect*: every independent implementation contradicted its checks, so they were not "
         "used; *judged*: only a model's opinion, nothing executed; *unverified*: nothing backs it. "
         "A defined name is *unexercised* when no executed check and no passing test used it, "

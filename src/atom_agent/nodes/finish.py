@@ -16,7 +16,7 @@ from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.relevance import read_recalled
-from atom_agent.report import criteria_summary, render_report
+from atom_agent.report import criteria_summary, render_report, shown_criteria
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, RunStatus, State
@@ -40,15 +40,6 @@ def make_finish(res: Resources) -> Any:
         status: RunStatus = state.get("status", "running")
         reason = state.get("stop_reason", "")
         budget = exhausted_budget(state, ctx)
-        if status not in ("failed", "rejected"):  # else the planner already said why
-            status, reason = _outcome(statuses, budget, reason)
-        verification = _verification(res, run, statuses)
-        if verification:
-            # What the outcome rests on: executed checks, or only a model's opinion.
-            reason += f" (criteria of committed steps: {verification})"
-        clauses = clause_coverage(res.workspace, run, state.get("plan"), statuses)
-        if clauses.total:
-            reason += f"; {clauses.summary()}"
         # Two independent jobs: the memory write (embedding, Chroma) runs while the
         # deliverable's tests run in their sandbox process.
         with ThreadPoolExecutor(1, thread_name_prefix="atom-learn") as pool:
@@ -57,6 +48,16 @@ def make_finish(res: Resources) -> Any:
                 deliverable = _deliverable(res, run, state, statuses)
             finally:
                 promoted = learning.result()  # waits; re-raises what the write raised
+        if status not in ("failed", "rejected"):  # else the planner already said why
+            status, reason = _outcome(statuses, budget, reason)
+            status, reason = package_outcome(status, reason, deliverable)
+        verification = _verification(res, run, statuses)
+        if verification:
+            # What the outcome rests on: executed checks, or only a model's opinion.
+            reason += f" (criteria of committed steps: {verification})"
+        clauses = clause_coverage(res.workspace, run, state.get("plan"), statuses)
+        if clauses.total:
+            reason += f"; {clauses.summary()}"
         final = {**state, "status": status, "stop_reason": reason}
         written = [*(state.get("memories_written") or []), *promoted]
         final["memories_written"] = written
@@ -104,16 +105,17 @@ def _deliverable(
         return None
     plan = Plan.model_validate(state["plan"])
     return build_deliverable(res.workspace, run, plan, statuses, task=state.get("task") or "",
-                             runner=res.runner, limits=res.limits)  # fmt: skip
+                             runner=res.runner, limits=res.limits,
+                             leave_out_tests=_suspect_tests(res, run, statuses))  # fmt: skip
 
 
-def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
-    """``3 verified, 1 judged`` over the committed steps' final verdicts ('' if none).
+def _suspect_tests(res: Any, run: Any, statuses: Mapping[str, str]) -> list[str]:
+    """Committed steps whose own tests independent implementations contradicted.
 
-    Then the defined names of which no executed check or passing test checked a result.
+    Their final verdict did not count those tests (they fail correct code); shipped in the
+    package they would fail it the same way.
     """
-    criteria: list[dict[str, Any]] = []
-    idle: list[str] = []
+    found = []
     for step_id, status in statuses.items():
         if status != "committed":
             continue
@@ -123,11 +125,65 @@ def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
             continue
         if attempts and attempts[-1].verdict_json.exists():
             verdict = res.workspace.read_verdict(attempts[-1])
-            criteria += verdict.get("criteria") or []
+            if (verdict.get("cross_examination") or {}).get("tests_suspect"):
+                found.append(step_id)
+    return found
+
+
+def package_outcome(
+    status: RunStatus, reason: str, deliverable: Mapping[str, Any] | None
+) -> tuple[RunStatus, str]:
+    """A run is done only when the result package's tests pass too.
+
+    Every step committed, yet the package's gathered tests fail together (two steps' tests
+    that conflict, a module name that shadows another): the run failed, and says which.
+    """
+    tests = (deliverable or {}).get("tests")
+    if status != "done" or not tests or tests.get("ok"):
+        return status, reason
+    if "error" in tests:
+        return "failed", f"{reason}, but the result package's tests could not run: {tests['error']}"
+    failing = list(tests.get("failing") or [])
+    named = ", ".join(failing[:5]) + (f" (+{len(failing) - 5} more)" if len(failing) > 5 else "")
+    counts = (
+        f"{tests.get('failed', 0)} failed, {tests.get('errors', 0)} errors "
+        f"(exit {tests.get('exit_code')})"
+    )
+    return "failed", f"{reason}, but the result package's tests fail: {named or counts}"
+
+
+def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
+    """``3 verified, 1 judged`` over the committed steps' final verdicts ('' if none).
+
+    Criteria of a step whose verdict is not verified (a clause without a check, a name no
+    result check ran, a commit on the task's checks only) count as *held*, never verified.
+    Then the defined names of which no executed check or passing test checked a result, and
+    the steps committed on the task's checks only.
+    """
+    criteria: list[dict[str, Any]] = []
+    idle: list[str] = []
+    on_task: list[str] = []
+    for step_id, status in statuses.items():
+        if status != "committed":
+            continue
+        try:
+            attempts = res.workspace.list_attempts(res.workspace.step(run, step_id))
+        except AtomAgentError:
+            continue
+        if attempts and attempts[-1].verdict_json.exists():
+            verdict = res.workspace.read_verdict(attempts[-1])
+            criteria += shown_criteria(verdict)
             idle += not_exercised(verdict.get("names") or [])
+            if verdict.get("committed_on") == "task checks":
+                on_task.append(step_id)
     summary = criteria_summary(criteria) if criteria else ""
     if idle:  # committed, yet nothing checked what these return
         summary += ("; " if summary else "") + "no result checked for " + ", ".join(idle)
+    if on_task:
+        summary += ("; " if summary else "") + (
+            f"committed on the task's checks only, the model's contract disagreeing: "
+            f"{', '.join(on_task)}"
+        )
     return summary
 
 

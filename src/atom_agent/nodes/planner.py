@@ -151,6 +151,9 @@ def make_planner(res: Resources) -> Any:
             )
             spent += contracts
         usage = usage_of([*plain_spent, *spent], model_name_of(model))
+        if plan is None and replan_text:
+            # A replan never loses the run: the attempts so far stay, on the last valid plan.
+            return {**keep_last_plan(res, state, run, problems, usage), **_plain(zero)}
         if plan is None:
             reason = f"the planner gave no valid plan in {MAX_PLAN_TRIES} tries: " + "; ".join(
                 problems
@@ -245,6 +248,42 @@ def accept_plan(
         "replans": state.get("replans", 0) + (1 if reason == "replan" else 0),
         "reopen": [],
     }
+
+
+EARLIER_FAILURES = "Earlier attempts failed: "
+"""How the evidence of a failed step's attempts starts in its description, on a kept plan."""
+_EARLIER_CHARS = 600
+
+
+def keep_last_plan(
+    res: Any, state: State, run: Any, problems: list[str], usage: dict[str, Any]
+) -> dict[str, Any]:
+    """The state update of a replan whose model gave no valid plan: the last valid plan stays.
+
+    The step that failed is kept and planned again (pending, its failure count reset so it
+    gets its attempts), with the evidence of its failures (``plan_feedback``, bounded) added
+    to its description. The replan counts: a run cannot keep planning the same plan forever.
+    """
+    old = plan_of(state)
+    failing = state.get("current_step")
+    evidence = " ".join((state.get("plan_feedback") or "").split())
+    if len(evidence) > _EARLIER_CHARS:
+        evidence = evidence[: _EARLIER_CHARS - 1] + "…"
+    steps = []
+    for s in old.steps:
+        if s.id == failing and evidence:
+            # Only the latest evidence: an earlier kept plan's note is replaced, not stacked.
+            base = s.description.split("\n\n" + EARLIER_FAILURES, 1)[0]
+            s = s.model_copy(update={"description": f"{base}\n\n{EARLIER_FAILURES}{evidence}"})
+        steps.append(s)
+    why = (problems[0] if problems else "no reply")[:200]
+    reason = f"replan: the planner's plans were invalid ({why}); the last valid plan is kept"
+    emit("plan.kept", run_id=state["run_id"], step_id=failing, problems=problems)
+    update = accept_plan(res, state, run, old.model_copy(update={"steps": steps}), reason, usage)
+    update["replans"] = state.get("replans", 0) + 1
+    if failing is not None and update["step_status"].get(failing) == "pending":
+        update["failures"] = {failing: 0}
+    return update
 
 
 SINGLE_STEP_CRITERIA = (

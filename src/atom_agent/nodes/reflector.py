@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from atom_agent import prompts
-from atom_agent.checks.contract import ContractReport, run_contract
-from atom_agent.checks.examples import examples_feedback, run_examples, task_examples
-from atom_agent.checks.exercised import NameUse, name_uses
-from atom_agent.checks.hardcoding import check_file
-from atom_agent.checks.names import defined_in_code
+from atom_agent.checks.examples import examples_feedback
+from atom_agent.checks.exercised import NameUse
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError, ModelError, ModelSpecError
 from atom_agent.memory.changes import MemoryChanges
@@ -24,23 +21,12 @@ from atom_agent.models.profiles import profile_for
 from atom_agent.models.structured import invoke_structured
 from atom_agent.resources import Resources
 from atom_agent.sandbox import RunResult
-from atom_agent.state import IMPL_FILE, REQUIRED_FILES, TEST_FILE, Judgement, Plan, PlanStep, State
+from atom_agent.state import IMPL_FILE, TEST_FILE, Judgement, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
-from atom_agent.workspace import AttemptRef, StepRef
+from atom_agent.verification.decide import Decision, decide
 
-from .common import (
-    AttemptScope,
-    attempt_scope,
-    available_names,
-    dependants,
-    plan_of,
-    python_ident,
-    run_ref,
-    step_session,
-)
-from .crossexam import MIN_WITNESSES, Testimony, cross_examine
-from .drafting import WITNESS_TEMPERATURE, dependency_lines, draft_prompt, independent_samples
+from .common import dependants
 from .evidence import (
     criteria_verdicts,
     feedback_of,
@@ -49,256 +35,277 @@ from .evidence import (
     tests_evidence,
     uncovered,
 )
-from .executor import DRAFTS_FILE
+from .gathering import (
+    Executed,
+    Target,
+    evidence_of,
+    execute,
+    name_uses_of,
+    sum_usage,
+    target_of,
+    testify,
+)
 from .learning import failure_lesson, record_interface, record_lesson
 
 logger = logging.getLogger(__name__)
 
-Decision = Literal["commit", "retry", "replan", "fail"]
 _SOURCE_CHARS = 6000
-_OUTPUT_TAIL = 2500
 
 
 def make_reflector(res: Resources) -> Any:
-    """The reflector node, closed over the run's resources."""
+    """The reflector node, closed over the run's resources.
+
+    Gather the executed evidence, let :func:`decide` (pure) say what it means, record it.
+    """
 
     def reflector(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = res.ctx
-        plan = plan_of(state)
-        step = next(s for s in plan.steps if s.id == state.get("current_step"))
-        run = run_ref(res, state)
-        step_ref = res.workspace.step(run, step.id)
-        attempt = res.workspace.attempt(step_ref, (state.get("attempts") or {})[step.id])
-        staging = attempt.staging
-        session = step_session(state, ctx, step.id, attempt.n)
-        missing = [f for f in REQUIRED_FILES if not (staging / f).is_file()]
-        scope = attempt_scope(res.workspace, step_ref, attempt)
-        available = available_names(res.workspace.dependency_artifacts(step_ref))
-        model = res.model("executor")
-        profile = profile_for(model, ctx.model_profile)
-        result: RunResult | None = None
-        if not missing:
-            result = res.runner.run_pytest(
-                cwd=staging, limits=res.limits, targets=[TEST_FILE], python_path=scope.python_path()
-            )
-        tests_ok = _tests_ok(result)
-        contract: ContractReport | None = None
-        if step.checks and IMPL_FILE not in missing:
-            contract = run_contract(
-                step.checks,
-                staging=staging,
-                runner=res.runner,
-                limits=res.limits,
-                python_path=scope.python_path(),
-                defines=step.defines,
-                available=available,
-            )
-        examples = None
-        wanted = task_examples(state["task"], step.description)
-        if wanted and IMPL_FILE not in missing:
-            examples = run_examples(
-                wanted,
-                staging=staging,
-                runner=res.runner,
-                limits=res.limits,
-                python_path=scope.python_path(),
-            )
-        hard = check_file(staging / IMPL_FILE) if IMPL_FILE not in missing else None
-        hard_ok = hard is None or hard.ok
-
-        usage: dict[str, float] = {}
-        testimony = Testimony()
-        if contract is not None and (contract.failed or (result is not None and not tests_ok)):
-            testimony, spent = _cross_examine(
-                res, state["task"], plan, step, step_ref, attempt, scope, contract, result,
-                tests_ok, profile.cross_samples, available,
-            )  # fmt: skip
-            usage = _sum_usage(usage, usage_of(spent, model_name_of(model)))
-        suspect = set(testimony.suspect_checks)
-        contract_ok = contract is None or contract.holds(ignore=suspect)
-        own_tests_ok = tests_ok or testimony.tests_suspect
-        executed_ok = (
-            not missing
-            and hard_ok
-            and contract_ok
-            and own_tests_ok
-            and (tests_ok or (contract is not None and bool(contract.passed)))
-        )
-        judgement: Judgement | None = None
-        unbacked = uncovered(step, contract, suspect)
-        if executed_ok and profile.judge and unbacked:
-            judgement, spent_usage = _judge(res, step, staging, result, unbacked)
-            usage = _sum_usage(usage, spent_usage)
-        criteria = criteria_verdicts(step, contract, suspect, result, tests_ok, judgement)
-        uses = _name_uses(step, staging, contract, suspect, tests_ok) if not missing else []
-        passed = executed_ok
-
-        failures = (state.get("failures") or {}).get(step.id, 0) + (0 if passed else 1)
-        decision: Decision
-        if passed:
-            decision = "commit"
-        elif failures < ctx.max_attempts:
-            decision = "retry"
-        elif state.get("replans", 0) < ctx.max_replans:
-            decision = "replan"
-        else:
-            decision = "fail"
-        # The task's own examples come first: they say which side a failure is on.
-        hints = (
-            examples_feedback(examples, result is not None and not tests_ok)
-            if examples is not None and not testimony.tests_suspect
+        target = target_of(res, state)
+        ran = execute(res, state["task"], target)
+        profile = profile_for(res.model("executor"), res.ctx.model_profile)
+        if ran.contract is not None and (
+            ran.contract.failed or (ran.result is not None and not ran.tests_ok)
+        ):
+            testify(res, state["task"], target, ran, profile.cross_samples)
+        step, contract, suspect = target.step, ran.contract, ran.suspect
+        uses = (
+            name_uses_of(step, target.attempt.staging, contract, suspect, ran.tests_ok)
+            if not ran.missing
             else []
         )
-        feedback = feedback_of(
-            missing, result, hard, contract, testimony, step.checks, tests_ok, hard_ok,
-            criteria, hints,
-        )  # fmt: skip
-        verdict = {
-            "outcome": "passed" if passed else "failed",
-            "decision": decision,
-            "attempt": attempt.n,
-            "missing_files": missing,
-            "contract": contract.to_dict() if contract is not None else None,
-            "cross_examination": testimony.to_dict(step.checks),
-            "tests": tests_evidence(result),
-            "task_examples": examples.to_dict() if examples is not None else None,
-            "hardcoding": hard.summary().splitlines() if hard is not None and not hard.ok else [],
-            "hardcoding_report": hard.to_dict() if hard is not None else None,
-            "criteria": criteria,
-            "names": [u.to_dict() for u in uses],
-            "feedback": feedback,
-            "lesson": judgement.lesson if judgement else "",
-            "memories_recalled": recalled_entries(
-                state.get("used_memories") or [], state.get("used_memory_reasons") or {}
-            ),
-        }
-        res.workspace.write_verdict(attempt, verdict)
+        decision = decide(evidence_of(res.ctx, state, target, ran, uses))
+        judgement: Judgement | None = None
+        unbacked = uncovered(step, contract, suspect)
+        if decision.passed and profile.judge and unbacked:
+            judgement, spent = _judge(res, step, target.attempt.staging, ran.result, unbacked)
+            ran.usage = sum_usage(ran.usage, spent)
+        criteria = criteria_verdicts(step, contract, suspect, ran.result, ran.tests_ok, judgement)
+        feedback = _feedback(state["task"], step, ran, criteria)
+        verdict = _verdict(state, target, ran, decision, criteria, uses, feedback, judgement)
+        res.workspace.write_verdict(target.attempt, verdict)
         emit(
             "reflector.verdict",
             run_id=state["run_id"],
             step_id=step.id,
-            attempt=attempt.n,
+            attempt=target.attempt.n,
             outcome=verdict["outcome"],
-            decision=decision,
+            decision=decision.action,
             suspect=len(suspect),
         )
-        used = list(state.get("used_memories") or [])
-        statuses = dict(state.get("step_status") or {})
-        update: dict[str, Any] = {
-            "failures": {step.id: failures},
-            "usage": usage,
-            "decision": decision,
-            "last_verdict": {
-                "step_id": step.id,
-                "attempt": attempt.n,
-                "outcome": verdict["outcome"],
-                "decision": decision,
-                "feedback": feedback[:500],
-            },
-        }
-        written: list[str] = []
-        candidates: list[dict[str, Any]] = []
-        # What the verdict teaches; the finish node writes a run's lessons in one go.
-        changes = MemoryChanges(session)
-        earlier = MemoryChanges.from_data(session, state.get("learned") or []).records
-        if passed:
-            res.workspace.commit(step_ref, attempt)
-            res.workspace.update_step(
-                step_ref, status="committed", committed_attempt=attempt.n, verdict="passed"
-            )
-            _adjust(changes, used, up=True, evidence=f"step {step.id} passed its tests")
-            # Each write is keyed by (run, step, attempt, kind): a re-run after a crash adds none.
-            written += record_interface(
-                res.memory, changes, step, step_ref.artifacts, earlier=earlier
-            )
-            if judgement is not None and judgement.lesson.strip():
-                written += record_lesson(
-                    res.memory,
-                    changes,
-                    "lesson",
-                    judgement.lesson,
-                    confidence=0.7,
-                    rationale=f"learned while committing step {step.id!r}",
-                    earlier=earlier,
-                )
-            update["step_status"] = {**statuses, step.id: "committed"}
-        else:
-            lesson = failure_lesson(
-                step, contract, suspect, result, tests_ok, testimony.tests_suspect, hard
-            )
-            written += record_lesson(
-                res.memory,
-                changes,
-                "failure",
-                lesson,
-                confidence=0.6,
-                rationale=f"executed evidence of step {step.id!r}, attempt {attempt.n}",
-                earlier=earlier,
-            )
-            if result is not None and result.tests is not None and result.tests.failed:
-                candidates.append(
-                    {
-                        "content": f"In steps like '{step.title}', tests failed: "
-                        f"{first_failure(result)}",
-                        "type": "lesson_learned",
-                        "importance": 0.4,
-                    }
-                )
-            if decision in ("replan", "fail"):
-                _adjust(changes, used, up=False, evidence=f"step {step.id} failed: {feedback}")
-            if decision == "replan":
-                implicated = implicated_dependencies(plan, step, contract, suspect)
-                update["reopen"] = sorted(implicated)
-                update["plan_feedback"] = (
-                    f"step {step.id!r} ({step.title}) failed {failures} attempts. "
-                    f"Last feedback: {feedback[:800]}"
-                    + "".join(
-                        f"\nThe evidence implicates committed step {d!r}: {why}"
-                        for d, why in sorted(implicated.items())
-                    )
-                )
-            if decision == "fail":
-                blocked = dependants(plan, step.id)
-                update["step_status"] = {
-                    **statuses,
-                    step.id: "failed",
-                    **{b: "blocked" for b in blocked},
-                }
-                res.workspace.update_step(step_ref, status="failed", verdict="failed")
-                for other in blocked:
-                    res.workspace.update_step(
-                        res.workspace.step(run, other),
-                        status="blocked",
-                        reason=f"depends on failed step {step.id}",
-                    )
-        if changes:  # kept in the checkpoint, so nothing is lost if the run stops before
-            update["learned"] = [changes.to_data()]
-        update["memories_written"] = written
-        update["candidates"] = candidates
-        return update
+        return _record(res, state, target, ran, decision, judgement, feedback)
 
     return reflector
 
 
-def _tests_ok(result: RunResult | None) -> bool:
-    if result is None or result.tests is None or not result.ok:
-        return False
-    t = result.tests
-    return t.passed > 0 and t.failed == 0 and t.errors == 0
+def _feedback(task: str, step: PlanStep, ran: Executed, criteria: list[dict[str, Any]]) -> str:
+    """What the next attempt is told; the task's own examples first.
+
+    The examples say which side a failure is on: the code, or a test that expects otherwise.
+    """
+    hints = (
+        examples_feedback(ran.examples, ran.result is not None and not ran.tests_ok)
+        if ran.examples is not None and not ran.testimony.tests_suspect
+        else []
+    )
+    return feedback_of(
+        ran.missing, ran.result, ran.hard, ran.contract, ran.testimony, step.checks, ran.tests_ok,
+        ran.hard_ok, criteria, hints,
+    )  # fmt: skip
 
 
-def _name_uses(
-    step: PlanStep,
-    staging: Path,
-    contract: ContractReport | None,
-    suspect: set[int],
-    tests_ok: bool,
-) -> list[NameUse]:
-    """What executed each name the step defines (those impl.py does define); a label only."""
-    source = (staging / IMPL_FILE).read_text(encoding="utf-8", errors="replace")
-    names = [n for n in step.defines if n in set(defined_in_code(source))]
-    tests = (staging / TEST_FILE).read_text(encoding="utf-8", errors="replace")
-    return name_uses(names, contract, ignore=suspect, tests_source=tests, tests_passed=tests_ok)
+# --- recording -----------------------------------------------------------------------------------
+
+
+def _outcome(decision: Decision) -> str:
+    if decision.passed:
+        return "passed"
+    return "committed on task checks" if decision.action == "commit" else "failed"
+
+
+def _verdict(
+    state: State,
+    target: Target,
+    ran: Executed,
+    decision: Decision,
+    criteria: list[dict[str, Any]],
+    uses: list[NameUse],
+    feedback: str,
+    judgement: Judgement | None,
+) -> dict[str, Any]:
+    """verdict.json: the executed evidence, each criterion's status, the decision and why."""
+    hard, contract = ran.hard, ran.contract
+    return {
+        "outcome": _outcome(decision),
+        "decision": decision.action,
+        "decision_reasons": list(decision.reasons),
+        "verified": decision.verified,
+        "committed_on": decision.committed_on or None,
+        "attempt": target.attempt.n,
+        "missing_files": ran.missing,
+        "contract": contract.to_dict() if contract is not None else None,
+        "cross_examination": ran.testimony.to_dict(target.step.checks),
+        "tests": tests_evidence(ran.result),
+        "task_examples": ran.examples.to_dict() if ran.examples is not None else None,
+        "hardcoding": hard.summary().splitlines() if hard is not None and not hard.ok else [],
+        "hardcoding_report": hard.to_dict() if hard is not None else None,
+        "criteria": criteria,
+        "names": [u.to_dict() for u in uses],
+        "feedback": feedback,
+        "lesson": judgement.lesson if judgement else "",
+        "memories_recalled": recalled_entries(
+            state.get("used_memories") or [], state.get("used_memory_reasons") or {}
+        ),
+    }
+
+
+def _record(
+    res: Resources,
+    state: State,
+    target: Target,
+    ran: Executed,
+    decision: Decision,
+    judgement: Judgement | None,
+    feedback: str,
+) -> dict[str, Any]:
+    """Commit or not, write what the verdict teaches, and the state update."""
+    step = target.step
+    update: dict[str, Any] = {
+        "failures": {step.id: decision.failures},
+        "usage": ran.usage,
+        "decision": decision.action,
+        "last_verdict": {
+            "step_id": step.id,
+            "attempt": target.attempt.n,
+            "outcome": _outcome(decision),
+            "decision": decision.action,
+            "feedback": feedback[:500],
+        },
+    }
+    # What the verdict teaches; the finish node writes a run's lessons in one go.
+    changes = MemoryChanges(target.session)
+    earlier = MemoryChanges.from_data(target.session, state.get("learned") or []).records
+    notes = _Notes(changes, earlier, list(state.get("used_memories") or []))
+    if decision.action == "commit":
+        _committed(res, state, target, decision, judgement, notes, update)
+    else:
+        _failed(res, state, target, ran, decision, feedback, notes, update)
+    if changes:  # kept in the checkpoint, so nothing is lost if the run stops before
+        update["learned"] = [changes.to_data()]
+    update["memories_written"] = notes.written
+    update["candidates"] = notes.candidates
+    return update
+
+
+@dataclass
+class _Notes:
+    """What a verdict writes to memory: changes to apply at the finish, ids, candidates."""
+
+    changes: MemoryChanges
+    earlier: list[Any]
+    used: list[str]
+    written: list[str] = field(default_factory=list)
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _committed(
+    res: Resources,
+    state: State,
+    target: Target,
+    decision: Decision,
+    judgement: Judgement | None,
+    notes: _Notes,
+    update: dict[str, Any],
+) -> None:
+    step, step_ref, attempt = target.step, target.step_ref, target.attempt
+    res.workspace.commit(step_ref, attempt)
+    res.workspace.update_step(
+        step_ref,
+        status="committed",
+        committed_attempt=attempt.n,
+        verdict="passed" if decision.passed else "committed on task checks",
+    )
+    if decision.passed:  # memories in the prompt helped code that met every check
+        _adjust(notes.changes, notes.used, up=True, evidence=f"step {step.id} passed its tests")
+    # Each write is keyed by (run, step, attempt, kind): a re-run after a crash adds none.
+    notes.written += record_interface(
+        res.memory, notes.changes, step, step_ref.artifacts, earlier=notes.earlier
+    )
+    if judgement is not None and judgement.lesson.strip():
+        notes.written += record_lesson(
+            res.memory,
+            notes.changes,
+            "lesson",
+            judgement.lesson,
+            confidence=0.7,
+            rationale=f"learned while committing step {step.id!r}",
+            earlier=notes.earlier,
+        )
+    update["step_status"] = {**dict(state.get("step_status") or {}), step.id: "committed"}
+
+
+def _failed(
+    res: Resources,
+    state: State,
+    target: Target,
+    ran: Executed,
+    decision: Decision,
+    feedback: str,
+    notes: _Notes,
+    update: dict[str, Any],
+) -> None:
+    step, result = target.step, ran.result
+    lesson = failure_lesson(
+        step, ran.contract, ran.suspect, result, ran.tests_ok, ran.testimony.tests_suspect, ran.hard
+    )
+    notes.written += record_lesson(
+        res.memory,
+        notes.changes,
+        "failure",
+        lesson,
+        confidence=0.6,
+        rationale=f"executed evidence of step {step.id!r}, attempt {target.attempt.n}",
+        earlier=notes.earlier,
+    )
+    if result is not None and result.tests is not None and result.tests.failed:
+        notes.candidates.append(
+            {
+                "content": f"In steps like '{step.title}', tests failed: {first_failure(result)}",
+                "type": "lesson_learned",
+                "importance": 0.4,
+            }
+        )
+    if decision.action in ("replan", "fail"):
+        _adjust(notes.changes, notes.used, up=False, evidence=f"step {step.id} failed: {feedback}")
+    if decision.action == "replan":
+        implicated = implicated_dependencies(target.plan, step, ran.contract, ran.suspect)
+        update["reopen"] = sorted(implicated)
+        update["plan_feedback"] = (
+            f"step {step.id!r} ({step.title}) failed {decision.failures} attempts. "
+            f"Last feedback: {feedback[:800]}"
+            + "".join(
+                f"\nThe evidence implicates committed step {d!r}: {why}"
+                for d, why in sorted(implicated.items())
+            )
+        )
+    if decision.action == "fail":
+        _fail_step(res, state, target, update)
+
+
+def _fail_step(res: Resources, state: State, target: Target, update: dict[str, Any]) -> None:
+    """The step failed for good: it and every step depending on it are marked."""
+    step = target.step
+    blocked = dependants(target.plan, step.id)
+    update["step_status"] = {
+        **dict(state.get("step_status") or {}),
+        step.id: "failed",
+        **{b: "blocked" for b in blocked},
+    }
+    res.workspace.update_step(target.step_ref, status="failed", verdict="failed")
+    for other in blocked:
+        res.workspace.update_step(
+            res.workspace.step(target.run, other),
+            status="blocked",
+            reason=f"depends on failed step {step.id}",
+        )
 
 
 def _read(path: Path) -> str:
@@ -370,84 +377,6 @@ def _skipped(criteria: list[str], judgement: Judgement) -> list[str]:
     judged = {c.criterion.strip().lower() for c in judgement.criteria}
     missing = [c for c in criteria if c.strip().lower() not in judged]
     return missing or list(criteria[len(judgement.criteria) :])
-
-
-def _cross_examine(
-    res: Resources,
-    task: str,
-    plan: Plan,
-    step: PlanStep,
-    step_ref: StepRef,
-    attempt: AttemptRef,
-    scope: AttemptScope,
-    contract: ContractReport,
-    result: RunResult | None,
-    tests_ok: bool,
-    samples: int,
-    available: list[str],
-) -> tuple[Testimony, list[AIMessage]]:
-    """Independent implementations (uninformed drafts, fresh samples) testify on the failures."""
-    witnesses = _uninformed_drafts(attempt, exclude=scope.staging / IMPL_FILE)
-    spent: list[AIMessage] = []
-    wanted = max(0, MIN_WITNESSES - len(witnesses))
-    if samples and wanted:
-        artifacts = res.workspace.dependency_artifacts(step_ref)
-        deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
-        prompt = draft_prompt(task, plan, step, deps, "")
-        fresh, spent = independent_samples(
-            res.model("executor"),
-            prompt,
-            n=min(samples, wanted),
-            temperature=WITNESS_TEMPERATURE,
-            task=task,
-            defines=step.defines,
-        )
-        witnesses += fresh
-    testimony = cross_examine(
-        checks=step.checks,
-        examined=contract,
-        witnesses=witnesses,
-        tests_failed=result is not None and not tests_ok,
-        test_file=scope.staging / TEST_FILE,
-        runner=res.runner,
-        limits=res.limits,
-        python_path=scope.python_path()[1:],
-        defines=step.defines,
-        available=available,
-    )
-    emit(
-        "reflector.cross_examination",
-        step_id=step.id,
-        witnesses=testimony.witnesses,
-        suspect=len(testimony.suspect_checks),
-        tests_suspect=testimony.tests_suspect,
-    )
-    return testimony, spent
-
-
-def _uninformed_drafts(attempt: AttemptRef, exclude: Path) -> list[str]:
-    """Sources of this attempt's drafts written before any check result was shown."""
-    record = attempt.path / DRAFTS_FILE
-    if not record.is_file():
-        return []
-    try:
-        data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    examined = exclude.read_text(errors="replace") if exclude.is_file() else None
-    sources = []
-    for candidate in data.get("candidates", []):
-        path = candidate.get("path")
-        if candidate.get("informed") or not path or not (Path(path) / IMPL_FILE).is_file():
-            continue
-        source = (Path(path) / IMPL_FILE).read_text(errors="replace")
-        if source != examined:
-            sources.append(source)
-    return sources
-
-
-def _sum_usage(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
-    return {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}
 
 
 def _adjust(changes: MemoryChanges, ids: list[str], *, up: bool, evidence: str) -> None:

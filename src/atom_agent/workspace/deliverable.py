@@ -26,7 +26,7 @@ import re
 import shutil
 import sys
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,7 @@ class _Step:
     module: str = ""
     definitions: dict[str, str] = field(default_factory=dict)  # name → normalised ast dump
     extra: dict[str, str] = field(default_factory=dict)  # other module stems → package module
+    tests_left_out: bool = False  # its tests were shown wrong: they do not enter the package
 
 
 def result_dir(run: RunRef) -> Path:
@@ -85,6 +86,7 @@ def build_deliverable(
     task: str,
     runner: SandboxRunner | None = None,
     limits: Limits | None = None,
+    leave_out_tests: Collection[str] = (),
 ) -> dict[str, Any] | None:
     """Write ``result/`` from the run's committed steps and run its tests in the sandbox.
 
@@ -96,6 +98,8 @@ def build_deliverable(
         task: the task text (names the package).
         runner: the sandbox runner for the final test run (None: the tests are not run).
         limits: the sandbox limits of that run.
+        leave_out_tests: steps whose test files stay out of the package (independent
+            implementations contradicted them: they would fail correct code).
 
     Returns:
         The summary written to run.json (``path``, ``package``, ``modules``, ``exports``,
@@ -110,6 +114,10 @@ def build_deliverable(
     if not steps:
         return None
     notes: list[str] = []
+    for s in steps:
+        s.tests_left_out = s.step_id in leave_out_tests
+        if s.tests_left_out:
+            notes.append(f"step {s.step_id}: its tests left out (contradicted by independent code)")
     for s in steps:
         s.definitions = _definitions(s.artifacts / "impl.py", notes)
     defined = {name for s in steps for name in s.definitions}
@@ -287,6 +295,8 @@ def _write_tree(
             elif path.name == "conftest.py":
                 notes.append(f"step {s.step_id}: conftest.py not copied (fixtures would clash)")
                 continue
+            elif _is_test_file(path.name) and s.tests_left_out:
+                continue
             elif _is_test_file(path.name):
                 stem = path.stem.removeprefix("test_").removesuffix("_test")
                 suffix = "" if stem in ("test", "tests") else f"_{snake(stem)}"
@@ -416,8 +426,22 @@ def _run_tests(root: Path, runner: SandboxRunner, limits: Limits) -> dict[str, A
         "errors": counts.errors if counts else 0,
         "skipped": counts.skipped if counts else 0,
         "duration_s": round(result.duration_s, 3),
+        "failing": failing_tests(result.output) if not result.ok else [],
         "output_tail": result.output[-1500:] if not result.ok else "",
     }
+
+
+_SUMMARY_NODE = re.compile(r"^(?:FAILED|ERROR) (\S+)")
+
+
+def failing_tests(output: str) -> list[str]:
+    """The failing and erroring tests pytest's short summary names (``tests/test_a.py::test_x``).
+
+    In the order pytest lists them, each once; empty when the output has no summary (a run
+    killed before it ends).
+    """
+    return list(dict.fromkeys(m.group(1) for m in map(_SUMMARY_NODE.match, output.splitlines())
+                              if m))  # fmt: skip
 
 
 # --- report and export ---------------------------------------------------------------------------

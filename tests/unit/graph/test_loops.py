@@ -191,14 +191,57 @@ def test_a_planner_that_never_gives_a_valid_plan_leaves_the_task_as_one_step(
     assert "has no acceptance criteria" in revision["reason"]
 
 
-def test_a_replan_that_never_gives_a_valid_plan_fails_the_run(ctx: Context) -> None:
+def test_a_replan_that_never_gives_a_valid_plan_keeps_the_last_plan_and_its_step(
+    ctx: Context,
+) -> None:
     no_criteria = Plan(steps=[PlanStep(id="x", title="x", description="x", acceptance_criteria=[])])
     executor = ExecutorScript({("hard", n): failing_attempt() for n in (1, 2, 3)})
     roles = models([Plan(steps=[step("hard")]), *[no_criteria] * 3], executor)
-    outcome = run_task("t", replace(ctx, max_attempts=1), models=roles)
+    outcome = run_task("t", replace(ctx, max_attempts=1, candidate_zero=False), models=roles)
+    # The kept step gets its attempt again, fails it, and with the replan spent the run fails.
     assert outcome.status == "failed", outcome
-    assert "no valid plan in 3 tries" in outcome.stop_reason
-    assert "has no acceptance criteria" in outcome.stop_reason
+    assert "no valid plan" not in outcome.stop_reason
+    assert outcome.step_status == {"hard": "failed"}
+    assert set(executor.prompts) == {("hard", 1), ("hard", 2)}
+    again = executor.prompts[("hard", 2)]
+    assert "Earlier attempts failed: step 'hard' (Step hard) failed 1 attempts" in again
+    ws = Workspace(ctx.workspace)
+    reasons = [r["reason"] for r in ws.plan_revisions(ws.run(outcome.run_id))]
+    assert reasons[0] == "initial plan"
+    assert reasons[1].startswith("replan: the planner's plans were invalid (")
+    assert "has no acceptance criteria" in reasons[1]
+    assert reasons[1].endswith("; the last valid plan is kept")
+
+
+def test_a_replan_with_invalid_plans_continues_on_the_old_plan_and_commits(
+    ctx: Context,
+) -> None:
+    no_criteria = Plan(steps=[PlanStep(id="x", title="x", description="x", acceptance_criteria=[])])
+    first = Plan(steps=[step("base"), step("hard", depends_on=["base"])])
+    executor = ExecutorScript(
+        {
+            ("base", 1): passing_attempt(),
+            ("hard", 1): failing_attempt(),
+            ("hard", 2): failing_attempt(),
+            ("hard", 3): failing_attempt(),  # the kept step gets its attempts afresh
+            ("hard", 4): passing_attempt(),
+        }
+    )
+    roles = models([first, *[no_criteria] * 3], executor)
+    outcome = run_task("t", replace(ctx, candidate_zero=False), models=roles)  # 2 attempts
+
+    assert outcome.status == "done", outcome
+    assert outcome.step_status == {"base": "committed", "hard": "committed"}
+    assert len([c for c in roles["planner"].calls if c.tool_names]) == 4  # plan + 3 invalid
+    prompt = executor.prompts[("hard", 4)]
+    assert "Earlier attempts failed: step 'hard' (Step hard) failed 2 attempts" in prompt
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    assert len(ws.list_attempts(ws.step(run, "base"))) == 1  # the committed step stays
+    assert ws.read_step(ws.step(run, "hard"))["committed_attempt"] == 4
+    assert ws.read_plan(run)["steps"][1]["description"].startswith(
+        "Implement hard.\n\nEarlier attempts failed: "
+    )
 
 
 def test_a_question_interrupts_and_the_answer_resumes_the_run(ctx: Context) -> None:

@@ -1,0 +1,285 @@
+"""What the reflector executes for an attempt, and the plain evidence it hands to ``decide``.
+
+The attempt's tests, its contract, the task's examples, the hard-coding check, and the
+testimony of independent implementations on what failed; then :func:`evidence_of` reduces
+them to the plain values of :class:`~atom_agent.verification.decide.Evidence`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from langchain_core.messages import AIMessage
+
+from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
+from atom_agent.checks.exercised import NameUse, name_uses, not_exercised
+from atom_agent.checks.hardcoding import HardcodingReport, check_file
+from atom_agent.checks.names import defined_in_code
+from atom_agent.context import Context
+from atom_agent.resources import Resources
+from atom_agent.sandbox import RunResult
+from atom_agent.session import SessionContext
+from atom_agent.state import IMPL_FILE, REQUIRED_FILES, TEST_FILE, Plan, PlanStep, State
+from atom_agent.telemetry import emit
+from atom_agent.usage import model_name_of, usage_of
+from atom_agent.verification.decide import Evidence
+from atom_agent.workspace import AttemptRef, RunRef, StepRef
+
+from .common import (
+    AttemptScope,
+    attempt_scope,
+    available_names,
+    plan_of,
+    python_ident,
+    run_ref,
+    step_session,
+)
+from .crossexam import MIN_WITNESSES, Testimony, cross_examine
+from .drafting import WITNESS_TEMPERATURE, dependency_lines, draft_prompt, independent_samples
+from .executor import DRAFTS_FILE
+
+_FAILED = ("failed", "error", "timeout")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The attempt the reflector judges, and where it lives."""
+
+    plan: Plan
+    step: PlanStep
+    run: RunRef
+    step_ref: StepRef
+    attempt: AttemptRef
+    scope: AttemptScope
+    available: list[str]
+    session: SessionContext
+
+
+@dataclass
+class Executed:
+    """What running the attempt's code gave: its tests, contract, the task's examples."""
+
+    missing: list[str]
+    result: RunResult | None
+    contract: ContractReport | None
+    examples: ExamplesReport | None
+    hard: HardcodingReport | None
+    testimony: Testimony = field(default_factory=Testimony)
+    usage: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def tests_ok(self) -> bool:
+        """The step's own tests ran, and all passed."""
+        return tests_passed(self.result)
+
+    @property
+    def hard_ok(self) -> bool:
+        """No hard-coded output found (or no impl.py to look at)."""
+        return self.hard is None or self.hard.ok
+
+    @property
+    def suspect(self) -> set[int]:
+        """Indexes of the checks independent implementations contradicted."""
+        return set(self.testimony.suspect_checks)
+
+
+def target_of(res: Resources, state: State) -> Target:
+    """The current step's latest attempt, its scope and what its dependencies define."""
+    plan = plan_of(state)
+    step = next(s for s in plan.steps if s.id == state.get("current_step"))
+    run = run_ref(res, state)
+    step_ref = res.workspace.step(run, step.id)
+    attempt = res.workspace.attempt(step_ref, (state.get("attempts") or {})[step.id])
+    return Target(
+        plan=plan,
+        step=step,
+        run=run,
+        step_ref=step_ref,
+        attempt=attempt,
+        scope=attempt_scope(res.workspace, step_ref, attempt),
+        available=available_names(res.workspace.dependency_artifacts(step_ref)),
+        session=step_session(state, res.ctx, step.id, attempt.n),
+    )
+
+
+def execute(res: Resources, task: str, target: Target) -> Executed:
+    """Run the attempt's tests, its contract, the task's examples; look for hard-coding."""
+    step, staging = target.step, target.attempt.staging
+    python_path = target.scope.python_path()
+    missing = [f for f in REQUIRED_FILES if not (staging / f).is_file()]
+    has_impl = IMPL_FILE not in missing
+    result: RunResult | None = None
+    if not missing:
+        result = res.runner.run_pytest(
+            cwd=staging, limits=res.limits, targets=[TEST_FILE], python_path=python_path
+        )
+    contract: ContractReport | None = None
+    if step.checks and has_impl:
+        contract = run_contract(
+            step.checks,
+            staging=staging,
+            runner=res.runner,
+            limits=res.limits,
+            python_path=python_path,
+            defines=step.defines,
+            available=target.available,
+        )
+    examples = None
+    wanted = task_examples(task, step.description)
+    if wanted and has_impl:
+        examples = run_examples(
+            wanted, staging=staging, runner=res.runner, limits=res.limits, python_path=python_path
+        )
+    hard = check_file(staging / IMPL_FILE) if has_impl else None
+    return Executed(missing, result, contract, examples, hard)
+
+
+def evidence_of(
+    ctx: Context, state: State, target: Target, ran: Executed, uses: list[NameUse]
+) -> Evidence:
+    """The plain values :func:`decide` rules on."""
+    contract, suspect = ran.contract, ran.suspect
+    task_ok = contract is not None and contract.task_checks_hold(ignore=suspect)
+    trusted_failed = [
+        r for i, r in enumerate(contract.results if contract else []) if i not in suspect
+        and r.status in _FAILED
+    ]  # fmt: skip
+    public = [u.to_dict() for u in uses if not u.name.startswith("_")]
+    return Evidence(
+        max_attempts=ctx.max_attempts,
+        max_replans=ctx.max_replans,
+        failures=(state.get("failures") or {}).get(target.step.id, 0),
+        replans=state.get("replans", 0),
+        missing=tuple(ran.missing),
+        tests_ok=ran.tests_ok,
+        tests_suspect=ran.testimony.tests_suspect,
+        hard_ok=ran.hard_ok,
+        contract_ok=contract is None or contract.holds(ignore=suspect),
+        contract_passed_any=contract is not None and bool(contract.passed),
+        # A check a user gave is the user's word too: failing one is never outvoted.
+        task_checks_ok=task_ok and not any(r.check.origin == "user" for r in trusted_failed),
+        model_disagrees=tuple(
+            f"{r.check.describe()[:160]} ({(r.reason or r.got)[:120]})"
+            for r in trusted_failed
+            if r.check.origin == "planner"
+        ),
+        unchecked_clauses=tuple(unchecked_clauses(target.plan, target.step)),
+        unexecuted_names=tuple(not_exercised(public)),
+    )
+
+
+def unchecked_clauses(plan: Plan, step: PlanStep) -> list[str]:
+    """The task's clauses no check executes that name something `step` defines.
+
+    A clause that names nothing a step defines stays a run-level *unchecked* clause (the
+    clause coverage of the run lists it); one that names the step's code is that step's.
+    """
+    checked = {c.clause for s in plan.steps for c in s.checks if c.clause}
+    checked |= {clause.id for clause in plan.clauses if clause.checks}
+    found = []
+    for clause in plan.clauses:
+        if clause.id in checked:
+            continue
+        if any(re.search(rf"(?<![\w.]){re.escape(n)}\b", clause.text) for n in step.defines):
+            text = " ".join(clause.text.split())
+            found.append(f"{clause.id} ({text[:80]}{'…' if len(text) > 80 else ''})")
+    return found
+
+
+def tests_passed(result: RunResult | None) -> bool:
+    """The pytest run ended normally, ran tests, and none failed or errored."""
+    if result is None or result.tests is None or not result.ok:
+        return False
+    t = result.tests
+    return t.passed > 0 and t.failed == 0 and t.errors == 0
+
+
+def name_uses_of(
+    step: PlanStep,
+    staging: Path,
+    contract: ContractReport | None,
+    suspect: set[int],
+    tests_ok: bool,
+) -> list[NameUse]:
+    """What executed each name the step defines (those impl.py does define); a label only."""
+    source = (staging / IMPL_FILE).read_text(encoding="utf-8", errors="replace")
+    names = [n for n in step.defines if n in set(defined_in_code(source))]
+    tests = (staging / TEST_FILE).read_text(encoding="utf-8", errors="replace")
+    return name_uses(names, contract, ignore=suspect, tests_source=tests, tests_passed=tests_ok)
+
+
+def testify(res: Resources, task: str, target: Target, ran: Executed, samples: int) -> None:
+    """Independent implementations (uninformed drafts, fresh samples) testify on the failures.
+
+    Sets ``ran.testimony`` and adds the samples' usage to ``ran.usage``.
+    """
+    assert ran.contract is not None  # only failures of a contract are cross-examined
+    step, scope = target.step, target.scope
+    witnesses = _uninformed_drafts(target.attempt, exclude=scope.staging / IMPL_FILE)
+    spent: list[AIMessage] = []
+    wanted = max(0, MIN_WITNESSES - len(witnesses))
+    model = res.model("executor")
+    if samples and wanted:
+        artifacts = res.workspace.dependency_artifacts(target.step_ref)
+        deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
+        prompt = draft_prompt(task, target.plan, step, deps, "")
+        fresh, spent = independent_samples(
+            model,
+            prompt,
+            n=min(samples, wanted),
+            temperature=WITNESS_TEMPERATURE,
+            task=task,
+            defines=step.defines,
+        )
+        witnesses += fresh
+    testimony = cross_examine(
+        checks=step.checks,
+        examined=ran.contract,
+        witnesses=witnesses,
+        tests_failed=ran.result is not None and not ran.tests_ok,
+        test_file=scope.staging / TEST_FILE,
+        runner=res.runner,
+        limits=res.limits,
+        python_path=scope.python_path()[1:],
+        defines=step.defines,
+        available=target.available,
+    )
+    emit(
+        "reflector.cross_examination",
+        step_id=step.id,
+        witnesses=testimony.witnesses,
+        suspect=len(testimony.suspect_checks),
+        tests_suspect=testimony.tests_suspect,
+    )
+    ran.testimony = testimony
+    ran.usage = sum_usage(ran.usage, usage_of(spent, model_name_of(model)))
+
+
+def _uninformed_drafts(attempt: AttemptRef, exclude: Path) -> list[str]:
+    """Sources of this attempt's drafts written before any check result was shown."""
+    record = attempt.path / DRAFTS_FILE
+    if not record.is_file():
+        return []
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    examined = exclude.read_text(errors="replace") if exclude.is_file() else None
+    sources = []
+    for candidate in data.get("candidates", []):
+        path = candidate.get("path")
+        if candidate.get("informed") or not path or not (Path(path) / IMPL_FILE).is_file():
+            continue
+        source = (Path(path) / IMPL_FILE).read_text(errors="replace")
+        if source != examined:
+            sources.append(source)
+    return sources
+
+
+def sum_usage(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    """Two usage records added up."""
+    return {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}

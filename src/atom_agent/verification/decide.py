@@ -1,0 +1,134 @@
+"""The commit rule as one pure function: executed evidence → commit, retry, replan or fail."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Action = Literal["commit", "retry", "replan", "fail"]
+CommittedOn = Literal["all checks", "task checks", ""]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the reflector executed for one attempt of one step, as plain values."""
+
+    max_attempts: int
+    """Failed attempts a step may have before it is replanned or failed."""
+    max_replans: int
+    """Replans the run may do."""
+    failures: int = 0
+    """Failed attempts of the step before this one."""
+    replans: int = 0
+    """Replans the run did so far."""
+    missing: tuple[str, ...] = ()
+    """Required files the attempt did not write."""
+    tests_ok: bool = False
+    """The step's own tests ran, and all passed."""
+    tests_suspect: bool = False
+    """Independent implementations contradicted the step's own tests: they decide nothing."""
+    hard_ok: bool = True
+    """The hard-coding check found no output written in instead of computed."""
+    contract_ok: bool = True
+    """No runnable non-suspect check of the contract failed (true without a contract)."""
+    contract_passed_any: bool = False
+    """At least one check of the contract ran and held."""
+    task_checks_ok: bool = False
+    """Every runnable non-suspect check the task states held, one of them a value check."""
+    model_disagrees: tuple[str, ...] = ()
+    """The non-suspect checks of the planner model's contract that failed (described)."""
+    unchecked_clauses: tuple[str, ...] = ()
+    """Clauses of the task this step answers for that no check executes."""
+    unexecuted_names: tuple[str, ...] = ()
+    """Public names of the step no passing value check (or passing test) executed."""
+
+    @property
+    def own_tests_ok(self) -> bool:
+        """The step's own tests passed, or were contradicted (suspect) and so do not count."""
+        return self.tests_ok or self.tests_suspect
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the evidence decides, and why."""
+
+    action: Action
+    """What the graph does next with the step."""
+    passed: bool
+    """Every executed check held: the attempt passed."""
+    reasons: tuple[str, ...]
+    """Why, for people: what failed, what was committed on, what stays unverified."""
+    verified: bool
+    """Passed, with every clause checked and every public name's result checked."""
+    failures: int
+    """Failed attempts of the step, this one included."""
+    committed_on: CommittedOn = ""
+    """``all checks`` (passed), ``task checks`` (the task's own checks after every attempt)."""
+
+
+def decide(evidence: Evidence) -> Decision:
+    """The commit rule.
+
+    Commit when the attempt passed: nothing missing, no hard-coded output, no trusted check
+    failed, its own tests passed (or were shown suspect) and at least something executed and
+    passed (its tests or a check). Otherwise retry while attempts remain. When the attempts
+    are spent, commit anyway if the code meets every check the task itself states (the user's
+    word outranks the planner model's contract), else replan while replans remain, else fail.
+    """
+    e = evidence
+    problems = _problems(e)
+    passed = not problems
+    failures = e.failures + (0 if passed else 1)
+    reasons = list(problems)
+    action: Action
+    committed_on: CommittedOn = ""
+    if passed:
+        action, committed_on = "commit", "all checks"
+    elif failures >= e.max_attempts and _task_rule(e):
+        action, committed_on = "commit", "task checks"
+        disagree = "; ".join(e.model_disagrees) or "none of its checks fail"
+        reasons.append(
+            f"committed on the task's own checks after {failures} failed attempts: "
+            f"every check the task states holds; the model's contract disagrees: {disagree}"
+        )
+    elif failures < e.max_attempts:
+        action = "retry"
+    elif e.replans < e.max_replans:
+        action = "replan"
+        reasons.append(f"{failures} failed attempts of {e.max_attempts}: replan")
+    else:
+        action = "fail"
+        reasons.append(f"{failures} failed attempts and {e.replans} replans: no more tries")
+    reasons += _unverified(e)
+    verified = passed and not e.unchecked_clauses and not e.unexecuted_names
+    return Decision(action, passed, tuple(reasons), verified, failures, committed_on)
+
+
+def _problems(e: Evidence) -> list[str]:
+    """Why the attempt did not pass (empty when it did)."""
+    out: list[str] = []
+    if e.missing:
+        out.append(f"missing files: {', '.join(e.missing)}")
+    if not e.hard_ok:
+        out.append("hard-coded outputs found")
+    if not e.contract_ok:
+        out.append("checks of the contract failed")
+    if not e.own_tests_ok:
+        out.append("the step's own tests did not pass")
+    if not (e.tests_ok or e.contract_passed_any) and not out:
+        out.append("nothing executed passed: no passing test, no passing check")
+    return out
+
+
+def _task_rule(e: Evidence) -> bool:
+    """The task's own checks are met, nothing is missing, nothing is hard-coded."""
+    return e.task_checks_ok and not e.missing and e.hard_ok
+
+
+def _unverified(e: Evidence) -> list[str]:
+    out = []
+    if e.unchecked_clauses:
+        out.append("not verified: no check of " + "; ".join(e.unchecked_clauses))
+    if e.unexecuted_names:
+        out.append("not verified: no result checked for " + ", ".join(e.unexecuted_names))
+    return out

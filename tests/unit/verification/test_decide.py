@@ -1,0 +1,95 @@
+"""The commit rule as a table: evidence in, action and verified out (no graph, no model)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from atom_agent.verification.decide import Evidence, decide
+
+# A first attempt whose tests and contract all passed.
+PASSING = Evidence(
+    max_attempts=3, max_replans=1, tests_ok=True, contract_passed_any=True, task_checks_ok=True
+)
+# A last attempt (two failures before) whose planner-model check failed, task checks held.
+SPENT = replace(
+    PASSING,
+    failures=2,
+    tests_ok=False,
+    contract_ok=False,
+    model_disagrees=("add(1, 1) == 3 (expected 3, got 2)",),
+)
+
+CASES = {
+    "everything passed": (PASSING, "commit", True),
+    "a name no value check ran": (
+        replace(PASSING, unexecuted_names=("neg (unexercised)",)),
+        "commit",
+        False,
+    ),
+    "a clause without a check": (
+        replace(PASSING, unchecked_clauses=("c2 (the result is sorted)",)),
+        "commit",
+        False,
+    ),
+    "tests suspect, a check passed": (
+        replace(PASSING, tests_ok=False, tests_suspect=True),
+        "commit",
+        True,
+    ),  # fmt: skip
+    "tests suspect, nothing passed": (
+        replace(PASSING, tests_ok=False, tests_suspect=True, contract_passed_any=False),
+        "retry",
+        False,
+    ),
+    "missing files": (replace(PASSING, missing=("test.py",), tests_ok=False), "retry", False),
+    "hard-coded": (replace(PASSING, hard_ok=False), "retry", False),
+    "a failed check, attempts left": (replace(SPENT, failures=1), "retry", False),
+    "task checks hold, attempts spent": (SPENT, "commit", False),
+    "no task value check, attempts spent": (replace(SPENT, task_checks_ok=False), "replan", False),
+    "task checks hold but hard-coded": (replace(SPENT, hard_ok=False), "replan", False),
+    "task checks hold but a file missing": (replace(SPENT, missing=("test.py",)), "replan", False),
+    "no task checks, replans spent": (
+        replace(SPENT, task_checks_ok=False, replans=1),
+        "fail",
+        False,
+    ),
+    "own tests fail, last attempt": (
+        replace(PASSING, failures=2, tests_ok=False, task_checks_ok=False),
+        "replan",
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize(("evidence", "action", "verified"), CASES.values(), ids=CASES.keys())
+def test_the_commit_rule(evidence: Evidence, action: str, verified: bool) -> None:
+    decision = decide(evidence)
+    assert (decision.action, decision.verified) == (action, verified)
+    assert decision.reasons or decision.verified  # an unverified decision always says why
+
+
+def test_a_commit_on_the_tasks_checks_names_the_model_checks_that_disagree() -> None:
+    decision = decide(SPENT)
+    assert decision.committed_on == "task checks" and not decision.passed
+    assert decision.failures == 3
+    assert any(
+        "the model's contract disagrees: add(1, 1) == 3 (expected 3, got 2)" in r
+        for r in decision.reasons
+    )
+
+
+def test_unchecked_clauses_and_unexecuted_names_are_reasons_not_actions() -> None:
+    evidence = replace(PASSING, unchecked_clauses=("c2 (sorted)",), unexecuted_names=("g (x)",))
+    decision = decide(evidence)
+    assert decision.action == "commit" and decision.committed_on == "all checks"
+    assert decision.reasons == (
+        "not verified: no check of c2 (sorted)",
+        "not verified: no result checked for g (x)",
+    )
+
+
+def test_a_passing_attempt_records_no_failure() -> None:
+    assert decide(replace(PASSING, failures=2)).failures == 2
+    assert decide(replace(SPENT, failures=0)).failures == 1
