@@ -22,7 +22,11 @@ from atom_agent.session import SessionContext
 from atom_agent.state import Plan, RunStatus, State
 from atom_agent.telemetry import emit
 from atom_agent.verification.clauses import Coverage, coverage
-from atom_agent.workspace.deliverable import build_deliverable, deliverable_markdown
+from atom_agent.workspace.deliverable import (
+    build_deliverable,
+    deliverable_markdown,
+    plain_deliverable,
+)
 
 from .common import exhausted_budget, run_ref
 from .learning import promote_once, record_decisions
@@ -51,6 +55,11 @@ def make_finish(res: Resources) -> Any:
         if status not in ("failed", "rejected"):  # else the planner already said why
             status, reason = _outcome(statuses, budget, reason)
             status, reason = package_outcome(status, reason, deliverable)
+        if deliverable is None and state.get("plain") and status != "rejected":
+            # Nothing committed: the user still gets what one plain call gave, labelled.
+            why = f"the run ended {status}: {reason[:300]}"
+            deliverable = plain_deliverable(run, str(state["plain"]), why)
+            reason += "; result/ holds the model's plain answer, unverified"
         verification = _verification(res, run, statuses)
         if verification:
             # What the outcome rests on: executed checks, or only a model's opinion.

@@ -447,10 +447,52 @@ def failing_tests(output: str) -> list[str]:
 # --- report and export ---------------------------------------------------------------------------
 
 
+PLAIN_MODULE = "plain_answer"
+"""The module of an unverified plain answer in ``result/`` (a run that committed nothing)."""
+
+
+def plain_deliverable(run: RunRef, source: str, why: str) -> dict[str, Any]:
+    """``result/`` of a run that committed nothing: the model's plain answer, unverified.
+
+    Never worse than asking the model once: the user gets the code one plain call gave, with
+    a README that says it is not verified and why (the checks it fails).
+    """
+    staging = run.path / f".result-{uuid.uuid4().hex[:8]}"
+    try:
+        atomic_write_text(staging / f"{PLAIN_MODULE}.py", source)
+        atomic_write_text(
+            staging / "README.md",
+            "# Unverified: the model's plain answer\n\n"
+            "No step of this run was committed, so nothing here is verified. This is the code "
+            f"one plain call of the model gave for the whole task.\n\nWhy: {why}\n",
+        )
+        _swap_in(staging, result_dir(run))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {
+        "path": str(result_dir(run)),
+        "package": PLAIN_MODULE,
+        "modules": {"plain": PLAIN_MODULE},
+        "exports": {},
+        "conflicts": [],
+        "test_files": [],
+        "notes": [f"unverified: {why}"],
+        "tests": None,
+        "unverified": True,
+    }
+
+
 def deliverable_markdown(summary: Mapping[str, Any] | None, run_id: str) -> str:
     """The report.md section about ``result/`` ('' when the run committed nothing)."""
     if not summary:
         return ""
+    if summary.get("unverified"):
+        return (
+            "## Result (unverified)\n\n"
+            f"`{summary['path']}/{PLAIN_MODULE}.py`: the model's plain answer to the whole "
+            "task. No step was committed, so **nothing in it is verified**: "
+            f"{'; '.join(summary.get('notes') or [])}\n"
+        )
     package = summary["package"]
     lines = ["## Result", ""]
     lines.append(
