@@ -148,3 +148,23 @@ def test_a_retry_keeps_the_earlier_attempts_code_when_its_drafts_execute_worse(
     assert staged.read_text().strip() == "def add(a, b):\n    return a + b"
     record = (ws.attempt(step, 2).path / "drafts.json").read_text()
     assert '"temperature": -1.0' in record  # the earlier attempt's code competed, and won
+
+
+def test_a_run_that_commits_nothing_hands_back_the_plain_answer_labelled_unverified(
+    tmp_path: Path,
+) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    # The user's own example is wrong for every candidate: nothing can be committed.
+    task = "Write add(a, b).\n\n>>> add(1, 1)\n3\n"
+    models = roles(BOTH, [BOTH])
+    outcome = run_task(task, ctx, models=models)  # type: ignore[arg-type]
+
+    assert outcome.status == "failed"
+    assert "result/ holds the model's plain answer, unverified" in outcome.stop_reason
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    result = run.path / "result"
+    assert (result / "plain_answer.py").read_text().strip() == BOTH.strip()
+    assert "Unverified" in (result / "README.md").read_text()
+    assert "## Result (unverified)" in run.report_md.read_text()
+    assert ws.read_run(run)["deliverable"]["unverified"] is True
