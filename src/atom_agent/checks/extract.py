@@ -78,7 +78,7 @@ def task_checks(text: str, *, names: list[str] | None = None) -> list[Check]:
         for match in _LITERAL_ARROW.finditer(text):
             left, right = match.group("left"), _expression_prefix(match.group("right"))
             start = match.start()
-            if right and _is_literal(left) and _is_literal(right) and not _in_call(text, start):
+            if right and _is_literal(left) and _is_literal(right) and not in_call(text, start):
                 add(f"{only}({left})", right)
     for name, exc, items in _such_as(text, functions):
         for literal in items:
@@ -279,7 +279,7 @@ def _split_top_level(text: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-def _in_call(text: str, at: int) -> bool:
+def in_call(text: str, at: int) -> bool:
     """Whether position `at` is inside the open parenthesis of a call on its line."""
     line_start = text.rfind("\n", 0, at) + 1
     depth = 0

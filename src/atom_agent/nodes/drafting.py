@@ -283,17 +283,7 @@ class Drafts:
         candidate = Candidate(k=len(self.candidates), source=source, temperature=-1.0,
                               informed=True)  # fmt: skip
         self.candidates.append(candidate)
-        candidate.path = folder / str(candidate.k)
-        atomic_write_text(candidate.path / IMPL_FILE, source)
-        candidate.report = run_contract(
-            checks,
-            staging=candidate.path,
-            runner=runner,
-            limits=limits,
-            python_path=[candidate.path, *python_path],
-            defines=defines,
-            available=available,
-        )
+        run_candidate(candidate, folder, checks, defines, available, python_path, runner, limits)
         self.keep_satisfiable()
         return candidate
 
@@ -328,6 +318,31 @@ class Drafts:
         # The task's own checks outrank the planner model's; the earliest wins a tie, so
         # candidate zero (the plain answer) is replaced only by code that executes better.
         return max(usable, key=lambda c: (*_rank(c.report, self.suspect), -c.k))
+
+
+def run_candidate(
+    candidate: Candidate,
+    folder: Path,
+    checks: Sequence[Check],
+    defines: Sequence[str],
+    available: Sequence[str],
+    python_path: Sequence[Path],
+    runner: SandboxRunner,
+    limits: Limits,
+) -> ContractReport:
+    """Write `candidate` to ``folder/<k>/impl.py`` and run the contract on it (its report)."""
+    candidate.path = folder / str(candidate.k)
+    atomic_write_text(candidate.path / IMPL_FILE, candidate.source)
+    candidate.report = run_contract(
+        checks,
+        staging=candidate.path,
+        runner=runner,
+        limits=limits,
+        python_path=[candidate.path, *python_path],
+        defines=defines,
+        available=available,
+    )
+    return candidate.report
 
 
 def _rank(report: ContractReport | None, suspect: dict[int, str]) -> tuple[int, int]:
@@ -397,22 +412,14 @@ def write_drafts(
         drafts.candidates.append(candidate)
         if not source.strip():
             return candidate
-        candidate.path = folder / str(candidate.k)
-        atomic_write_text(candidate.path / IMPL_FILE, source)
-        candidate.report = run_contract(
-            checks,
-            staging=candidate.path,
-            runner=runner,
-            limits=limits,
-            python_path=[candidate.path, *python_path],
-            defines=defines,
-            available=available,
+        report = run_candidate(
+            candidate, folder, checks, defines, available, python_path, runner, limits
         )
         emit(
             "executor.draft",
             candidate=candidate.k,
             temperature=temperature,
-            summary=candidate.report.summary(),
+            summary=report.summary(),
             passed=drafts.passes(candidate),
         )
         return candidate

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -118,25 +118,32 @@ def _deliverable(
                              leave_out_tests=_suspect_tests(res, run, statuses))  # fmt: skip
 
 
+def final_verdicts(
+    workspace: Any, run: Any, statuses: Mapping[str, str]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(step id, verdict) of each committed step's last attempt, in step order."""
+    for step_id, status in statuses.items():
+        if status != "committed":
+            continue
+        try:
+            attempts = workspace.list_attempts(workspace.step(run, step_id))
+        except AtomAgentError:
+            continue
+        if attempts and attempts[-1].verdict_json.exists():
+            yield step_id, workspace.read_verdict(attempts[-1])
+
+
 def _suspect_tests(res: Any, run: Any, statuses: Mapping[str, str]) -> list[str]:
     """Committed steps whose own tests independent implementations contradicted.
 
     Their final verdict did not count those tests (they fail correct code); shipped in the
     package they would fail it the same way.
     """
-    found = []
-    for step_id, status in statuses.items():
-        if status != "committed":
-            continue
-        try:
-            attempts = res.workspace.list_attempts(res.workspace.step(run, step_id))
-        except AtomAgentError:
-            continue
-        if attempts and attempts[-1].verdict_json.exists():
-            verdict = res.workspace.read_verdict(attempts[-1])
-            if (verdict.get("cross_examination") or {}).get("tests_suspect"):
-                found.append(step_id)
-    return found
+    return [
+        step_id
+        for step_id, verdict in final_verdicts(res.workspace, run, statuses)
+        if (verdict.get("cross_examination") or {}).get("tests_suspect")
+    ]
 
 
 def package_outcome(
@@ -172,19 +179,11 @@ def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
     criteria: list[dict[str, Any]] = []
     idle: list[str] = []
     on_task: list[str] = []
-    for step_id, status in statuses.items():
-        if status != "committed":
-            continue
-        try:
-            attempts = res.workspace.list_attempts(res.workspace.step(run, step_id))
-        except AtomAgentError:
-            continue
-        if attempts and attempts[-1].verdict_json.exists():
-            verdict = res.workspace.read_verdict(attempts[-1])
-            criteria += shown_criteria(verdict)
-            idle += not_exercised(verdict.get("names") or [])
-            if verdict.get("committed_on") == "task checks":
-                on_task.append(step_id)
+    for step_id, verdict in final_verdicts(res.workspace, run, statuses):
+        criteria += shown_criteria(verdict)
+        idle += not_exercised(verdict.get("names") or [])
+        if verdict.get("committed_on") == "task checks":
+            on_task.append(step_id)
     summary = criteria_summary(criteria) if criteria else ""
     if idle:  # committed, yet nothing checked what these return
         summary += ("; " if summary else "") + "no result checked for " + ", ".join(idle)
@@ -208,16 +207,7 @@ def clause_coverage(
         return Coverage()
     plan = Plan.model_validate(raw_plan)
     results: dict[str, list[str]] = {}
-    for step_id, status in statuses.items():
-        if status != "committed":
-            continue
-        try:
-            attempts = workspace.list_attempts(workspace.step(run, step_id))
-        except AtomAgentError:
-            continue
-        if not attempts or not attempts[-1].verdict_json.exists():
-            continue
-        verdict = workspace.read_verdict(attempts[-1])
+    for _, verdict in final_verdicts(workspace, run, statuses):
         suspect = {
             s.get("check")
             for s in (verdict.get("cross_examination") or {}).get("suspect_checks", [])

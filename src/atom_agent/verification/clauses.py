@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
-from atom_agent.checks.extract import TASK_CRITERION, task_checks
+from atom_agent.checks.extract import TASK_CRITERION, in_call, task_checks
 from atom_agent.checks.names import (
     called_names,
     code_blocks,
@@ -207,7 +207,7 @@ def stated_signatures(
     for match in _SIGNATURE_HEAD.finditer(text):
         name = match.group(1)
         close = _closing_paren(text, match.end() - 1)
-        if close is None or name not in names or _nested(text, match.start()):
+        if close is None or name not in names or in_call(text, match.start()):
             continue
         inner = text[match.end() : close]
         returns = _RETURN.match(text[close + 1 :])  # says it is a signature; never compared
@@ -279,21 +279,6 @@ def _closing_paren(text: str, open_at: int) -> int | None:
             if depth == 0:
                 return i
     return None
-
-
-def _nested(text: str, at: int) -> bool:
-    """Whether position `at` is inside another call's parentheses (``decode(encode(s))``)."""
-    depth = 0
-    for i in range(at - 1, -1, -1):
-        if text[i] == ")":
-            depth += 1
-        elif text[i] == "(":
-            if depth == 0:
-                return i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")
-            depth -= 1
-        elif text[i] in ".;\n" and depth == 0:
-            return False
-    return False
 
 
 def _first_mention(task: str, name: str) -> int:
