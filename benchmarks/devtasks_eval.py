@@ -92,7 +92,7 @@ def warming_arm(
     """Rising temperature until the task's stated checks pass (first sample: the plain call)."""
     from langchain_core.messages import HumanMessage
 
-    from atom_agent.nodes.drafting import complete_from_task, extract_code, sample
+    from atom_agent.drafting import complete_from_task, extract_code, sample
     from atom_agent.prompts import PLAIN_TASK
 
     path = ws / "devtasks_warming.jsonl"

@@ -20,7 +20,7 @@ asks what the memory shares with the step, in this order:
 Who may pass how:
 
 - an **interface memory** (the committed interface of a step, see
-  ``nodes/learning.py record_interface``) passes only on a shared name: sharing words with
+  ``memory/learning.py record_interface``) passes only on a shared name: sharing words with
   another task's code is exactly how the wrong recall happened;
 - a memory that names code of its own (identifiers) passes on a name or a file: it is about
   that code;

@@ -15,6 +15,7 @@ from atom_agent.checks.exercised import not_exercised
 from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
 from atom_agent.memory.changes import MemoryChanges
+from atom_agent.memory.learning import promote_once, record_decisions
 from atom_agent.memory.relevance import read_recalled
 from atom_agent.report import criteria_summary, render_report, shown_criteria
 from atom_agent.resources import Resources
@@ -29,7 +30,6 @@ from atom_agent.workspace.deliverable import (
 )
 
 from .common import exhausted_budget, run_ref
-from .learning import promote_once, record_decisions
 
 logger = logging.getLogger(__name__)
 

@@ -44,9 +44,9 @@ from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.verification.candidates import ask_plain, meets_clauses
 from atom_agent.verification.clauses import placed, task_clauses
+from atom_agent.verification.contracts import write_contracts
 
 from .common import plan_of, run_ref
-from .contracts import write_contracts
 
 logger = logging.getLogger(__name__)
 

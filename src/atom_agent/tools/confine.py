@@ -30,7 +30,7 @@ from pathlib import Path
 
 from langchain_core.tools import ToolException
 
-from atom_agent.workspace._atomic import TEMP_PREFIX, durable, write_and_close
+from atom_agent.workspace.atomic import TEMP_PREFIX, durable, write_and_close
 
 MAX_SYMLINKS = 40
 """Symlinks one path may go through (the kernel's limit): more is a loop."""

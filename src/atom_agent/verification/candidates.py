@@ -19,10 +19,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.names import defined_in_code
-from atom_agent.nodes.drafting import complete_from_task, extract_code, sample
+from atom_agent.drafting import complete_from_task, extract_code, sample
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import Check, Clause
-from atom_agent.workspace._atomic import atomic_write_text
+from atom_agent.workspace.atomic import atomic_write_text
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from atom_agent.workspace._atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from atom_agent.workspace.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from atom_agent.workspace.history import clean_message, clean_messages, to_langchain
 from atom_agent.workspace.tree import (
     SCHEMA_VERSION,

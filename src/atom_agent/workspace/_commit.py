@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 
 from atom_agent.errors import CommitError
-from atom_agent.workspace._atomic import TEMP_PREFIX, durable, fsync_dir, fsync_file
+from atom_agent.workspace.atomic import TEMP_PREFIX, durable, fsync_dir, fsync_file
 
 logger = logging.getLogger(__name__)
 

@@ -35,8 +35,8 @@ from atom_agent.checks.names import is_public, named_in_text
 from atom_agent.errors import SandboxError, WorkspaceError
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Plan, topological_order
-from atom_agent.workspace._atomic import atomic_write_bytes, atomic_write_text
 from atom_agent.workspace._rewrite import ImportMap, rewrite_imports
+from atom_agent.workspace.atomic import atomic_write_bytes, atomic_write_text
 from atom_agent.workspace.tree import RunRef, Workspace
 
 logger = logging.getLogger(__name__)

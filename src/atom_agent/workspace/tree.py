@@ -22,7 +22,7 @@ from atom_agent.errors import (
     WorkspaceNotFoundError,
 )
 from atom_agent.workspace import _commit
-from atom_agent.workspace._atomic import atomic_write_json, atomic_write_text, clean_temp_files
+from atom_agent.workspace.atomic import atomic_write_json, atomic_write_text, clean_temp_files
 from atom_agent.workspace.history import clean_messages
 
 PLAIN_DIR = "plain"

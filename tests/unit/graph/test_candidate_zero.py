@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent import Context, run_task
 from atom_agent.checks.contract import ContractReport, run_contract
-from atom_agent.nodes.drafting import Candidate, Drafts
+from atom_agent.drafting import Candidate, Drafts
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.state import Check, Plan
 from atom_agent.testing import ScriptedChatModel

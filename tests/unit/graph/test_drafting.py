@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from atom_agent.nodes.drafting import complete_from_task, extract_code, temperatures
+from atom_agent.drafting import complete_from_task, extract_code, temperatures
 
 CODE = "def add(a, b):\n    return a + b\n"
 

@@ -20,7 +20,7 @@ from langchain_core.messages import BaseMessage
 from atom_agent import Context, resume_run, run_task
 from atom_agent.memory import MemoryManager
 from atom_agent.memory.changes import MemoryChanges
-from atom_agent.nodes.learning import interface_lines, record_interface
+from atom_agent.memory.learning import interface_lines, record_interface
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, PlanStep
 from atom_agent.testing import ScriptedChatModel

@@ -13,10 +13,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent import Context, run_task
-from atom_agent.nodes.contracts import unchecked, write_contracts
 from atom_agent.nodes.planner import finalize_plan
 from atom_agent.state import Check, Plan, PlanStep, plan_problems
 from atom_agent.testing import ScriptedChatModel
+from atom_agent.verification.contracts import unchecked, write_contracts
 from atom_agent.workspace import Workspace
 
 from .scripts import (

@@ -20,6 +20,7 @@ from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.checks.names import defined_in_code
 from atom_agent.context import Context
+from atom_agent.drafting import Drafts, dependency_lines, draft_prompt, temperatures, write_drafts
 from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.resources import Resources
 from atom_agent.state import IMPL_FILE, TEST_FILE, Check, State
@@ -28,7 +29,7 @@ from atom_agent.tools.calls import ToolCalls
 from atom_agent.tools.scope import ToolScope
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
-from atom_agent.workspace._atomic import atomic_write_json, atomic_write_text
+from atom_agent.workspace.atomic import atomic_write_json, atomic_write_text
 
 from ..common import (
     AttemptScope,
@@ -39,7 +40,6 @@ from ..common import (
     run_ref,
     step_session,
 )
-from ..drafting import Drafts, dependency_lines, draft_prompt, temperatures, write_drafts
 from .attempt import ASK_USER, AttemptContext
 from .prompt import draft_notes, reconstruct_context
 from .steering import steering

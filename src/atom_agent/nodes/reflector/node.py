@@ -16,6 +16,7 @@ from atom_agent.checks.exercised import NameUse
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError, ModelError, ModelSpecError
 from atom_agent.memory.changes import MemoryChanges
+from atom_agent.memory.learning import failure_lesson, record_interface, record_lesson
 from atom_agent.memory.relevance import recalled_entries
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.structured import invoke_structured
@@ -25,9 +26,7 @@ from atom_agent.state import IMPL_FILE, TEST_FILE, Judgement, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.verification.decide import Decision, decide
-
-from .common import dependants
-from .evidence import (
+from atom_agent.verification.evidence import (
     criteria_verdicts,
     feedback_of,
     first_failure,
@@ -35,6 +34,8 @@ from .evidence import (
     tests_evidence,
     uncovered,
 )
+
+from ..common import dependants
 from .gathering import (
     Executed,
     Target,
@@ -45,7 +46,6 @@ from .gathering import (
     target_of,
     testify,
 )
-from .learning import failure_lesson, record_interface, record_lesson
 
 logger = logging.getLogger(__name__)
 

@@ -30,9 +30,8 @@ from atom_agent.checks.names import code_blocks, defined_in_code, free_names
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
 from atom_agent.telemetry import emit
-from atom_agent.workspace._atomic import atomic_write_text
-
-from .crossexam import suspects
+from atom_agent.verification.crossexam import suspects
+from atom_agent.workspace.atomic import atomic_write_text
 
 logger = logging.getLogger(__name__)
 

@@ -20,16 +20,23 @@ from atom_agent.checks.exercised import NameUse, name_uses, not_exercised
 from atom_agent.checks.hardcoding import HardcodingReport, check_file
 from atom_agent.checks.names import defined_in_code
 from atom_agent.context import Context
+from atom_agent.drafting import (
+    WITNESS_TEMPERATURE,
+    dependency_lines,
+    draft_prompt,
+    independent_samples,
+)
 from atom_agent.resources import Resources
 from atom_agent.sandbox import RunResult
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, REQUIRED_FILES, TEST_FILE, Plan, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
+from atom_agent.verification.crossexam import MIN_WITNESSES, Testimony, cross_examine
 from atom_agent.verification.decide import Evidence
 from atom_agent.workspace import AttemptRef, RunRef, StepRef
 
-from .common import (
+from ..common import (
     AttemptScope,
     attempt_scope,
     available_names,
@@ -38,9 +45,7 @@ from .common import (
     run_ref,
     step_session,
 )
-from .crossexam import MIN_WITNESSES, Testimony, cross_examine
-from .drafting import WITNESS_TEMPERATURE, dependency_lines, draft_prompt, independent_samples
-from .executor import DRAFTS_FILE
+from ..executor import DRAFTS_FILE
 
 _FAILED = ("failed", "error", "timeout")
 

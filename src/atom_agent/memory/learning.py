@@ -22,8 +22,7 @@ from atom_agent.memory.idempotent import add_once, memory_key
 from atom_agent.memory.relevance import INTERFACE_TAG
 from atom_agent.sandbox import RunResult
 from atom_agent.state import IMPL_FILE, PlanStep
-
-from .evidence import first_failure
+from atom_agent.verification.evidence import first_failure
 
 logger = logging.getLogger(__name__)
 

@@ -19,11 +19,10 @@ from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
 from atom_agent.checks.exercised import referenced_names
 from atom_agent.checks.names import named_in_text
+from atom_agent.drafting import extract_code, sample
 from atom_agent.state import Check, Plan, PlanStep
 from atom_agent.telemetry import emit
 from atom_agent.verification.clauses import CODE_CRITERIA, placed
-
-from .drafting import extract_code, sample
 
 logger = logging.getLogger(__name__)
 
