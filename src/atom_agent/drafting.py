@@ -30,7 +30,7 @@ from atom_agent.checks.names import code_blocks, defined_in_code, free_names
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
 from atom_agent.telemetry import emit
-from atom_agent.verification.crossexam import suspects
+from atom_agent.verification.crossexam import consensus, suspects
 from atom_agent.workspace.atomic import atomic_write_text
 
 logger = logging.getLogger(__name__)
@@ -286,6 +286,15 @@ class Drafts:
         self.keep_satisfiable()
         return candidate
 
+    def agree(self) -> None:
+        """Discount the checks most candidates answer as the best one does (:func:`consensus`)."""
+        best = self.best
+        if best is None or best.report is None or self.passes(best):
+            return
+        others = [c.report for c in self.candidates if c is not best and c.report is not None]
+        self.suspect.update(consensus(best.report, others))
+        self.keep_satisfiable()
+
     def keep_satisfiable(self) -> None:
         """A check some candidate passed is not suspect: code written for the task meets it.
 
@@ -456,6 +465,7 @@ def write_drafts(
         last = add(reply, temperature, informed=True)
         if drafts.passes(last):
             break
+    drafts.agree()
     return drafts
 
 

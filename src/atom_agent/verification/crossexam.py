@@ -13,6 +13,7 @@ implementation that passes the contract also fails it.
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,8 +64,12 @@ def cross_examine(
     python_path: Sequence[Path],
     defines: Sequence[str],
     available: Sequence[str],
+    voters: Sequence[str] = (),
 ) -> Testimony:
     """Run the examined code's failing checks (and failing test file) against `witnesses`.
+
+    `voters` (candidates written after seeing check results) testify only by majority
+    (:func:`consensus`), never as independent witnesses.
 
     Args:
         checks: the step's contract.
@@ -77,6 +82,7 @@ def cross_examine(
         python_path: directories after the witness's own (the dependencies).
         defines: what the step defines (for check validation).
         available: what its dependencies define.
+        voters: candidates that saw check results; they count only towards a majority.
     """
     testimony = Testimony(witnesses=len(witnesses))
     failing = [r for r in examined.failed if r.check.origin != "task"]
@@ -100,11 +106,53 @@ def cross_examine(
                     available=available,
                 )
             )
-        testimony.reasons = suspects(examined, testimony.reports)
+        votes = [
+            run_contract(checks, staging=_written(Path(tmp) / f"v{n}", source), runner=runner,
+                         limits=limits, python_path=[Path(tmp) / f"v{n}", *python_path],
+                         defines=defines, available=available)
+            for n, source in enumerate(voters)
+        ]  # fmt: skip
+        testimony.reasons = {
+            **consensus(examined, [*testimony.reports, *votes]),
+            **suspects(examined, testimony.reports),
+        }
         testimony.suspect_checks = sorted(testimony.reasons)
         if tests_failed and test_file is not None and test_file.is_file():
             _examine_tests(testimony, dirs, test_file, runner, limits, python_path)
     return testimony
+
+
+def _written(folder: Path, source: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / IMPL_FILE).write_text(source, encoding="utf-8")
+    return folder
+
+
+MIN_MAJORITY = 3
+"""Candidates (the examined one included) that must agree before a majority discounts a check."""
+
+
+def consensus(examined: ContractReport, reports: Sequence[ContractReport]) -> dict[int, str]:
+    """The examined code's failing checks that most candidates answer exactly as it does.
+
+    Among programs sampled for one task, the behaviour most of them share is the best guess
+    of what the task means (CodeT, MBR-exec); a model-written check that no candidate meets
+    and that a strict majority of at least MIN_MAJORITY candidates answers the same way is
+    more likely wrong than they are (a small model miscalculates its own expected values).
+    Checks the task states are never discounted.
+    """
+    found: dict[int, str] = {}
+    for i, mine in enumerate(examined.results):
+        if mine.status not in ("failed", "error", "timeout") or mine.check.origin == "task":
+            continue
+        said = [r.results[i] for r in reports if i < len(r.results) and r.results[i].executed]
+        if any(r.status == "passed" for r in said):
+            continue
+        votes = [mine.got, *(r.got for r in said)]
+        top, count = Counter(votes).most_common(1)[0]
+        if top == mine.got and count >= MIN_MAJORITY and 2 * count > len(votes):
+            found[i] = f"{count} of {len(votes)} candidates give {mine.got or mine.reason} too"
+    return found
 
 
 def suspects(examined: ContractReport, reports: Sequence[ContractReport]) -> dict[int, str]:

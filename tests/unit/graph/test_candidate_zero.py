@@ -168,3 +168,41 @@ def test_a_run_that_commits_nothing_hands_back_the_plain_answer_labelled_unverif
     assert "Unverified" in (result / "README.md").read_text()
     assert "## Result (unverified)" in run.report_md.read_text()
     assert ws.read_run(run)["deliverable"]["unverified"] is True
+
+
+RPN = "Write evaluate(expr: str) -> float that evaluates a space-separated RPN expression."
+RIGHT_RPN = (
+    "def evaluate(expr):\n    stack = []\n    for t in expr.split():\n"
+    "        if t in '+-*/':\n            b, a = stack.pop(), stack.pop()\n"
+    "            stack.append({'+': a + b, '-': a - b, '*': a * b, '/': a / b}[t])\n"
+    "        else:\n            stack.append(float(t))\n    return stack[0]\n"
+)
+ADDS_ONLY = RIGHT_RPN.replace("{'+': a + b, '-': a - b, '*': a * b, '/': a / b}[t]", "a + b")
+FIRST_ONLY = "def evaluate(expr):\n    return float(expr.split()[0])\n"
+
+
+def test_a_model_check_most_candidates_answer_alike_is_discounted_and_zero_committed(
+    tmp_path: Path,
+) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    # The model's contract miscalculates (4 + 2) * 3 as 20. The witnesses disagree with each
+    # other; the warmed retries write the plain answer again: 3 of 5 candidates give 18.0.
+    contract = (
+        "from impl import evaluate\n\ndef test_rpn():\n    assert evaluate('4 2 +') == 6.0\n"
+        "    assert evaluate('4 2 + 3 *') == 20.0\n"
+    )
+    models = {
+        "planner": planner_model([], [contract]),
+        "executor": executor(RIGHT_RPN, [ADDS_ONLY, FIRST_ONLY, RIGHT_RPN]),
+        "reflector": ScriptedChatModel(responses=[]),
+    }
+    outcome = run_task(RPN, ctx, models=models)  # type: ignore[arg-type]
+
+    assert outcome.status == "done", outcome
+    ws = Workspace(ctx.workspace)
+    step = ws.step(ws.run(outcome.run_id), "step1")
+    assert (step.artifacts / "impl.py").read_text().strip() == RIGHT_RPN.strip()
+    verdict = ws.read_verdict(ws.attempt(step, 1))
+    (suspect,) = verdict["cross_examination"]["suspect_checks"]
+    assert suspect["check"] == "evaluate('4 2 + 3 *') == 20.0"
+    assert "candidates give 18.0 too" in suspect["reason"]

@@ -224,7 +224,7 @@ def testify(res: Resources, task: str, target: Target, ran: Executed, samples: i
     """
     assert ran.contract is not None  # only failures of a contract are cross-examined
     step, scope = target.step, target.scope
-    witnesses = _uninformed_drafts(target.attempt, exclude=scope.staging / IMPL_FILE)
+    witnesses, voters = _drafts(target.attempt, exclude=scope.staging / IMPL_FILE)
     spent: list[AIMessage] = []
     wanted = max(0, MIN_WITNESSES - len(witnesses))
     model = res.model("executor")
@@ -252,6 +252,7 @@ def testify(res: Resources, task: str, target: Target, ran: Executed, samples: i
         python_path=scope.python_path()[1:],
         defines=step.defines,
         available=target.available,
+        voters=voters,
     )
     emit(
         "reflector.cross_examination",
@@ -264,25 +265,36 @@ def testify(res: Resources, task: str, target: Target, ran: Executed, samples: i
     ran.usage = sum_usage(ran.usage, usage_of(spent, model_name_of(model)))
 
 
-def _uninformed_drafts(attempt: AttemptRef, exclude: Path) -> list[str]:
-    """Sources of this attempt's drafts written before any check result was shown."""
+def _drafts(attempt: AttemptRef, exclude: Path) -> tuple[list[str], list[str]]:
+    """This attempt's other candidates: (independent witnesses, majority voters).
+
+    Witnesses were written before any check result was shown and differ from the examined
+    code. Voters are the rest, but the examined candidate itself: samples that saw results,
+    and samples that wrote the examined code again (how often a behaviour is sampled is the
+    evidence a majority gives).
+    """
     record = attempt.path / DRAFTS_FILE
     if not record.is_file():
-        return []
+        return [], []
     try:
         data = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
+        return [], []
     examined = exclude.read_text(errors="replace") if exclude.is_file() else None
-    sources = []
+    witnesses: list[str] = []
+    voters: list[str] = []
     for candidate in data.get("candidates", []):
         path = candidate.get("path")
-        if candidate.get("informed") or not path or not (Path(path) / IMPL_FILE).is_file():
+        if not path or candidate.get("k") == data.get("kept"):
+            continue
+        if not (Path(path) / IMPL_FILE).is_file():
             continue
         source = (Path(path) / IMPL_FILE).read_text(errors="replace")
-        if source != examined:
-            sources.append(source)
-    return sources
+        if candidate.get("informed") or source == examined:
+            voters.append(source)
+        else:
+            witnesses.append(source)
+    return witnesses, voters
 
 
 def sum_usage(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
