@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.checks.contract import SIGNATURE_CRITERION, ContractReport, run_contract
 from atom_agent.sandbox import Limits, RunResult, SandboxRunner
 from atom_agent.state import IMPL_FILE, TEST_FILE, Check
 
@@ -139,7 +139,8 @@ def consensus(examined: ContractReport, reports: Sequence[ContractReport]) -> di
     of what the task means (CodeT, MBR-exec); a model-written check that no candidate meets
     and that a strict majority of at least MIN_MAJORITY candidates answers the same way is
     more likely wrong than they are (a small model miscalculates its own expected values).
-    Checks the task states are never discounted.
+    Checks the task states are never discounted, and only when the examined code meets every
+    other check, one of them a value check.
     """
     found: dict[int, str] = {}
     for i, mine in enumerate(examined.results):
@@ -152,7 +153,13 @@ def consensus(examined: ContractReport, reports: Sequence[ContractReport]) -> di
         top, count = Counter(votes).most_common(1)[0]
         if top == mine.got and count >= MIN_MAJORITY and 2 * count > len(votes):
             found[i] = f"{count} of {len(votes)} candidates give {mine.got or mine.reason} too"
-    return found
+    # Only code that otherwise works outvotes a check: every other check it runs holds, one of
+    # them showing a computed value (a model that always writes the same wrong code does not).
+    rest = [r for i, r in enumerate(examined.results) if i not in found and r.status != "invalid"]
+    works = all(r.status == "passed" for r in rest) and any(
+        not r.check.raises and r.check.criterion != SIGNATURE_CRITERION for r in rest
+    )
+    return found if works else {}
 
 
 def suspects(examined: ContractReport, reports: Sequence[ContractReport]) -> dict[int, str]:

@@ -139,7 +139,7 @@ WRITES: list[tuple[type, str]] = [
 ]
 """Every side-effecting write the reflector and finish nodes make (memory and workspace)."""
 _NODES = {
-    "reflector": ("nodes/reflector.py", "reflector"),
+    "reflector": ("nodes/reflector/node.py", "reflector"),
     "finish": ("nodes/finish.py", "finish"),
     "_learn": ("nodes/finish.py", "finish"),  # the finish node's memory write, in its own thread
 }

@@ -196,6 +196,7 @@ def test_a_small_model_gets_the_lesson_in_its_draft_prompt_after_the_task(
     run_b = run_task(task_b, ctx, models=roles_b)
     assert run_b.status == "done"
     prompt = str(roles_b["executor"].calls[0].messages[0].content)
+    assert "Notes from earlier runs" in prompt, prompt
     notes = prompt.split("Notes from earlier runs", 1)[1]
     assert FAILURE in notes and "parser" not in prompt
     assert prompt.index(task_b) < prompt.index("Notes from earlier runs")  # the task comes first
