@@ -341,22 +341,33 @@ def _is_literal(source: str) -> bool:
 
 # --- properties over generated inputs ------------------------------------------------------------
 
+
+def _text(alphabet: str) -> str:
+    """Strings over `alphabet`, half of them made of runs of one character (up to 15 long).
+
+    Uniform random text almost never repeats a character ten times; runs are where length
+    and count edge cases live (counts past 9, long repeats), so they are drawn on purpose.
+    """
+    return (
+        f"st.one_of(st.text(alphabet={alphabet}), st.lists(st.tuples(st.sampled_from("
+        f"{alphabet}), st.integers(1, 15)), max_size=6).map("
+        "lambda runs: ''.join(c * n for c, n in runs)))"
+    )
+
+
 _STRATEGIES = (
-    (r"\bstrings? of (?:ascii )?letters\b", "st.text(alphabet=string.ascii_letters)"),
-    (
-        r"\bstrings? of (?:lowercase|lower-case) letters\b",
-        "st.text(alphabet=string.ascii_lowercase)",
-    ),
-    (r"\bstrings? of digits\b", "st.text(alphabet=string.digits)"),
+    (r"\bstrings? of (?:ascii )?letters\b", _text("string.ascii_letters")),
+    (r"\bstrings? of (?:lowercase|lower-case) letters\b", _text("string.ascii_lowercase")),
+    (r"\bstrings? of digits\b", _text("string.digits")),
     (r"\blists? of (?:ints?|integers?)\b", "st.lists(st.integers(-1000, 1000))"),
     (r"\bnon-?negative (?:ints?|integers?)\b", "st.integers(0, 10**6)"),
     (r"\bpositive (?:ints?|integers?)\b", "st.integers(1, 10**6)"),
     (r"\b(?:ints?|integers?)\b", "st.integers(-(10**6), 10**6)"),
     (r"\bfloats?\b", "st.floats(-1e6, 1e6, allow_nan=False)"),
-    (r"\b(?:strings?|str|text)\b", "st.text()"),
+    (r"\b(?:strings?|str|text)\b", _text("string.printable")),
 )
 _ANNOTATIONS = {
-    "str": "st.text()",
+    "str": _text("string.printable"),
     "int": "st.integers(-(10**6), 10**6)",
     "float": "st.floats(-1e6, 1e6, allow_nan=False)",
     "list[int]": "st.lists(st.integers(-1000, 1000))",

@@ -54,6 +54,8 @@ def rle_decode(s):
 # Loses the case of upper-case letters: the property over strings of letters catches it.
 BAD_RLE = GOOD_RLE.replace('out.append(f"{j - i}{s[i]}")', 'out.append(f"{j - i}{s[i].lower()}")')
 assert BAD_RLE != GOOD_RLE
+PAST_NINE = GOOD_RLE.replace('out.append(f"{j - i}{s[i]}")', 'out.append(f"{(j - i) % 10}{s[i]}")')
+assert PAST_NINE != GOOD_RLE
 
 
 def _run(tmp_path: Path, source: str, checks: list[Check]) -> list[str]:
@@ -128,6 +130,9 @@ def test_a_stated_property_runs_over_generated_inputs_and_names_the_counterexamp
     text = "rle_decode(rle_encode(s)) == s for any string of letters"
     prop = [c for c in task_clauses(text, names=["rle_encode", "rle_decode"])[0].checks]
     assert len(prop) == 1 and "st.text(alphabet=string.ascii_letters)" in prop[0].call
+    # Runs of one letter are drawn on purpose: a count past 9 is where run-length code breaks.
+    (tmp_path / "runs").mkdir()
+    assert _run(tmp_path / "runs", PAST_NINE, prop) == ["failed"]
     assert not check_problems(prop[0], defines=["rle_encode", "rle_decode"])
     assert _run(tmp_path, GOOD_RLE, prop) == ["passed"]
     (tmp_path / "impl.py").write_text(BAD_RLE)
