@@ -12,6 +12,7 @@ implementation that passes the contract also fails it.
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
@@ -132,6 +133,14 @@ MIN_MAJORITY = 3
 """Candidates (the examined one included) that must agree before a majority discounts a check."""
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _behaviour(got: str) -> str:
+    """What a result shows of the code's behaviour: an object's address is not part of it."""
+    return _ADDRESS.sub("", got)
+
+
 def consensus(examined: ContractReport, reports: Sequence[ContractReport]) -> dict[int, str]:
     """The examined code's failing checks that most candidates answer exactly as it does.
 
@@ -149,9 +158,9 @@ def consensus(examined: ContractReport, reports: Sequence[ContractReport]) -> di
         said = [r.results[i] for r in reports if i < len(r.results) and r.results[i].executed]
         if any(r.status == "passed" for r in said):
             continue
-        votes = [mine.got, *(r.got for r in said)]
+        votes = [_behaviour(mine.got), *(_behaviour(r.got) for r in said)]
         top, count = Counter(votes).most_common(1)[0]
-        if top == mine.got and count >= MIN_MAJORITY and 2 * count > len(votes):
+        if top == votes[0] and count >= MIN_MAJORITY and 2 * count > len(votes):
             found[i] = f"{count} of {len(votes)} candidates give {mine.got or mine.reason} too"
     # Only code that otherwise works outvotes a check: every other check it runs holds, one of
     # them showing a computed value (a model that always writes the same wrong code does not).

@@ -40,3 +40,11 @@ def test_code_that_fails_everything_alike_outvotes_nothing() -> None:
     stated = report((STATED, "failed", "0"), (SUM, "passed", "3"), (WRONG, "failed", "4"))
     alike = [report((STATED, "failed", "0"), (SUM, "passed", "3"), (WRONG, "failed", "4"))] * 3
     assert consensus(stated, alike) == {}
+
+
+def test_objects_that_differ_only_in_their_address_vote_alike() -> None:
+    eq = Check(call="M([[1, 2]])", expect="M([[2, 1]])", origin="planner")
+    mine = report((SUM, "passed", "3"), (eq, "failed", "<impl.M object at 0x7f01>"))
+    others = [report((SUM, "passed", "3"), (eq, "failed", f"<impl.M object at 0x7f0{i}>"))
+              for i in range(2, 5)]  # fmt: skip
+    assert list(consensus(mine, others)) == [1]
