@@ -458,7 +458,11 @@ def write_drafts(
             return drafts
     last = draft
     for temperature in temps[1:]:
-        note = retry_note(last.report, set(drafts.suspect)) if last.report else NO_CODE_NOTE
+        note = (
+            retry_note(last.report, set(drafts.suspect))
+            if last.report
+            else missing_note(drafts.messages[-1], defines)
+        )
         drafts.messages.append(HumanMessage(note))
         reply = sample(model, drafts.messages, temperature)
         drafts.messages.append(reply)
@@ -470,6 +474,14 @@ def write_drafts(
 
 
 NO_CODE_NOTE = prompts.DRAFT_NO_CODE
+
+
+def missing_note(reply: BaseMessage, defines: Sequence[str]) -> str:
+    """Why a reply is no candidate: no code at all, or code that defines none of `defines`."""
+    code = extract_code(str(reply.content)) if isinstance(reply, AIMessage) else ""
+    if code.strip() and defines:
+        return prompts.DRAFT_NOT_DEFINED.format(names=", ".join(f"`{n}`" for n in defines))
+    return NO_CODE_NOTE
 
 
 def retry_note(report: ContractReport, suspect: set[int] | None = None) -> str:

@@ -256,6 +256,13 @@ DRAFT_NO_CODE = (
 )
 """A draft reply without a code block (the next candidate is told)."""
 
+DRAFT_NOT_DEFINED = (
+    "Your code does not define {names} at the top level of the module (a method inside a "
+    "class or a different name does not count). Reply with the whole impl.py in one ```python "
+    "block that defines {names} as the task says."
+)
+"""A draft whose code defines none of the step's names (the next candidate is told)."""
+
 REFLECTOR_SKIPPED = (
     "Your judgement covered {judged} of the {total} criteria. Judge every criterion, one entry "
     "each, in this order:\n{criteria}"

@@ -74,3 +74,16 @@ def test_a_standard_library_module_used_without_its_import_is_imported() -> None
         "def f(x):\n    return x.real + numpy.pi\n",
     ):
         assert complete_from_task(code, "no code", ["f"]) == code
+
+
+def test_a_draft_that_defines_the_name_as_a_method_is_told_to_define_it_at_top_level() -> None:
+    from langchain_core.messages import AIMessage
+
+    from atom_agent.drafting import NO_CODE_NOTE, missing_note
+
+    method = AIMessage(
+        content="```python\nclass Account:\n    def transfer(self):\n        pass\n```"
+    )
+    note = missing_note(method, ["transfer"])
+    assert "does not define `transfer` at the top level" in note
+    assert missing_note(AIMessage(content="I cannot."), ["transfer"]) == NO_CODE_NOTE
