@@ -81,7 +81,7 @@ def parse_tasks(path: Path) -> list[BatchTask]:
             except json.JSONDecodeError as exc:
                 problems.append(f"line {number}: not valid JSON ({exc.msg})")
                 continue
-            task, problem = _task_of(item, number, seen)
+            task, problem = _task_of(item, number, seen, path.parent)
             if problem:
                 problems.append(f"line {number}: {problem}")
             elif task is not None:
@@ -99,7 +99,9 @@ def parse_tasks(path: Path) -> list[BatchTask]:
     return tasks
 
 
-def _task_of(item: Any, number: int, seen: Mapping[str, int]) -> tuple[BatchTask | None, str]:
+def _task_of(
+    item: Any, number: int, seen: Mapping[str, int], folder: Path
+) -> tuple[BatchTask | None, str]:
     if not isinstance(item, dict):
         return None, "expected a JSON object with 'id' and 'task'"
     task_id, task = item.get("id"), item.get("task")
@@ -111,12 +113,20 @@ def _task_of(item: Any, number: int, seen: Mapping[str, int]) -> tuple[BatchTask
         return None, "'task' must be a non-empty string"
     if len(task) > MAX_TASK_CHARS:
         return None, f"'task' is longer than {MAX_TASK_CHARS} characters"
-    unknown_keys = set(item) - {"id", "task", "settings"}
+    unknown_keys = set(item) - {"id", "task", "settings", "repo"}
     if unknown_keys:
-        return None, f"unknown key(s) {sorted(unknown_keys)} (allowed: id, task, settings)"
+        return None, f"unknown key(s) {sorted(unknown_keys)} (allowed: id, task, settings, repo)"
     settings = item.get("settings", {})
     if not isinstance(settings, dict):
         return None, "'settings' must be an object of Context fields"
+    if "repo" in item:  # the project to work in, relative to the tasks file's folder
+        repo = item["repo"]
+        if not isinstance(repo, str) or not repo.strip():
+            return None, "'repo' must be a path to a project folder"
+        where = (folder / repo).resolve()
+        if not where.is_dir():
+            return None, f"'repo' {repo!r} is not a folder (relative paths start at {folder})"
+        settings = {**settings, "repo": str(where)}
     bad = set(settings) - _SETTINGS
     if bad:
         return None, f"unknown setting(s) {sorted(bad)}"

@@ -57,6 +57,17 @@ class Context:
     """Root of the workspace tree (runs, memory, checkpoints)."""
     project_id: str = field(default="default", metadata=_doc("Memory project (isolation unit)."))
     """Long-term memory project; nothing is ever read across projects."""
+    repo: str = field(
+        default="", metadata=_doc("A project to work in (its folder); empty = a new package.")
+    )
+    """The user's project: the run works in its own checkout of it (a git worktree on branch
+    ``atom/<run-id>``, or a copy) and hands back that branch and a patch; the project's
+    working tree is never written. Empty: the run writes a new package in the workspace."""
+    test_command: str = field(
+        default="", metadata=_doc("The project's test command; empty = detected.")
+    )
+    """How to run the project's tests (``pytest tests``, ``PYTHONPATH=src pytest``); empty:
+    read from its pytest configuration or test folders."""
 
     # --- loop limits and budgets ---
     max_attempts: int = field(default=3, metadata=_doc("Attempts per step before replan/fail."))

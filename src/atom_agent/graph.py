@@ -18,6 +18,11 @@ from atom_agent.nodes.executor import make_executor
 from atom_agent.nodes.finish import make_finish
 from atom_agent.nodes.flow import ask_user, make_approve_plan, make_start, select_step
 from atom_agent.nodes.planner import make_planner
+from atom_agent.nodes.project import (
+    make_project_executor,
+    make_project_planner,
+    make_project_reflector,
+)
 from atom_agent.nodes.reflector import make_reflector
 from atom_agent.resources import Resources
 from atom_agent.state import InputState, State
@@ -92,14 +97,20 @@ def build_graph(
         store: a LangGraph store (e.g. atom_agent's Chroma store adapter), passed through.
     """
     ctx = resources.ctx
+    # A run on a project (``ctx.repo``) has its own planner, executor and reflector: the same
+    # flow over a checkout of the project instead of a new package (nodes/project/).
+    on_project = bool(ctx.repo)
+    planner = make_project_planner if on_project else make_planner
+    executor = make_project_executor if on_project else make_executor
+    reflector = make_project_reflector if on_project else make_reflector
     builder = StateGraph(State, context_schema=type(ctx), input_schema=InputState)
     builder.add_node("start", _unprobed(make_start(resources)))
-    builder.add_node("planner", _unprobed(make_planner(resources)))
+    builder.add_node("planner", _unprobed(planner(resources)))
     builder.add_node("approve_plan", _unprobed(make_approve_plan(resources)))
     builder.add_node("select_step", select_step)
-    builder.add_node("executor", _unprobed(make_executor(resources)))
+    builder.add_node("executor", _unprobed(executor(resources)))
     builder.add_node("ask_user", ask_user)
-    builder.add_node("reflector", _unprobed(make_reflector(resources)))
+    builder.add_node("reflector", _unprobed(reflector(resources)))
     builder.add_node("finish", _unprobed(make_finish(resources)))
     builder.add_edge(START, "start")
     builder.add_edge("start", "planner")

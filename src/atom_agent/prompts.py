@@ -268,3 +268,40 @@ REFLECTOR_SKIPPED = (
     "each, in this order:\n{criteria}"
 )
 """Asked once more when a judgement skipped criteria."""
+
+# --- a run on a project (Context.repo) ---
+
+PROJECT_SYSTEM = """\
+You are a careful Python developer working in an existing project. You change one definition \
+at a time, keep its signature, and follow the project's own style and helpers."""
+"""The system message of every model call of a run on a project."""
+
+PROJECT_LOCATE = """\
+{task}
+
+The project's files and definitions:
+{repo_map}
+
+Which existing functions or methods must be written or changed for this task? Answer with one \
+line per definition, `path/to/file.py::Name` or `path/to/file.py::Class.method`, nothing else."""
+"""Localisation when the task names no definition of the project."""
+
+PROJECT_EDIT = """\
+{task}
+
+Other files of the project (signatures):
+{repo_map}
+
+`{qualname}` in `{path}`, with the code around it (line numbers on the left):
+{excerpt}
+{feedback}
+Write the complete new definition of `{qualname}`: its `def` line exactly as it is, its \
+docstring, and a body that does what the task and the docstring say, using the project's own \
+helpers where they fit. Reply with only that definition{method} in one ```python block."""
+"""The executor's request for a project step: the target's new definition."""
+
+PROJECT_FEEDBACK = """
+Your previous version was not accepted:
+{why}
+"""
+"""What a retry of a project step is told about the previous attempt."""

@@ -24,6 +24,7 @@ from atom_agent.resources import Models, Resources
 from atom_agent.run_checks import (
     MAX_TASK_CHARS,
     check_models,
+    check_project,
     check_run_files,
     check_run_id,
     check_task_text,
@@ -152,6 +153,7 @@ def run_task(
     check_task_text(task)
     ctx = context or (resources.ctx if resources is not None else Context.from_env())
     check_models(ctx, resources.models if resources is not None else models)
+    check_project(ctx)
     workspace = Workspace(Path(ctx.workspace).expanduser())
     rid = run_id or new_run_id()
     check_run_id(rid)

@@ -22,12 +22,14 @@ from langchain_core.language_models import BaseChatModel
 from atom_agent.context import Context
 from atom_agent.environment import environment_failure
 from atom_agent.errors import (
+    ConfigError,
     CorruptFileError,
     EnvironmentFailure,
     InvalidInputError,
     WorkspaceError,
 )
 from atom_agent.models.registry import check_usable, resolve_default_model
+from atom_agent.project.checkout import project_root
 from atom_agent.workspace import Workspace
 from atom_agent.workspace.tree import RunRef, check_id, now_iso, read_json
 
@@ -79,6 +81,23 @@ def check_models(ctx: Context, models: BaseChatModel | Mapping[str, BaseChatMode
         if models is not None and role in models:
             continue
         check_usable(resolve_default_model(ctx.model_for(role) or None).spec)
+
+
+def check_project(ctx: Context) -> None:
+    """Refuse a run on a project that is not a folder, or whose workspace lies inside it.
+
+    Raises:
+        ConfigError: what to fix.
+    """
+    if not ctx.repo:
+        return
+    root = project_root(ctx.repo)
+    workspace = Path(ctx.workspace).expanduser().resolve()
+    if workspace == root or root in workspace.parents:
+        raise ConfigError(
+            f"the workspace {workspace} is inside the project {root}: the project is never "
+            "written, so give a workspace outside it (--workspace)"
+        )
 
 
 def check_run_files(workspace: Workspace, run_id: str) -> None:

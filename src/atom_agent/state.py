@@ -95,6 +95,11 @@ class PlanStep(ProposedStep):
         description="executable checks of the acceptance criteria: calls with their expected "
         "results or exceptions",
     )
+    target: str = Field(
+        default="",
+        description="in a run on a project: the definition the step changes, "
+        "'path/in/project.py::Class.method' ('' in a new package)",
+    )
 
 
 class ProposedPlan(BaseModel):

@@ -208,7 +208,7 @@ def same(a, b):
     except BaseException:
         return False
 try:
-    import impl
+    impl = importlib.import_module(sys.argv[3] if len(sys.argv) > 3 else "impl")
 except BaseException as exc:
     out({"import_error": f"{type(exc).__name__}: {exc}"[:300]})
     raise SystemExit(0)
@@ -273,8 +273,13 @@ def run_contract(
     defines: Collection[str] = (),
     available: Collection[str] = (),
     per_check_s: float = PER_CHECK_SECONDS,
+    module: str = "impl",
 ) -> ContractReport:
-    """Run `checks` against ``staging/impl.py`` in the sandbox; never raises for the code."""
+    """Run `checks` against ``staging/impl.py`` in the sandbox; never raises for the code.
+
+    With `module` (a project's dotted module, importable from `python_path`) the checks run
+    in that module's namespace instead, its private names included.
+    """
     report = ContractReport()
     runnable: list[int] = []
     for i, check in enumerate(checks):
@@ -288,7 +293,7 @@ def run_contract(
             runnable.append(i)
     if not runnable:
         return report
-    if not (staging / IMPL_FILE).is_file():
+    if module == "impl" and not (staging / IMPL_FILE).is_file():
         report.error = "impl.py is missing"
         for i in runnable:
             report.results[i].reason = "impl.py is missing"
@@ -305,7 +310,7 @@ def run_contract(
     budget = min(limits.timeout_s, per_check_s * len(runnable) + 10.0)
     run_limits = Limits(**{**limits.__dict__, "timeout_s": max(budget, 1.0)})
     result = runner.run(
-        [runner.python, "-c", _CHILD, json.dumps(payload), str(per_check_s)],
+        [runner.python, "-c", _CHILD, json.dumps(payload), str(per_check_s), module],
         cwd=staging,
         limits=run_limits,
         python_path=list(python_path or [staging]),
@@ -319,7 +324,8 @@ def run_contract(
         except ValueError:
             continue
         if "import_error" in data:
-            report.error = f"impl.py raises on import: {data['import_error']}"
+            where = "impl.py" if module == "impl" else module
+            report.error = f"{where} raises on import: {data['import_error']}"
             for i in runnable:
                 report.results[i] = CheckResult(checks[i], "error", reason=report.error)
             return report

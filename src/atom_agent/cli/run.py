@@ -33,10 +33,12 @@ def context_from_args(args: argparse.Namespace) -> Context:
         ("max_tokens", "max_tokens"),
         ("max_cost", "max_cost_usd"),
         ("max_seconds", "max_wall_seconds"),
+        ("repo", "repo"),
+        ("test_command", "test_command"),
     ):
         value = getattr(args, option, None)
         if value is not None:
-            overrides[field_name] = value
+            overrides[field_name] = str(Path(value).resolve()) if option == "repo" else value
     if getattr(args, "approve_plan", False):
         overrides["approve_plan"] = True
     return Context.from_env(**overrides)
@@ -164,6 +166,10 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument("task", help="the software task, in plain words")
     run.add_argument("--run-id", help="run id (default: a new one)")
+    run.add_argument(
+        "--repo", help="work in this project: its changes come back as a branch atom/<run-id>"
+    )
+    run.add_argument("--test-command", help="the project's test command (default: detected)")
     run.add_argument("--approve-plan", action="store_true", help="pause to approve the plan")
     run.add_argument("--out", help="copy the result (package and tests) into this directory")
     run.add_argument("--force", action="store_true", help="let --out overwrite existing files")

@@ -41,6 +41,14 @@ def step_session(state: State, ctx: Context, step_id: str, attempt: int) -> Sess
     )
 
 
+def unfinished_attempt(workspace: Workspace, step_ref: StepRef) -> AttemptRef | None:
+    """The step's latest attempt if it never got a verdict (its process died): reuse it."""
+    attempts = workspace.list_attempts(step_ref)
+    if attempts and not attempts[-1].verdict_json.exists():
+        return attempts[-1]
+    return None
+
+
 def plan_of(state: State) -> Plan:
     """The current plan (it must exist)."""
     raw = state.get("plan")

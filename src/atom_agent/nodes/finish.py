@@ -17,6 +17,7 @@ from atom_agent.errors import AtomAgentError
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import promote_once, record_decisions
 from atom_agent.memory.relevance import read_recalled
+from atom_agent.project.handback import hand_back, hand_back_markdown
 from atom_agent.report import criteria_summary, render_report, shown_criteria
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
@@ -30,6 +31,7 @@ from atom_agent.workspace.deliverable import (
 )
 
 from .common import exhausted_budget, run_ref
+from .project.common import load_project
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +89,11 @@ def make_finish(res: Resources) -> Any:
             deliverable=deliverable,
         )
         markdown = render_report(res.workspace, run, final)
-        markdown += "\n" + deliverable_markdown(deliverable, state["run_id"])
+        markdown += "\n" + (
+            hand_back_markdown(deliverable, state["run_id"])
+            if deliverable and deliverable.get("kind") == "project"
+            else deliverable_markdown(deliverable, state["run_id"])
+        )
         report = res.workspace.write_report(run, markdown.rstrip("\n") + "\n")
         result = deliverable["path"] if deliverable else None
         emit("run.finish", run_id=state["run_id"], status=status, reason=reason, report=str(report),
@@ -110,12 +116,26 @@ def _deliverable(
 
     None when nothing was committed.
     """
+    if res.ctx.repo:
+        return _project_result(res, run, statuses)
     if not state.get("plan") or "committed" not in statuses.values():
         return None
     plan = Plan.model_validate(state["plan"])
     return build_deliverable(res.workspace, run, plan, statuses, task=state.get("task") or "",
                              runner=res.runner, limits=res.limits,
                              leave_out_tests=_suspect_tests(res, run, statuses))  # fmt: skip
+
+
+def _project_result(res: Any, run: Any, statuses: Mapping[str, str]) -> dict[str, Any] | None:
+    """A run on a project: its branch, the patch, the suite before and after (None if unopened)."""
+    project = load_project(res, run)
+    if project is None:
+        return None
+    last = None
+    for _, verdict in final_verdicts(res.workspace, run, statuses):
+        last = verdict.get("suite") or last
+    before = {"passed": len(project.baseline.passed), "failed": len(project.baseline.failed)}
+    return hand_back(project.checkout, run.path, before, last)
 
 
 def final_verdicts(

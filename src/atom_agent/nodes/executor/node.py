@@ -39,6 +39,7 @@ from ..common import (
     python_ident,
     run_ref,
     step_session,
+    unfinished_attempt,
 )
 from .attempt import ASK_USER, AttemptContext
 from .prompt import draft_notes, reconstruct_context
@@ -96,9 +97,7 @@ def make_executor(res: Resources) -> Any:
         if step is None:
             raise RuntimeError(f"executor: current step {step_id!r} is not in the plan")
         step_ref = svc.workspace.step(run_ref(svc, state), step.id)
-        attempt = _unfinished_attempt(svc.workspace, step_ref) or svc.workspace.new_attempt(
-            step_ref
-        )
+        attempt = unfinished_attempt(svc.workspace, step_ref) or svc.workspace.new_attempt(step_ref)
         session = step_session(state, ctx, step.id, attempt.n)
         scope = attempt_scope(svc.workspace, step_ref, attempt)
         model = svc.model("executor")
@@ -361,14 +360,6 @@ def _last_feedback(workspace: Workspace, step_ref: StepRef, attempt: AttemptRef)
         if previous.verdict_json.exists():
             return str(workspace.read_verdict(previous).get("feedback") or "")
     return ""
-
-
-def _unfinished_attempt(workspace: Workspace, step_ref: StepRef) -> AttemptRef | None:
-    """The step's latest attempt if it never got a verdict (its process died): reuse it."""
-    attempts = workspace.list_attempts(step_ref)
-    if attempts and not attempts[-1].verdict_json.exists():
-        return attempts[-1]
-    return None
 
 
 def _question(messages: list[BaseMessage]) -> str | None:

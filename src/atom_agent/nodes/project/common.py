@@ -1,0 +1,82 @@
+"""What the project nodes share: the run's checkout, test command and baseline, read back."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atom_agent.project.checkout import Checkout
+from atom_agent.project.repomap import Definition, find, scan
+from atom_agent.project.suite import SuiteResult, TestCommand, suite_limits
+from atom_agent.resources import Resources
+from atom_agent.sandbox.base import Limits
+from atom_agent.state import PlanStep
+from atom_agent.workspace import RunRef
+from atom_agent.workspace.atomic import atomic_write_json
+
+BASELINE_FILE = "baseline.json"
+"""The project's test suite before any change: ``runs/<id>/baseline.json``."""
+
+
+@dataclass(frozen=True)
+class ProjectRun:
+    """A project run's checkout, how its tests run, and which passed before any change."""
+
+    checkout: Checkout
+    command: TestCommand
+    baseline: SuiteResult
+
+    def python_path(self) -> list[Path]:
+        """The project's import roots inside the checkout."""
+        return [self.checkout.root / p for p in self.command.python_path]
+
+
+def save_project(res: Resources, run: RunRef, project: ProjectRun) -> None:
+    """Records the checkout in run.json and the baseline in baseline.json."""
+    atomic_write_json(
+        run.path / BASELINE_FILE,
+        {"command": project.command.__dict__, "suite": project.baseline.to_dict(full=True)},
+    )
+    res.workspace.update_run(run, project=project.checkout.to_dict())
+
+
+def load_project(res: Resources, run: RunRef) -> ProjectRun | None:
+    """The project run the planner recorded, or None before it did."""
+    data = res.workspace.read_run(run).get("project")
+    path = run.path / BASELINE_FILE
+    if not data or not path.is_file():
+        return None
+    saved: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return ProjectRun(
+        Checkout.from_dict(data),
+        TestCommand(**saved["command"]),
+        SuiteResult.from_dict(saved["suite"]),
+    )
+
+
+def target_of(project: ProjectRun, step: PlanStep) -> Definition | None:
+    """The definition a step changes (None for a name its file does not define yet)."""
+    path, _, qualname = step.target.partition("::")
+    found = [d for d in find(scan(project.checkout.root), qualname) if d.path == path]
+    exact = [d for d in found if d.qualname == qualname]
+    return (exact or found or [None])[0]
+
+
+def module_of(path: str, python_path: list[str]) -> str:
+    """The dotted module of a file path relative to the project root."""
+    parts = Path(path).with_suffix("").parts
+    for root in python_path:
+        prefix = Path(root).parts if root not in (".", "") else ()
+        if parts[: len(prefix)] == prefix:
+            parts = parts[len(prefix) :]
+            break
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def limits_of(res: Resources) -> Limits:
+    """Sandbox limits for a project's suite (longer than a snippet's)."""
+    return suite_limits(res.limits)

@@ -1,0 +1,162 @@
+"""The executor of a run on a project: the target's new definition, chosen among samples.
+
+Each candidate is the model's definition of the step's target spliced into its file
+(:mod:`atom_agent.project.edits`). With checks (the target's docstring examples, the task's
+examples) the candidates are run on them in the run's checkout, greedy first and warmer
+samples after, until one passes them all; the best goes to the attempt's staging area as the
+edited file. Without checks only the greedy candidate is written: nothing could tell samples
+apart. The checkout is reset after every trial; the reflector proves the chosen one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from atom_agent import prompts
+from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.drafting import sample, temperatures
+from atom_agent.models.profiles import profile_for
+from atom_agent.project.edits import Edit, EditError, apply_edit, definition_of
+from atom_agent.project.repomap import excerpt, render_map, scan
+from atom_agent.resources import Resources
+from atom_agent.state import PlanStep, State
+from atom_agent.telemetry import emit
+from atom_agent.usage import model_name_of, usage_of
+from atom_agent.workspace import AttemptRef, StepRef, Workspace
+from atom_agent.workspace.atomic import atomic_write_json, atomic_write_text
+
+from ..common import plan_of, run_ref, unfinished_attempt
+from .common import ProjectRun, load_project, module_of, target_of
+
+MAP_TOKENS = 700
+"""Token budget of the other files' signatures in an edit prompt."""
+EXCERPT_TOKENS = 2500
+"""Token budget of the code around the target."""
+CANDIDATES_FILE = "candidates.json"
+"""Per attempt: every candidate's temperature, edit error and check results."""
+
+
+def make_project_executor(res: Resources) -> Any:
+    """The executor node of a run on a project, closed over the run's resources."""
+
+    def executor(state: State) -> dict[str, Any]:
+        plan = plan_of(state)
+        step = next((s for s in plan.steps if s.id == state.get("current_step")), None)
+        if step is None:
+            raise RuntimeError(f"executor: current step {state.get('current_step')!r} is unknown")
+        run = run_ref(res, state)
+        project = load_project(res, run)
+        if project is None:
+            raise RuntimeError("executor: the project was not opened (the planner opens it)")
+        step_ref = res.workspace.step(run, step.id)
+        attempt = unfinished_attempt(res.workspace, step_ref) or res.workspace.new_attempt(step_ref)
+        model = res.model("executor")
+        profile = profile_for(model, res.ctx.model_profile)
+        project.checkout.reset()
+        messages = _prompt(
+            project, state["task"], step, _feedback(res.workspace, step_ref, attempt)
+        )
+        path = step.target.partition("::")[0]
+        original = (project.checkout.root / path).read_text(encoding="utf-8")
+        module = module_of(path, project.command.python_path)
+        spent: list[BaseMessage] = []
+        trials: list[dict[str, Any]] = []
+        best: tuple[tuple[int, int], str] | None = None
+        ladder = temperatures(profile.warming, attempt.n) if step.checks else [0.0]
+        for temperature in ladder:
+            reply = sample(model, messages, temperature)
+            spent.append(reply)
+            trial: dict[str, Any] = {"temperature": temperature}
+            trials.append(trial)
+            try:
+                edited = apply_edit(
+                    original,
+                    Edit(
+                        step.target.partition("::")[2],
+                        definition_of(str(reply.content), step.target.partition("::")[2]),
+                    ),  # fmt: skip
+                )
+            except EditError as exc:
+                trial["error"] = str(exc)
+                continue
+            report = _try(res, project, path, edited, step, module)
+            trial["checks"] = report.summary() if report else "no checks"
+            score = report.rank() if report else (0, 0)
+            if best is None or score > best[0]:
+                best = (score, edited)
+            if report is None or report.all_passed():
+                break
+        project.checkout.reset()
+        if best is not None:
+            atomic_write_text(attempt.staging / path, best[1])
+        atomic_write_json(attempt.path / CANDIDATES_FILE, {"candidates": trials})
+        res.workspace.write_history(attempt, [*messages, *spent])
+        emit("executor.done", run_id=state["run_id"], step_id=step.id, attempt=attempt.n,
+             candidates=len(trials), written=best is not None)  # fmt: skip
+        return {
+            "attempts": {step.id: attempt.n},
+            "usage": usage_of(spent, model_name_of(model)),
+            "question": None,
+            "used_memories": [],
+            "used_memory_reasons": {},
+        }
+
+    return executor
+
+
+def _prompt(project: ProjectRun, task: str, step: PlanStep, feedback: str) -> list[BaseMessage]:
+    """The edit request: task, other files' signatures, the code around the target."""
+    path, _, qualname = step.target.partition("::")
+    defs = scan(project.checkout.root)
+    target = target_of(project, step)
+    around = (
+        excerpt(project.checkout.root, target, budget_tokens=EXCERPT_TOKENS)
+        if target is not None
+        else "(not defined yet)"
+    )
+    others = [d for d in defs if not d.test and d.path != path]
+    text = prompts.PROJECT_EDIT.format(
+        task=task,
+        repo_map=render_map(others, budget_tokens=MAP_TOKENS, focus=[qualname]) or "(none)",
+        qualname=qualname,
+        path=path,
+        excerpt=around,
+        feedback=prompts.PROJECT_FEEDBACK.format(why=feedback) if feedback else "",
+        method=" (the method alone, indented as at the top level)" if "." in qualname else "",
+    )
+    return [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(text)]
+
+
+def _try(
+    res: Resources, project: ProjectRun, path: str, edited: str, step: PlanStep, module: str
+) -> ContractReport | None:
+    """The step's checks run on `edited` in the checkout (None without checks)."""
+    if not step.checks:
+        return None
+    (project.checkout.root / path).write_text(edited, encoding="utf-8")
+    try:
+        return run_contract(step.checks, staging=project.checkout.root, runner=res.runner,
+                            limits=res.limits, python_path=project.python_path(),
+                            module=module)  # fmt: skip
+    finally:
+        project.checkout.reset()
+
+
+def _feedback(workspace: Workspace, step_ref: StepRef, attempt: AttemptRef) -> str:
+    """What the previous attempt's verdict said to change ('' on the first attempt)."""
+    earlier = [a for a in workspace.list_attempts(step_ref) if a.n < attempt.n]
+    if not earlier or not earlier[-1].verdict_json.exists():
+        return ""
+    return str(workspace.read_verdict(earlier[-1]).get("feedback") or "")[:1500]
+
+
+def candidates_of(attempt: AttemptRef) -> list[dict[str, Any]]:
+    """The candidates an attempt tried, as the executor recorded them."""
+    path = attempt.path / CANDIDATES_FILE
+    if not path.is_file():
+        return []
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return list(data.get("candidates") or [])

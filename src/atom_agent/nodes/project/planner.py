@@ -1,0 +1,139 @@
+"""The planner of a run on a project: checkout, baseline suite, targets located, checks written."""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from atom_agent import prompts
+from atom_agent.checks.contract import run_contract
+from atom_agent.project.checkout import open_checkout
+from atom_agent.project.checks import docstring_checks, runnable_on_baseline
+from atom_agent.project.repomap import Definition, find, mentioned, render_map, scan
+from atom_agent.project.suite import detect, run_suite
+from atom_agent.resources import Resources
+from atom_agent.state import Plan, PlanStep, State
+from atom_agent.telemetry import emit
+from atom_agent.usage import model_name_of, usage_of
+from atom_agent.verification.clauses import task_clauses
+
+from ..common import run_ref
+from ..planner import accept_plan
+from .common import ProjectRun, limits_of, load_project, module_of, save_project
+
+MAP_TOKENS = 1500
+"""Token budget of the repository map in the localisation prompt."""
+
+_TARGET_LINE = re.compile(r"([\w./-]+\.py)::([A-Za-z_][\w.]*)")
+
+
+def make_project_planner(res: Resources) -> Any:
+    """The planner node of a run on a project, closed over the run's resources."""
+
+    def planner(state: State) -> dict[str, Any]:
+        run = run_ref(res, state)
+        project = load_project(res, run) or _open(res, state)
+        defs = scan(project.checkout.root)
+        targets = [d for d in mentioned(state["task"], defs) if d.kind != "class"]
+        spent: list[BaseMessage] = []
+        if not targets:
+            targets, spent = _locate(res, state["task"], defs)
+        model = res.model("planner")
+        usage = usage_of(spent, model_name_of(model))
+        if not targets:
+            return {
+                "status": "failed",
+                "usage": usage,
+                "stop_reason": "could not tell which code of the project to change: name the "
+                "function, method or file in the task",
+            }
+        plan = Plan(
+            steps=[_step(res, project, state["task"], d, n) for n, d in enumerate(targets, 1)],
+            rationale="one step per definition the task names, in the order it names them",
+            clauses=task_clauses(state["task"], names=[d.qualname.split(".")[-1] for d in targets]),
+        )
+        return accept_plan(res, state, run, plan, "initial plan: the task's targets", usage)
+
+    return planner
+
+
+def _open(res: Resources, state: State) -> ProjectRun:
+    """The run's checkout of the project and its suite's baseline, made once per run."""
+    run = run_ref(res, state)
+    checkout = open_checkout(res.ctx.repo, run.path / "project", state["run_id"])
+    checkout.reset()
+    command = detect(checkout.root, python=res.runner.python, given=res.ctx.test_command)
+    emit("project.baseline", run_id=state["run_id"], command=" ".join(command.argv))
+    baseline = run_suite(checkout.root, command, runner=res.runner, limits=limits_of(res))
+    checkout.reset()  # whatever the tests wrote goes
+    project = ProjectRun(checkout, command, baseline)
+    save_project(res, run, project)
+    emit("project.ready", run_id=state["run_id"], branch=checkout.branch,
+         passed=len(baseline.passed), failed=len(baseline.failed))  # fmt: skip
+    return project
+
+
+def _locate(
+    res: Resources, task: str, defs: list[Definition]
+) -> tuple[list[Definition], list[BaseMessage]]:
+    """The definitions the planner model names for a task that names none of the project's."""
+    model = res.model("planner")
+    repo_map = render_map([d for d in defs if not d.test], budget_tokens=MAP_TOKENS)
+    messages: list[BaseMessage] = [
+        SystemMessage(prompts.PROJECT_SYSTEM),
+        HumanMessage(prompts.PROJECT_LOCATE.format(task=task, repo_map=repo_map)),
+    ]
+    reply = model.invoke(messages)
+    found: list[Definition] = []
+    for path, qualname in _TARGET_LINE.findall(str(reply.content)):
+        hits = [d for d in find(defs, qualname) if d.path == path and not d.test]
+        for d in hits[:1]:
+            if d not in found and d.kind != "class":
+                found.append(d)
+    return found, [reply] if hasattr(reply, "usage_metadata") else []
+
+
+def _step(res: Resources, project: ProjectRun, task: str, target: Definition, n: int) -> PlanStep:
+    """The step that rewrites `target`, with the checks its docstring and the task state."""
+    module = module_of(target.path, project.command.python_path)
+    name = target.qualname.split(".")[-1]
+    checks = docstring_checks(_docstring(project, target))
+    checks += [c for cl in task_clauses(task, names=[name]) for c in cl.checks if c.call]
+    checks = list({c.describe(): c for c in checks}.values())
+    if checks:
+        baseline = run_contract(checks, staging=project.checkout.root, runner=res.runner,
+                                limits=res.limits, python_path=project.python_path(),
+                                module=module)  # fmt: skip
+        checks = runnable_on_baseline(checks, baseline)
+        project.checkout.reset()
+    slug = re.sub(r"[^a-z0-9]+", "-", target.qualname.lower()).strip("-")[:36] or "change"
+    return PlanStep(
+        id=f"{n}-{slug}"[:40],
+        title=f"{target.qualname} in {target.path}",
+        description=task,
+        acceptance_criteria=[
+            f"{target.qualname} does what the task and its docstring say",
+            "every test of the project that passed before still passes",
+        ],
+        defines=[name],
+        expected_files=[target.path],
+        checks=[c.model_copy(update={"origin": "task"}) for c in checks],
+        target=f"{target.path}::{target.qualname}",
+    )
+
+
+def _docstring(project: ProjectRun, target: Definition) -> str:
+    """The target's docstring, read from its source."""
+    text = (project.checkout.root / target.path).read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines()
+    source = "\n".join(lines[target.lineno - 1 : target.end_lineno])
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return ""
+    node = tree.body[0] if tree.body else None
+    return (ast.get_docstring(node) or "") if node is not None else ""  # type: ignore[arg-type]

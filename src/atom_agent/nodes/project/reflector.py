@@ -1,0 +1,239 @@
+"""The reflector of a run on a project: the change applied, its checks and the suite run, gated.
+
+Crash-safe by the branch: the checkout is first reset to the branch's last commit (dropping
+what an interrupted trial left), and a commit already carrying this attempt's trailers means
+the process died after committing: the verdict is recorded, nothing is run twice. Otherwise
+the staged file goes into the checkout, the step's checks and the project's suite run there,
+and :func:`decide_change` (pure) says what the evidence allows.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.project.suite import Gate, SuiteResult, gate, run_suite
+from atom_agent.resources import Resources
+from atom_agent.state import PlanStep, State
+from atom_agent.telemetry import emit
+from atom_agent.workspace import AttemptRef
+
+from ..common import plan_of, run_ref
+from .common import ProjectRun, limits_of, load_project, module_of
+
+Action = Literal["commit", "retry", "fail"]
+
+
+@dataclass(frozen=True)
+class ChangeEvidence:
+    """What ran for one attempt of a project step."""
+
+    written: bool
+    """The executor staged an edited file (a parsable definition was found)."""
+    checks: int
+    """Runnable checks of the step (docstring and task examples)."""
+    checks_passed: int
+    regressions: int
+    """Tests that passed in the baseline and fail now, confirmed by a rerun."""
+    collected: bool
+    """The suite ran and left a report."""
+    last_attempt: bool
+
+
+@dataclass(frozen=True)
+class ChangeDecision:
+    """What the reflector does with an attempt, and how the commit is labelled."""
+
+    action: Action
+    verified: bool
+    reason: str
+
+
+def decide_change(ev: ChangeEvidence) -> ChangeDecision:
+    """The commit rule of a project step: never a regression, checks first.
+
+    - nothing staged, or the suite no longer runs, or a regression: not committed (retry
+      while attempts remain);
+    - every check passes (at least one): committed, verified;
+    - no check at all: committed on the regression suite alone, labelled unverified;
+    - some checks fail: retried; on the last attempt committed unverified when at least one
+      passes (better than the stub it replaces, the failures named), else failed.
+    """
+    retry_or_fail: Action = "fail" if ev.last_attempt else "retry"
+    if not ev.written:
+        return ChangeDecision(retry_or_fail, False, "no edit could be made from the reply")
+    if not ev.collected:
+        return ChangeDecision(retry_or_fail, False, "the project's tests no longer run")
+    if ev.regressions:
+        return ChangeDecision(
+            retry_or_fail, False, f"{ev.regressions} test(s) that passed before now fail"
+        )
+    if ev.checks and ev.checks_passed == ev.checks:
+        return ChangeDecision("commit", True, f"all {ev.checks} checks pass, no regression")
+    if not ev.checks:
+        return ChangeDecision(
+            "commit", False, "no regression; no check executed the change (unverified)"
+        )
+    failing = f"{ev.checks - ev.checks_passed} of {ev.checks} checks fail"
+    if not ev.last_attempt:
+        return ChangeDecision("retry", False, failing)
+    if ev.checks_passed:
+        return ChangeDecision("commit", False, f"no regression, but {failing} (unverified)")
+    return ChangeDecision("fail", False, failing)
+
+
+def make_project_reflector(res: Resources) -> Any:
+    """The reflector node of a run on a project, closed over the run's resources."""
+
+    def reflector(state: State) -> dict[str, Any]:
+        plan = plan_of(state)
+        step = next(s for s in plan.steps if s.id == state.get("current_step"))
+        run = run_ref(res, state)
+        project = load_project(res, run)
+        if project is None:
+            raise RuntimeError("reflector: the project was not opened (the planner opens it)")
+        step_ref = res.workspace.step(run, step.id)
+        attempt = res.workspace.attempt(step_ref, state["attempts"][step.id])
+        checkout = project.checkout
+        checkout.reset()
+        trailers = {"Atom-Run": state["run_id"], "Atom-Step": step.id,
+                    "Atom-Attempt": str(attempt.n)}  # fmt: skip
+        failures = dict(state.get("failures") or {}).get(step.id, 0)
+        last = failures + 1 >= res.ctx.max_attempts
+        sha = checkout.committed(trailers)
+        if sha is not None and attempt.verdict_json.exists():
+            verdict = res.workspace.read_verdict(attempt)  # died after the verdict was written
+        elif sha is not None:
+            verdict = {"decision": "commit", "verified": False, "commit": sha,
+                       "reason": "committed before a crash; its evidence was not kept"}  # fmt: skip
+        else:
+            verdict = _judge(res, project, step, attempt, last, trailers)
+        res.workspace.write_verdict(attempt, verdict)
+        action: Action = verdict["decision"]
+        update: dict[str, Any] = {
+            "decision": action,
+            "failures": {step.id: failures + (0 if action == "commit" else 1)},
+            "last_verdict": {
+                "step_id": step.id,
+                "attempt": attempt.n,
+                "decision": action,
+                "outcome": verdict["reason"],
+                "feedback": verdict.get("feedback", "")[:500],
+            },  # fmt: skip
+        }
+        statuses = dict(state.get("step_status") or {})
+        if action == "commit":
+            res.workspace.commit(step_ref, attempt)
+            res.workspace.update_step(step_ref, status="committed", committed_attempt=attempt.n,
+                                      verdict="passed" if verdict["verified"] else "unverified",
+                                      commit=verdict.get("commit"))  # fmt: skip
+            statuses[step.id] = "committed"
+        elif action == "fail":
+            res.workspace.update_step(step_ref, status="failed", verdict="failed")
+            statuses[step.id] = "failed"
+            for other in plan.steps:
+                if step.id in other.depends_on:
+                    statuses[other.id] = "blocked"
+        update["step_status"] = statuses
+        emit("reflector.verdict", run_id=state["run_id"], step_id=step.id, attempt=attempt.n,
+             decision=action, reason=verdict["reason"])  # fmt: skip
+        return update
+
+    return reflector
+
+
+def _judge(
+    res: Resources,
+    project: ProjectRun,
+    step: PlanStep,
+    attempt: AttemptRef,
+    last: bool,
+    trailers: dict[str, str],
+) -> dict[str, Any]:
+    """Applies the staged edit, runs checks and suite, decides, commits on the branch."""
+    checkout = project.checkout
+    path = step.target.partition("::")[0]
+    staged = attempt.staging / path
+    plan_step = step.checks
+    contract: ContractReport | None = None
+    result: SuiteResult | None = None
+    verdict_gate: Gate | None = None
+    if staged.is_file():
+        shutil.copyfile(staged, checkout.root / path)
+        if plan_step:
+            module = module_of(path, project.command.python_path)
+            contract = run_contract(plan_step, staging=checkout.root, runner=res.runner,
+                                    limits=res.limits, python_path=project.python_path(),
+                                    module=module)  # fmt: skip
+        limits = limits_of(res)
+        result = run_suite(checkout.root, project.command, runner=res.runner, limits=limits)
+        verdict_gate = gate(
+            project.baseline,
+            result,
+            lambda ids: run_suite(
+                checkout.root, project.command, runner=res.runner, limits=limits, only=ids
+            ),  # fmt: skip
+        )
+    evidence = ChangeEvidence(
+        written=staged.is_file(),
+        checks=len(plan_step),
+        checks_passed=len(contract.passed) if contract else 0,
+        regressions=len(verdict_gate.regressions) if verdict_gate else 0,
+        collected=bool(result and result.collected_ok),
+        last_attempt=last,
+    )
+    decision = decide_change(evidence)
+    verdict: dict[str, Any] = {
+        "decision": decision.action,
+        "verified": decision.verified,
+        "reason": decision.reason,
+        "checks": contract.to_dict() if contract else None,
+        "suite": _suite_summary(project.baseline, result, verdict_gate),
+        "feedback": _feedback(decision, contract, verdict_gate, result),
+    }
+    if decision.action == "commit":
+        shutil.copyfile(staged, checkout.root / path)  # what a test run wrote never lands
+        verdict["commit"] = checkout.commit([path], f"atom: {step.title}", trailers)
+    checkout.reset()
+    return verdict
+
+
+def _suite_summary(
+    baseline: SuiteResult, after: SuiteResult | None, result: Gate | None
+) -> dict[str, Any]:
+    """Test counts before and after, and what the gate found."""
+    out: dict[str, Any] = {
+        "before": {"passed": len(baseline.passed), "failed": len(baseline.failed)},
+    }
+    if after is not None:
+        out["after"] = {
+            "passed": len(after.passed),
+            "failed": len(after.failed),
+            "collected": after.collected_ok,
+            "seconds": round(after.seconds, 2),
+        }
+    if result is not None:
+        out |= {"regressions": result.regressions[:20], "flaky": result.flaky[:20],
+                "fixed": result.fixed[:20], "new_failures": result.new_failures[:20]}  # fmt: skip
+    return out
+
+
+def _feedback(
+    decision: ChangeDecision,
+    contract: ContractReport | None,
+    result: Gate | None,
+    after: SuiteResult | None,
+) -> str:
+    """What the next attempt is told: the failing checks and tests, briefly."""
+    if decision.action == "commit" and decision.verified:
+        return ""
+    lines = [decision.reason]
+    for failed in (contract.failed if contract else [])[:5]:
+        lines.append(f"- {failed.check.describe()[:200]}: {failed.reason[:200]}")
+    for test in (result.regressions if result else [])[:5]:
+        lines.append(f"- the test {test} passed before your change and fails now")
+    if after is not None and not after.collected_ok:
+        lines.append(after.output_tail[-800:])
+    return "\n".join(lines)

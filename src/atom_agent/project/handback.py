@@ -1,0 +1,75 @@
+"""What a run on a project hands back: its branch, a patch, and the suite before and after."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from atom_agent.project.checkout import Checkout
+from atom_agent.workspace.atomic import atomic_write_text
+
+PATCH_FILE = "project.patch"
+"""The branch's change against its base: ``runs/<id>/result/project.patch`` (``git apply``-able;
+``atom-agent runs export`` copies it like any result)."""
+
+
+def hand_back(
+    checkout: Checkout, run_dir: Path, before: Mapping[str, int], after: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Writes the patch and returns the result's summary (run.json ``deliverable``).
+
+    Args:
+        checkout: the run's checkout.
+        run_dir: ``runs/<id>``.
+        before: the baseline's counts (``passed``, ``failed``).
+        after: the suite summary of the last committed step's verdict (None: nothing committed).
+    """
+    patch = checkout.patch()
+    path = run_dir / "result" / PATCH_FILE
+    atomic_write_text(path, patch)
+    summary: dict[str, Any] = {
+        "kind": "project",
+        "path": str(path.parent),
+        "worktree": checkout.worktree,
+        "branch": checkout.branch,
+        "base": checkout.base,
+        "head": checkout.head(),
+        "repo": checkout.repo,
+        "patch": str(path),
+        "diff_stat": checkout.diff_stat(),
+        "tests_before": dict(before),
+    }
+    if after is not None:
+        regressions = list(after.get("regressions") or [])
+        summary["tests"] = {
+            "ok": not regressions,
+            "failing": regressions,
+            **dict(after.get("after") or {}),
+        }
+    return summary
+
+
+def hand_back_markdown(summary: Mapping[str, Any], run_id: str) -> str:
+    """The report.md section about the branch and the patch."""
+    lines = ["## Result: a branch of your project", ""]
+    lines.append(
+        f"Branch `{summary['branch']}` in `{summary['worktree']}` "
+        f"(your project `{summary['repo']}` is untouched); the patch: `{summary['patch']}` "
+        "(`git apply` it, or "
+        f"`atom-agent runs export {run_id} DIR`)."
+    )
+    stat = str(summary.get("diff_stat") or "").strip()
+    lines += ["", "```", stat or "(no change committed)", "```", ""]
+    before = summary.get("tests_before") or {}
+    tests = summary.get("tests")
+    line = (
+        f"The project's tests before: {before.get('passed', 0)} passed, "
+        f"{before.get('failed', 0)} failed"
+    )
+    if tests:
+        line += f"; after: {tests.get('passed', 0)} passed, {tests.get('failed', 0)} failed"
+        if tests.get("failing"):
+            line += f"; **failing now: {', '.join(tests['failing'][:5])}**"
+    lines.append(line + ".")
+    return "\n".join(lines) + "\n"

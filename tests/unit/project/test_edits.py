@@ -1,0 +1,70 @@
+"""Splicing a model's definition into a file: methods stay methods, the rest stays byte-exact."""
+
+from __future__ import annotations
+
+import pytest
+
+from atom_agent.project.edits import Edit, EditError, apply_edit, definition_of
+
+SOURCE = '''\
+import os
+
+
+class Box:
+    """A box."""
+
+    def __init__(self, items):
+        self.items = items
+
+    @property
+    def size(self):
+        raise NotImplementedError
+
+    def first(self):
+        return self.items[0]
+
+
+def helper(x):
+    raise NotImplementedError
+'''
+
+
+def test_a_method_comes_back_indented_in_its_class_and_the_rest_is_unchanged() -> None:
+    reply = "Here:\n```python\n@property\ndef size(self):\n    return len(self.items)\n```"
+    out = apply_edit(SOURCE, Edit("Box.size", definition_of(reply, "Box.size")))
+    assert "    @property\n    def size(self):\n        return len(self.items)\n" in out
+    assert out.replace("return len(self.items)", "raise NotImplementedError") == SOURCE
+
+
+def test_a_definition_inside_a_class_or_a_whole_module_is_found() -> None:
+    reply = "```python\nimport os\n\nclass Box:\n    def size(self):\n        return 3\n```"
+    assert definition_of(reply, "Box.size") == "def size(self):\n    return 3\n"
+    module = "```python\nimport os\n\ndef other():\n    pass\n\ndef helper(x):\n    return x\n```"
+    assert definition_of(module, "helper") == "def helper(x):\n    return x\n"
+
+
+def test_new_names_are_added_to_their_class_or_module() -> None:
+    out = apply_edit(SOURCE, Edit("Box.last", "def last(self):\n    return self.items[-1]\n"))
+    assert "        return self.items[-1]" in out and out.index("def last") < out.index(
+        "def helper"
+    )
+    out = apply_edit(SOURCE, Edit("tail", "def tail(x):\n    return x[1:]\n"))
+    assert out.rstrip().endswith("return x[1:]") and out.startswith(SOURCE)
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ("no code here", "no code block"),
+        ("```python\ndef helper(x:\n```", "does not parse"),
+        ("```python\ndef other(x):\n    return 1\n```", "defines no `helper`"),
+    ],
+)
+def test_replies_that_cannot_be_an_edit_say_why(reply: str, message: str) -> None:
+    with pytest.raises(EditError, match=message):
+        definition_of(reply, "helper")
+
+
+def test_a_new_method_of_a_missing_class_is_refused() -> None:
+    with pytest.raises(EditError, match="`Crate` is not defined"):
+        apply_edit(SOURCE, Edit("Crate.open", "def open(self):\n    pass\n"))
