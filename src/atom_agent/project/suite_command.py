@@ -14,6 +14,10 @@ from typing import Any
 from atom_agent.errors import ConfigError
 
 _NO_CACHE = ["-p", "no:cacheprovider"]
+# The sandbox's pytest is not the one the project pins: its deprecation warnings are about the
+# project's use of pytest, not its code, yet `filterwarnings = error` makes them collection errors
+# (click's suite does not collect under pytest 9 without this). Command-line -W wins over the ini.
+_PYTEST_DEPRECATIONS = ["-W", "ignore::pytest.PytestDeprecationWarning"]
 # Options of plugins the sandbox does not have (bubblewrap shows it only pytest and hypothesis),
 # with how many values each takes ("?" = one, when the next token is not an option). Coverage
 # would also write .coverage files into the project's checkout.
@@ -45,7 +49,8 @@ class TestCommand:
 
     Attributes:
         argv: the whole command, e.g. ``[python, "-m", "pytest", "-q", "-p",
-            "no:cacheprovider", "tests"]``; it ends with `targets`.
+            "no:cacheprovider", "-W", "ignore::pytest.PytestDeprecationWarning", "tests"]``;
+            it ends with `targets`.
         python_path: directories put on ``PYTHONPATH``, relative to the project root
             (``["."]``, or ``["src"]`` for a src/ layout).
         source: why this command: ``"pyproject.toml [tool.pytest.ini_options] testpaths"``,
@@ -76,7 +81,8 @@ def detect(root: Path, *, python: str, given: str = "") -> TestCommand:
     Returns:
         The given command; else one from the project's pytest configuration (pytest.ini,
         pyproject.toml, tox.ini, setup.cfg); else one collecting the test folders and files
-        found. ``-p no:cacheprovider`` is always added (no cache written into the project).
+        found. ``-p no:cacheprovider`` is always added (no cache written into the project),
+        and so is ``-W ignore::pytest.PytestDeprecationWarning`` (see ``_PYTEST_DEPRECATIONS``).
 
     Raises:
         ConfigError: the given command is not a pytest command, or nothing looks like tests.
@@ -85,7 +91,7 @@ def detect(root: Path, *, python: str, given: str = "") -> TestCommand:
     python_path = ["src"] if _src_layout(root) else ["."]
     if given.strip():
         return _from_given(root, python, given, python_path)
-    base = [python, "-m", "pytest", "-q", *_NO_CACHE]
+    base = [python, "-m", "pytest", "-q", *_NO_CACHE, *_PYTEST_DEPRECATIONS]
     config = _pytest_config(root)
     if config is not None:
         where, options = config
@@ -129,6 +135,8 @@ def _from_given(root: Path, python: str, given: str, python_path: list[str]) -> 
         )
     if "no:cacheprovider" not in rest:
         rest = [*_NO_CACHE, *rest]
+    if _PYTEST_DEPRECATIONS[1] not in rest:
+        rest = [*_PYTEST_DEPRECATIONS, *rest]
     targets: list[str] = []
     for word in reversed(rest):  # trailing words naming paths of the project are its targets
         if word.startswith("-") or not (root / word.split("::")[0]).exists():

@@ -22,7 +22,8 @@ from atom_agent.project.suite import (
 from atom_agent.sandbox import Limits, SandboxRunner, probe_bubblewrap
 
 PY = sys.executable
-BASE = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+NO_DEPRECATIONS = ["-W", "ignore::pytest.PytestDeprecationWarning"]
+BASE = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NO_DEPRECATIONS]
 LIMITS = Limits(timeout_s=120.0, cpu_s=120, memory_mb=1024)
 TOOLZ = Path("/work/repotasks/toolz-update-in/repo")
 
@@ -120,13 +121,13 @@ def test_detect_a_given_command(tmp_path: Path) -> None:
     make(tmp_path, {"tests/test_a.py": "", "src/pkg/__init__.py": ""})
     given = detect(tmp_path, python=PY, given="PYTHONPATH=lib:. pytest -x tests/test_a.py::test_a")
     assert given == TestCommand(
-        [*BASE[:3], "-p", "no:cacheprovider", "-x", "tests/test_a.py::test_a"],
+        [*BASE[:3], *NO_DEPRECATIONS, "-p", "no:cacheprovider", "-x", "tests/test_a.py::test_a"],
         ["lib", "."],
         "given",
         ["tests/test_a.py::test_a"],
     )
     plain = detect(tmp_path, python=PY, given="python3 -m pytest -p no:cacheprovider -k fast")
-    assert plain.argv == [*BASE[:3], "-p", "no:cacheprovider", "-k", "fast"]
+    assert plain.argv == [*BASE[:3], *NO_DEPRECATIONS, "-p", "no:cacheprovider", "-k", "fast"]
     assert plain.targets == [] and plain.python_path == ["src"]
     for bad in ("make test", "python -m unittest", "FOO=1 pytest"):
         with pytest.raises(ConfigError, match="--test-command"):
@@ -258,6 +259,30 @@ def test_syntax_error_is_not_a_collected_suite(tmp_path: Path, runner: SandboxRu
     assert "SyntaxError" in result.output_tail
     assert result.failed == {"tests/test_app.py"}
     assert result.exit_code == 2
+
+
+def test_pytest_deprecations_are_no_errors(tmp_path: Path, runner: SandboxRunner) -> None:
+    # The project's `filterwarnings = error` is about its code, not about the sandbox's pytest
+    # deprecating what the project's pinned pytest allowed.
+    root = make(
+        tmp_path,
+        {
+            "pytest.ini": "[pytest]\nfilterwarnings =\n    error\n",
+            "tests/test_old.py": """
+                import warnings
+
+                import pytest
+
+                warnings.warn(pytest.PytestDeprecationWarning("old pytest usage"))
+
+                def test_old():
+                    warnings.warn(DeprecationWarning("the project's own: still an error"))
+            """,
+        },
+    )
+    result = run_suite(root, detect(root, python=runner.python), runner=runner, limits=LIMITS)
+    assert result.collected_ok, result.output_tail
+    assert result.failed == {"tests/test_old.py::test_old"}
 
 
 def test_a_run_without_report_keeps_its_output(tmp_path: Path, runner: SandboxRunner) -> None:
