@@ -1,0 +1,1 @@
+"""Work inside an existing project: its checkout, map, test suite and edits."""

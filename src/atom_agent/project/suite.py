@@ -1,0 +1,306 @@
+"""A project's own test suite as evidence: find its command, run it sandboxed, gate a change."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import shutil
+import tempfile
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atom_agent.errors import ConfigError
+from atom_agent.project.suite_command import TestCommand, detect
+from atom_agent.sandbox.base import Limits, SandboxRunner
+
+__all__ = [
+    "FAILED_IDS_SHOWN",
+    "OUTPUT_TAIL_CHARS",
+    "Gate",
+    "SuiteResult",
+    "TestCommand",
+    "detect",
+    "gate",
+    "run_suite",
+    "suite_limits",
+]
+
+logger = logging.getLogger(__name__)
+
+OUTPUT_TAIL_CHARS = 3000
+"""How much of the end of a suite's output a :class:`SuiteResult` keeps."""
+
+FAILED_IDS_SHOWN = 50
+"""Failed node ids in :meth:`SuiteResult.to_dict` (the summary); the rest are counted."""
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """What one run of a project's suite did, test by test (pytest node ids).
+
+    Attributes:
+        passed: node ids that passed (``"tests/test_x.py::TestC::test_y[1]"``).
+        failed: node ids that failed or errored (setup errors included), and the files or
+            folders whose collection failed.
+        skipped: node ids skipped or expected to fail (xfail).
+        seconds: wall-clock seconds of the run.
+        exit_code: pytest's exit code; None when it was killed.
+        output_tail: the last :data:`OUTPUT_TAIL_CHARS` characters of its output.
+        collected_ok: pytest collected every test and reported (no collection error, no
+            usage error, not killed, not zero tests).
+    """
+
+    passed: frozenset[str]
+    failed: frozenset[str]
+    skipped: frozenset[str]
+    seconds: float
+    exit_code: int | None
+    output_tail: str
+    collected_ok: bool
+
+    def to_dict(self, *, ids: bool = False) -> dict[str, Any]:
+        """A JSON-ready summary: counts and the first failed ids; `ids` adds every id.
+
+        The summary (``ids=False``) is for reports and state; only the full form
+        (``ids=True``) can be read back by :meth:`from_dict`.
+        """
+        failed = sorted(self.failed)
+        data: dict[str, Any] = {
+            "passed": len(self.passed),
+            "failed": len(self.failed),
+            "skipped": len(self.skipped),
+            "failed_ids": failed[:FAILED_IDS_SHOWN],
+            "failed_ids_omitted": max(0, len(failed) - FAILED_IDS_SHOWN),
+            "seconds": round(self.seconds, 3),
+            "exit_code": self.exit_code,
+            "collected_ok": self.collected_ok,
+            "output_tail": self.output_tail,
+        }
+        if ids:
+            data["ids"] = {
+                "passed": sorted(self.passed),
+                "failed": failed,
+                "skipped": sorted(self.skipped),
+            }
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SuiteResult:
+        """Read back ``to_dict(ids=True)``.
+
+        Raises:
+            ConfigError: `data` is a summary without the ids: a baseline restored from it would
+                have no passing tests, and no change could ever fail the gate.
+        """
+        ids = data.get("ids")
+        if not isinstance(ids, dict):
+            raise ConfigError("SuiteResult.from_dict needs to_dict(ids=True), not the summary")
+        return cls(
+            passed=frozenset(ids["passed"]),
+            failed=frozenset(ids["failed"]),
+            skipped=frozenset(ids["skipped"]),
+            seconds=float(data["seconds"]),
+            exit_code=data["exit_code"],
+            output_tail=str(data["output_tail"]),
+            collected_ok=bool(data["collected_ok"]),
+        )
+
+
+@dataclass(frozen=True)
+class Gate:
+    """How a run of the suite after a change compares with the baseline before it.
+
+    Attributes:
+        regressions: passed in the baseline, failed (or vanished) after, and again on a rerun.
+        flaky: passed in the baseline, failed after, passed on the rerun.
+        fixed: failed in the baseline, pass after.
+        new_failures: failing after, and neither passed nor failed in the baseline (new tests,
+            tests skipped before, files that no longer collect).
+    """
+
+    regressions: list[str]
+    flaky: list[str]
+    fixed: list[str]
+    new_failures: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """No test that passed before the change fails after it."""
+        return not self.regressions
+
+
+def suite_limits(limits: Limits) -> Limits:
+    """`limits` raised for a whole test suite: ≥ 300 s wall and CPU, ≥ 2048 MiB."""
+    return dataclasses.replace(
+        limits,
+        timeout_s=max(limits.timeout_s, 300.0),
+        cpu_s=max(limits.cpu_s, 300),
+        memory_mb=max(limits.memory_mb, 2048),
+    )
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def run_suite(
+    root: Path,
+    command: TestCommand,
+    *,
+    runner: SandboxRunner,
+    limits: Limits,
+    extra: Sequence[str] = (),
+    only: Sequence[str] = (),
+) -> SuiteResult:
+    """Run the project's suite in the sandbox and read its junit report test by test.
+
+    Args:
+        root: the project's root (the run's working directory, writable in the sandbox).
+        command: from :func:`detect`.
+        runner: the sandbox.
+        limits: the run's limits (see :func:`suite_limits`).
+        extra: more paths to collect besides the default targets (a generated test file).
+        only: node ids to run instead of the default targets (a rerun of suspects).
+
+    Returns:
+        The outcome per node id. A run that leaves no report (killed, crashed, a usage error)
+        has ``collected_ok`` False and no ids; its output is kept.
+    """
+    root = Path(root).resolve()
+    options = command.argv[: len(command.argv) - len(command.targets)]
+    if only:
+        targets = list(only)
+    else:
+        # With no explicit targets pytest takes its testpaths, but an extra path alone would
+        # replace them: collect from the root then.
+        targets = [*(command.targets or (["."] if extra else [])), *extra]
+    scratch = Path(tempfile.mkdtemp(prefix="atom-suite-"))
+    junit = scratch / "junit.xml"
+    argv = [*options, f"--junitxml={junit}", "-o", "junit_family=xunit2"]
+    if not any(a.startswith("--rootdir") for a in options):
+        argv.append(f"--rootdir={root}")  # node ids relative to the project root
+    try:
+        result = runner.run(
+            [*argv, *targets],
+            cwd=root,
+            limits=limits,
+            python_path=[root / p for p in command.python_path],
+            # The runners set it too; a project's checkout gets no __pycache__ whatever the runner.
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
+            scratch=scratch,
+        )
+        report = _read_junit(junit, root)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    tail = result.output[-OUTPUT_TAIL_CHARS:]
+    if report is None:
+        how = result.limit_hit or (
+            f"killed by {result.signal_name}" if result.signal else f"exit code {result.exit_code}"
+        )
+        logger.warning("test suite left no report (%s)", how)
+        return SuiteResult(
+            passed=frozenset(),
+            failed=frozenset(),
+            skipped=frozenset(),
+            seconds=result.duration_s,
+            exit_code=result.exit_code,
+            output_tail=f"{tail}\n[pytest left no report: {how}]",
+            collected_ok=False,
+        )
+    passed, failed, skipped, broken = report
+    return SuiteResult(
+        passed=frozenset(passed - failed),
+        failed=frozenset(failed),
+        skipped=frozenset(skipped - failed),
+        seconds=result.duration_s,
+        exit_code=result.exit_code,
+        output_tail=tail,
+        # 0: all passed, 1: some failed; 2 (interrupted), 3, 4 (usage), 5 (no tests) are not a
+        # suite that ran.
+        collected_ok=not broken and result.exit_code in (0, 1),
+    )
+
+
+def _read_junit(path: Path, root: Path) -> tuple[set[str], set[str], set[str], bool] | None:
+    """Passed, failed and skipped node ids from pytest's junit xml; whether a collection failed.
+
+    None when there is no readable report.
+    """
+    try:
+        tree = ElementTree.parse(path).getroot()
+    except (OSError, ElementTree.ParseError):
+        return None
+    passed: set[str] = set()
+    failed: set[str] = set()
+    skipped: set[str] = set()
+    broken = False
+    files: dict[str, tuple[str, list[str]]] = {}
+    for case in tree.iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        outcomes = {child.tag for child in case}
+        if not classname:  # a collection error: `name` is the module or folder, dotted
+            node = _path_of(name.split("."), root)[0] or name
+            broken = broken or "error" in outcomes
+        else:
+            if classname not in files:
+                files[classname] = _path_of(classname.split("."), root)
+            file, classes = files[classname]
+            node = "::".join([file or classname.replace(".", "/"), *classes, name])
+        if outcomes & {"failure", "error"}:
+            failed.add(node)
+        elif "skipped" in outcomes:
+            skipped.add(node)
+        else:
+            passed.add(node)
+    return passed, failed, skipped, broken
+
+
+def _path_of(parts: list[str], root: Path) -> tuple[str, list[str]]:
+    """Split a dotted junit classname into the file under `root` it names and its classes.
+
+    Pytest writes ``tests/unit/test_x.py::TestC`` as ``tests.unit.test_x.TestC``; the longest
+    prefix that is a ``.py`` file (or, for a folder that failed to collect, a folder) is the
+    path. ("", parts) when none is.
+    """
+    for cut in range(len(parts), 0, -1):
+        rel = "/".join(parts[:cut])
+        if (root / f"{rel}.py").is_file():
+            return f"{rel}.py", parts[cut:]
+        if cut == len(parts) and (root / rel).is_dir():
+            return rel, []
+    return "", parts
+
+
+# --- the gate ------------------------------------------------------------------------------------
+
+
+def gate(
+    baseline: SuiteResult,
+    after: SuiteResult,
+    rerun: Callable[[list[str]], SuiteResult],
+) -> Gate:
+    """Compare a suite run after a change with the baseline; rerun suspects once.
+
+    A test that passed in the baseline and does not pass after (failed, or vanished: a file
+    that no longer imports) is suspect; `rerun` runs the suspects once (it is not called when
+    there are none). Those that pass then are flaky, the rest are regressions. A test skipped
+    after the change is not suspect.
+    """
+    suspects = sorted(baseline.passed - after.passed - after.skipped)
+    regressions: list[str] = []
+    flaky: list[str] = []
+    if suspects:
+        again = rerun(suspects)
+        for node in suspects:
+            (flaky if node in again.passed else regressions).append(node)
+        if flaky:
+            logger.info("flaky tests (passed on rerun): %s", ", ".join(flaky))
+    known = baseline.passed | baseline.failed
+    return Gate(
+        regressions=regressions,
+        flaky=flaky,
+        fixed=sorted(baseline.failed & after.passed),
+        new_failures=sorted(after.failed - known),
+    )

@@ -1,0 +1,377 @@
+"""The repository map: scanning a project, naming its definitions, outlines and excerpts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from atom_agent.project.repomap import Definition, excerpt, find, mentioned, render_map, scan
+
+MOD = '''\
+import collections
+from functools import reduce
+
+LIMIT = 10
+UNUSED = 3
+
+
+def helper(x):
+    """Double x."""
+    return x * 2
+
+
+def update_in(
+    d,  # the mapping
+    keys,
+    func,
+    default=None,
+    factory=dict,
+):
+    """Update a value in a nested dictionary.
+
+    Uses `helper` and never more than ``LIMIT`` levels.
+    """
+    raise NotImplementedError
+
+
+class Base:
+    def shared(self):
+        return 1
+
+
+class Cache(Base):
+    """A cache with expiring items."""
+
+    maxsize = 128
+
+    class _Link:
+        __slots__ = ("key", "next")
+
+    def __init__(self, ttl):
+        self.ttl = ttl
+        self.items = collections.OrderedDict()
+
+    @property
+    def size(self):
+        """How many items."""
+        return len(self.items)
+
+    def _evict(self, key):
+        del self.items[key]
+
+    def get(self, key):
+        """Read one item."""
+        return self.items[key]
+
+    def expire(self, time=None):
+        """Remove expired items.
+
+        Calls self._evict(key) for each.
+        """
+        ...
+
+    async def fetch(self, key) -> int:
+        pass
+'''
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return write(
+        tmp_path / "proj",
+        {
+            "pkg/__init__.py": "from .mod import Cache, update_in\n\n\ndef top():\n    pass\n",
+            "pkg/mod.py": MOD,
+            "pkg/util.py": "def slice_items(seq):\n    return seq[1:]\n",
+            "src/lib/core.py": (
+                "class Choice:\n    def convert(self, value):\n        return 1\n\n\n"
+                "def factory():\n    return {}\n"
+            ),
+            "broken.py": "def f(:\n",
+            "tests/test_mod.py": "def update_in():\n    pass\n\n\ndef test_x():\n    pass\n",
+            ".venv/lib/site.py": "def hidden(): pass\n",
+            "venv/x.py": "def in_venv(): pass\n",
+            "build/lib/pkg/mod.py": "def built(): pass\n",
+            "node_modules/a.py": "def js(): pass\n",
+            "pkg/__pycache__/mod.py": "def cached(): pass\n",
+        },
+    )
+
+
+def by_name(defs: list[Definition]) -> dict[str, Definition]:
+    return {f"{d.module}:{d.qualname}": d for d in defs}
+
+
+def test_scan_records_each_definition(project: Path) -> None:
+    defs = by_name(scan(project))
+    assert defs["pkg.mod:update_in"] == Definition(
+        path="pkg/mod.py",
+        module="pkg.mod",
+        qualname="update_in",
+        kind="function",
+        signature="def update_in(d, keys, func, default=None, factory=dict)",
+        lineno=13,
+        end_lineno=24,
+        doc="Update a value in a nested dictionary.",
+        stub=True,
+        test=False,
+    )
+    cache = defs["pkg.mod:Cache"]
+    assert (cache.kind, cache.signature, cache.doc, cache.stub) == (
+        "class",
+        "class Cache(Base)",
+        "A cache with expiring items.",
+        False,
+    )
+    size = defs["pkg.mod:Cache.size"]
+    assert (size.kind, size.lineno, size.signature) == ("method", 44, "def size(self)")
+    assert defs["pkg.mod:Cache.expire"].stub and not defs["pkg.mod:Cache.get"].stub
+    assert defs["pkg.mod:Cache.fetch"].signature == "async def fetch(self, key) -> int"
+    assert defs["pkg.mod:Cache.fetch"].stub
+    assert defs["pkg.mod:Cache._Link"].kind == "class"
+    assert defs["pkg:top"].path == "pkg/__init__.py"
+    assert defs["lib.core:Choice.convert"].path == "src/lib/core.py"
+
+
+def test_scan_skips_broken_big_hidden_and_generated_files(project: Path) -> None:
+    write(project, {"pkg/big.py": "def big(): pass\n" + "#" * 5000 + "\n"})
+    names = {d.qualname for d in scan(project, max_bytes=4000)}
+    assert {"update_in", "top", "Choice.convert", "test_x"} <= names
+    assert not names & {"hidden", "in_venv", "built", "js", "cached", "big", "f"}
+    # Files are read in path order, the top folder's first: broken.py, pkg/__init__.py, pkg/big.py.
+    assert {d.path for d in scan(project, max_files=3)} == {"pkg/__init__.py", "pkg/big.py"}
+
+
+def test_scan_follows_no_symlink_out_of_the_project(project: Path, tmp_path: Path) -> None:
+    outside = write(tmp_path / "outside", {"secret.py": "def secret(): pass\n"})
+    (project / "pkg" / "link.py").symlink_to(outside / "secret.py")
+    (project / "linked_dir").symlink_to(outside, target_is_directory=True)
+    assert "secret" not in {d.qualname for d in scan(project)}
+
+
+def test_scan_marks_test_files(project: Path) -> None:
+    write(project, {"pkg/mod_test.py": "def a(): pass\n", "conftest.py": "def b(): pass\n"})
+    marked = {d.qualname: d.test for d in scan(project)}
+    assert marked["test_x"] and marked["a"] and marked["b"]
+    assert not marked["helper"]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("update_in", ["pkg.mod:update_in", "tests.test_mod:update_in"]),
+        ("pkg.mod.update_in", ["pkg.mod:update_in"]),
+        ("mod.update_in(d, keys, func)", ["pkg.mod:update_in"]),
+        ("Cache.expire", ["pkg.mod:Cache.expire"]),
+        ("pkg.Cache.expire", ["pkg.mod:Cache.expire"]),  # re-exported by the package
+        ("lib.Choice.convert", ["lib.core:Choice.convert"]),
+        ("convert", ["lib.core:Choice.convert"]),
+        ("self._evict", ["pkg.mod:Cache._evict"]),
+        ("other.pkg.mod.helper", ["pkg.mod:helper"]),  # an unknown head is dropped
+        ("os.path.join", []),
+        ("mod", []),
+        ("p[1:4]", []),
+    ],
+)
+def test_find_resolves_names_as_users_write_them(
+    project: Path, name: str, expected: list[str]
+) -> None:
+    assert [f"{d.module}:{d.qualname}" for d in find(scan(project), name)] == expected
+
+
+def test_find_puts_exact_qualnames_before_suffixes(project: Path) -> None:
+    write(project, {"pkg/zz.py": "class Shop:\n    def helper(self): pass\n"})
+    assert [d.qualname for d in find(scan(project), "helper")] == ["helper", "Shop.helper"]
+
+
+def test_mentioned_takes_names_in_order_of_first_mention(project: Path) -> None:
+    task = (
+        "Implement `pkg.mod.update_in(d, keys, func, default=None, factory=dict)` so that "
+        "every dict is made with `factory`; `Cache` and Cache.expire() stay as they are, "
+        "and helper(x) too. Use `update_in` again, os.path.join and `test_x`."
+    )
+    assert [d.qualname for d in mentioned(task, scan(project))] == [
+        "update_in",
+        "Cache",
+        "Cache.expire",
+        "helper",
+    ]
+
+
+def test_mentioned_file_narrows_an_ambiguous_name(project: Path) -> None:
+    write(project, {"pkg/other.py": "def helper():\n    pass\n"})
+    defs = scan(project)
+    assert [d.path for d in mentioned("Fix `helper()`.", defs)] == ["pkg/mod.py", "pkg/other.py"]
+    assert [d.path for d in mentioned("Fix `helper()` in `pkg/other.py`.", defs)] == [
+        "pkg/other.py"
+    ]
+    assert [d.path for d in mentioned("Fix helper() in other.py.", defs)] == ["pkg/other.py"]
+
+
+def test_render_map_outlines_files_focus_first(project: Path) -> None:
+    defs = scan(project)
+    text = render_map(defs, budget_tokens=10_000, focus=["Choice.convert"])
+    assert text.splitlines()[:3] == [
+        "src/lib/core.py:",
+        "  class Choice:",
+        "    def convert(self, value)",
+    ]
+    assert (
+        "pkg/mod.py:\n  def helper(x)\n  def update_in(d, keys, func, default=None, factory=dict)\n"
+        in text
+    )
+    assert "  class Cache(Base):\n    class _Link:\n    def __init__(self, ttl)\n" in text
+    assert text.splitlines()[-3:] == ["tests/test_mod.py:", "  def update_in()", "  def test_x()"]
+    assert text == render_map(list(reversed(defs)), budget_tokens=10_000, focus=["Choice.convert"])
+
+
+def test_render_map_ranks_files_sharing_words_with_the_focus(project: Path) -> None:
+    text = render_map(scan(project), budget_tokens=10_000, focus=["_get_items"])
+    paths = [line for line in text.splitlines() if not line.startswith(" ")]
+    # Nothing is named _get_items; util.py's slice_items shares "items" with it ("get" is too
+    # common a word to count); the others follow by path, tests last.
+    assert paths == [
+        "pkg/util.py:",
+        "pkg/__init__.py:",
+        "pkg/mod.py:",
+        "src/lib/core.py:",
+        "tests/test_mod.py:",
+    ]
+
+
+def test_render_map_stops_whole_files_at_the_budget(project: Path) -> None:
+    defs = scan(project)
+    text = render_map(defs, budget_tokens=40, focus=["slice_items"])
+    assert text == (
+        "pkg/util.py:\n  def slice_items(seq)\npkg/__init__.py:\n  def top()\n… 3 more files"
+    )
+    assert len(text) // 4 <= 40
+
+
+def test_render_map_cuts_a_first_file_too_big_alone(project: Path) -> None:
+    text = render_map(scan(project), budget_tokens=30, focus=["Cache.expire"])
+    assert text.splitlines()[0] == "pkg/mod.py:"
+    assert "  class Cache(Base):" in text and "    def expire(self, time=None)" in text
+    assert "more definitions" in text and text.endswith("… 4 more files")
+    assert "def helper(x)" not in text
+
+
+FUNCTION_EXCERPT = '''\
+    1| import collections
+    2| from functools import reduce
+    ⋮|
+    4| LIMIT = 10
+    ⋮|
+    8| def helper(x):
+    9|     """Double x."""
+   10|     return x * 2
+    ⋮|
+   13| def update_in(
+   14|     d,  # the mapping
+   15|     keys,
+   16|     func,
+   17|     default=None,
+   18|     factory=dict,
+   19| ):
+   20|     """Update a value in a nested dictionary.
+   21|
+   22|     Uses `helper` and never more than ``LIMIT`` levels.
+   23|     """
+   24|     raise NotImplementedError'''
+
+METHOD_TARGET = '''\
+   56|     def expire(self, time=None):
+   57|         """Remove expired items.
+   58|
+   59|         Calls self._evict(key) for each.
+   60|         """
+   61|         ...'''
+
+
+def definition(root: Path, qualname: str) -> Definition:
+    return next(d for d in scan(root) if d.qualname == qualname and not d.test)
+
+
+def test_excerpt_of_a_function_brings_imports_and_the_names_it_mentions(project: Path) -> None:
+    # UNUSED is a constant the function never names: left out.
+    text = excerpt(project, definition(project, "update_in"), budget_tokens=10_000)
+    assert text == FUNCTION_EXCERPT
+
+
+def test_excerpt_of_a_method_brings_its_class_most_important_first(project: Path) -> None:
+    expire = definition(project, "Cache.expire")
+    # Tight: the class header and docstring, class assignments, __init__ in full; no room for
+    # _evict in full (called as self._evict), so its signature; no other method, no import.
+    assert excerpt(project, expire, budget_tokens=120) == (
+        "   32| class Cache(Base):\n"
+        '   33|     """A cache with expiring items."""\n'
+        "    ⋮|\n"
+        "   35|     maxsize = 128\n"
+        "    ⋮|\n"
+        "   40|     def __init__(self, ttl):\n"
+        "   41|         self.ttl = ttl\n"
+        "   42|         self.items = collections.OrderedDict()\n"
+        "    ⋮|\n"
+        "   49|     def _evict(self, key):\n"
+        "    ⋮|\n" + METHOD_TARGET
+    )
+    roomy = excerpt(project, expire, budget_tokens=10_000)
+    for line in [
+        "    1| import collections",
+        "   27| class Base:",  # the base class's methods are `self`'s too
+        "   28|     def shared(self):",
+        "   37|     class _Link:",
+        "   44|     @property",
+        "   47|         return len(self.items)",
+        "   50|         del self.items[key]",
+        "   63|     async def fetch(self, key) -> int:",
+        METHOD_TARGET,
+    ]:
+        assert line in roomy
+    assert "LIMIT" not in roomy and "def helper" not in roomy
+
+
+def test_excerpt_never_cuts_the_target(project: Path) -> None:
+    expire = definition(project, "Cache.expire")
+    assert excerpt(project, expire, budget_tokens=5) == METHOD_TARGET
+    assert (
+        excerpt(project, definition(project, "update_in"), budget_tokens=5)
+        == (FUNCTION_EXCERPT[FUNCTION_EXCERPT.index("   13| def update_in(") :])
+    )
+
+
+def test_excerpt_of_a_changed_file_shows_the_recorded_lines(project: Path) -> None:
+    helper = definition(project, "helper")
+    (project / "pkg" / "mod.py").write_text(MOD.replace("def helper(x):", "def helper(x:"))
+    assert excerpt(project, helper, budget_tokens=1000) == (
+        '    8| def helper(x:\n    9|     """Double x."""\n   10|     return x * 2'
+    )
+
+
+REPOTASKS = Path("/work/repotasks")
+
+
+def _repotasks() -> list[dict[str, str]]:
+    listing = REPOTASKS / "tasks.jsonl"
+    if not listing.is_file():
+        return []
+    return [json.loads(line) for line in listing.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.skipif(not _repotasks(), reason="the prepared repotasks are not on this machine")
+@pytest.mark.parametrize("task", _repotasks(), ids=lambda task: task["id"])
+def test_mentioned_finds_the_target_of_real_project_tasks(task: dict[str, str]) -> None:
+    target = json.loads((REPOTASKS / task["id"] / "task.json").read_text())["target"]
+    defs = scan(REPOTASKS / task["repo"])
+    found = [(d.path, d.qualname) for d in mentioned(task["task"], defs)]
+    assert (target["file"], target["qualname"]) in found
