@@ -121,7 +121,7 @@ def test_two_steps_commit_on_the_runs_branch_and_the_project_is_untouched(tmp_pa
     run = json.loads((tmp_path / "ws" / "runs" / outcome.run_id / "run.json").read_text())
     assert run["project"]["branch"] == branch
     baseline = json.loads((tmp_path / "ws" / "runs" / outcome.run_id / "baseline.json").read_text())
-    assert "tests/test_calc.py::test_double" in baseline["suite"]["passed"]
+    assert "tests/test_calc.py::test_double" in baseline["suite"]["ids"]["passed"]
     deliverable = run["deliverable"]
     assert deliverable["tests_before"] == {"passed": 1, "failed": 0}
     assert deliverable["tests"]["ok"] and deliverable["tests"]["passed"] == 1

@@ -37,7 +37,7 @@ def save_project(res: Resources, run: RunRef, project: ProjectRun) -> None:
     """Records the checkout in run.json and the baseline in baseline.json."""
     atomic_write_json(
         run.path / BASELINE_FILE,
-        {"command": project.command.__dict__, "suite": project.baseline.to_dict(full=True)},
+        {"command": project.command.__dict__, "suite": project.baseline.to_dict(ids=True)},
     )
     res.workspace.update_run(run, project=project.checkout.to_dict())
 
@@ -61,7 +61,7 @@ def target_of(project: ProjectRun, step: PlanStep) -> Definition | None:
     path, _, qualname = step.target.partition("::")
     found = [d for d in find(scan(project.checkout.root), qualname) if d.path == path]
     exact = [d for d in found if d.qualname == qualname]
-    return (exact or found or [None])[0]
+    return (exact or found)[0] if (exact or found) else None
 
 
 def module_of(path: str, python_path: list[str]) -> str:
