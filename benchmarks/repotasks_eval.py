@@ -274,7 +274,7 @@ def agent_arm(
 
 
 def _line(row: dict[str, Any]) -> str:
-    verdict = "PASS" if row.get("pass") else "fail"
+    verdict = "PASS" if row.get("pass") else "error" if row.get("status") == "error" else "fail"
     why = row.get("error") or row.get("reason") or row.get("oracle_line", "")
     return f"{row['id']}: {verdict}, {row['tokens']} tokens, {row['seconds']} s ({why})"
 
