@@ -37,9 +37,8 @@ def excerpt_lines(path: Path, qualname: str, lineno: int, end_lineno: int, budge
     else:
         parts = _module_parts(lines, tree, node)
     chosen = target
-    if _tokens(_render(lines, chosen)) > budget:
-        return _render(lines, target)
     # Parts come most important first; one that does not fit is left out, smaller ones may fit.
+    # A target over budget alone takes no part, and is never cut.
     for part in parts:
         trial = chosen | part
         if trial != chosen and _tokens(_render(lines, trial)) <= budget:

@@ -31,7 +31,7 @@ def update_in(
 ):
     """Update a value in a nested dictionary.
 
-    Uses `helper` and never more than ``LIMIT`` levels.
+    Uses `helper`, ``LIMIT`` levels at most; Base cases first.
     """
     raise NotImplementedError
 
@@ -92,7 +92,10 @@ def project(tmp_path: Path) -> Path:
         {
             "pkg/__init__.py": "from .mod import Cache, update_in\n\n\ndef top():\n    pass\n",
             "pkg/mod.py": MOD,
-            "pkg/util.py": "def slice_items(seq):\n    return seq[1:]\n",
+            "pkg/util.py": 'PATTERN = "\\d+"\n\n\ndef slice_items(seq):\n    return seq[1:]\n',
+            "conftest.py": "def update_in():\n    pass\n",
+            "myenv/pyvenv.cfg": "home = /usr/bin\n",
+            "myenv/lib/site.py": "def in_myenv(): pass\n",
             "src/lib/core.py": (
                 "class Choice:\n    def convert(self, value):\n        return 1\n\n\n"
                 "def factory():\n    return {}\n"
@@ -147,9 +150,9 @@ def test_scan_skips_broken_big_hidden_and_generated_files(project: Path) -> None
     write(project, {"pkg/big.py": "def big(): pass\n" + "#" * 5000 + "\n"})
     names = {d.qualname for d in scan(project, max_bytes=4000)}
     assert {"update_in", "top", "Choice.convert", "test_x"} <= names
-    assert not names & {"hidden", "in_venv", "built", "js", "cached", "big", "f"}
-    # Files are read in path order, the top folder's first: broken.py, pkg/__init__.py, pkg/big.py.
-    assert {d.path for d in scan(project, max_files=3)} == {"pkg/__init__.py", "pkg/big.py"}
+    assert not names & {"hidden", "in_venv", "in_myenv", "built", "js", "cached", "big", "f"}
+    # Files are read in path order, the top folder's first: broken.py, conftest.py, pkg/….
+    assert {d.path for d in scan(project, max_files=3)} == {"conftest.py", "pkg/__init__.py"}
 
 
 def test_scan_follows_no_symlink_out_of_the_project(project: Path, tmp_path: Path) -> None:
@@ -169,7 +172,8 @@ def test_scan_marks_test_files(project: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("update_in", ["pkg.mod:update_in", "tests.test_mod:update_in"]),
+        ("update_in", ["pkg.mod:update_in", "conftest:update_in", "tests.test_mod:update_in"]),
+        ("pkg.update_in", ["pkg.mod:update_in"]),  # re-exported
         ("pkg.mod.update_in", ["pkg.mod:update_in"]),
         ("mod.update_in(d, keys, func)", ["pkg.mod:update_in"]),
         ("Cache.expire", ["pkg.mod:Cache.expire"]),
@@ -190,7 +194,7 @@ def test_find_resolves_names_as_users_write_them(
 
 
 def test_find_puts_exact_qualnames_before_suffixes(project: Path) -> None:
-    write(project, {"pkg/zz.py": "class Shop:\n    def helper(self): pass\n"})
+    write(project, {"pkg/aa.py": "class Shop:\n    def helper(self): pass\n"})
     assert [d.qualname for d in find(scan(project), "helper")] == ["helper", "Shop.helper"]
 
 
@@ -206,6 +210,12 @@ def test_mentioned_takes_names_in_order_of_first_mention(project: Path) -> None:
         "Cache.expire",
         "helper",
     ]
+
+
+def test_mentioned_prefers_a_function_to_methods_of_the_same_name(project: Path) -> None:
+    write(project, {"pkg/aa.py": "class Shop:\n    def helper(self): pass\n"})
+    assert [d.qualname for d in mentioned("Fix `helper`.", scan(project))] == ["helper"]
+    assert [d.qualname for d in mentioned("Fix `Shop.helper`.", scan(project))] == ["Shop.helper"]
 
 
 def test_mentioned_file_narrows_an_ambiguous_name(project: Path) -> None:
@@ -245,6 +255,7 @@ def test_render_map_ranks_files_sharing_words_with_the_focus(project: Path) -> N
         "pkg/__init__.py:",
         "pkg/mod.py:",
         "src/lib/core.py:",
+        "conftest.py:",
         "tests/test_mod.py:",
     ]
 
@@ -253,7 +264,7 @@ def test_render_map_stops_whole_files_at_the_budget(project: Path) -> None:
     defs = scan(project)
     text = render_map(defs, budget_tokens=40, focus=["slice_items"])
     assert text == (
-        "pkg/util.py:\n  def slice_items(seq)\npkg/__init__.py:\n  def top()\n… 3 more files"
+        "pkg/util.py:\n  def slice_items(seq)\npkg/__init__.py:\n  def top()\n… 4 more files"
     )
     assert len(text) // 4 <= 40
 
@@ -262,7 +273,7 @@ def test_render_map_cuts_a_first_file_too_big_alone(project: Path) -> None:
     text = render_map(scan(project), budget_tokens=30, focus=["Cache.expire"])
     assert text.splitlines()[0] == "pkg/mod.py:"
     assert "  class Cache(Base):" in text and "    def expire(self, time=None)" in text
-    assert "more definitions" in text and text.endswith("… 4 more files")
+    assert "more definitions" in text and text.endswith("… 5 more files")
     assert "def helper(x)" not in text
 
 
@@ -285,7 +296,7 @@ FUNCTION_EXCERPT = '''\
    19| ):
    20|     """Update a value in a nested dictionary.
    21|
-   22|     Uses `helper` and never more than ``LIMIT`` levels.
+   22|     Uses `helper`, ``LIMIT`` levels at most; Base cases first.
    23|     """
    24|     raise NotImplementedError'''
 
@@ -325,6 +336,10 @@ def test_excerpt_of_a_method_brings_its_class_most_important_first(project: Path
         "   49|     def _evict(self, key):\n"
         "    ⋮|\n" + METHOD_TARGET
     )
+    # A little more room: _evict in full, before the nested class and the other signatures.
+    more = excerpt(project, expire, budget_tokens=125)
+    assert "   50|         del self.items[key]" in more
+    assert "_Link" not in more and "def size" not in more
     roomy = excerpt(project, expire, budget_tokens=10_000)
     for line in [
         "    1| import collections",
