@@ -295,9 +295,10 @@ Other files of the project (signatures):
 `{qualname}` in `{path}`, with the code around it (line numbers on the left):
 {excerpt}
 {feedback}
-Write the complete new definition of `{qualname}`: its `def` line exactly as it is, its \
-docstring, and a body that does what the task and the docstring say, using the project's own \
-helpers where they fit. Reply with only that definition{method} in one ```python block."""
+Write the new definition of `{qualname}`: its `def` line exactly as it is and a body that does \
+what the task and the docstring say, using the project's own helpers where they fit. Leave the \
+docstring out: it is kept as it is. Reply with only that definition{method} in one ```python \
+block."""
 """The executor's request for a project step: the target's new definition."""
 
 PROJECT_FEEDBACK = """

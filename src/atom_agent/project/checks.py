@@ -46,6 +46,8 @@ def docstring_checks(doc: str, *, origin: str = "docstring") -> list[Check]:
     checks: list[Check] = []
     setup: list[str] = []
     for example in examples:
+        if example.options.get(doctest.SKIP):
+            continue  # the docstring says not to run it
         try:  # comments and doctest directives go; the code stays
             source = ast.unparse(ast.parse(example.source))
         except SyntaxError:

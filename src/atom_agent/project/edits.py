@@ -71,11 +71,40 @@ def definition_of(reply: str, qualname: str) -> str:
     return textwrap.dedent("\n".join(lines[first - 1 : end])) + "\n"
 
 
+def _with_docstring(source: str, old: str) -> str:
+    """`source` (a dedented definition) with the docstring `old` had, when it has none.
+
+    A model asked for a body need not copy a long docstring back (every token it writes
+    costs time); the definition keeps the one it had.
+    """
+    try:
+        new_node = ast.parse(source).body[0]
+        old_node = ast.parse(textwrap.dedent(old)).body[0]
+    except (SyntaxError, IndexError):
+        return source
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    if not isinstance(new_node, kinds) or not isinstance(old_node, kinds):
+        return source
+    if ast.get_docstring(new_node) is not None or ast.get_docstring(old_node) is None:
+        return source
+    doc = old_node.body[0]
+    old_lines = textwrap.dedent(old).splitlines()
+    text = textwrap.dedent("\n".join(old_lines[doc.lineno - 1 : doc.end_lineno or doc.lineno]))
+    first = new_node.body[0]
+    lines = source.splitlines()
+    indent = " " * first.col_offset
+    at = first.lineno - 1
+    if first.lineno == new_node.lineno:  # ``def f(): return 1`` on one line: keep as is
+        return source
+    return "\n".join([*lines[:at], textwrap.indent(text, indent), *lines[at:]]) + "\n"
+
+
 def apply_edit(text: str, edit: Edit) -> str:
     """`text` (a module's source) with `edit.qualname` replaced by `edit.source`.
 
     A name the module does not define yet is added: at the end of its class for a method, at
-    the end of the module for a function. The result must parse.
+    the end of the module for a function. A replacement without a docstring keeps the one the
+    definition had. The result must parse.
 
     Raises:
         EditError: the module does not parse, the class of a new method is missing, or the
@@ -108,7 +137,10 @@ def apply_edit(text: str, edit: Edit) -> str:
             body = parent.body[0]  # type: ignore[attr-defined]
             indent = " " * body.col_offset
         end -= 1  # an insertion replaces nothing
-    new = textwrap.indent(textwrap.dedent(edit.source).rstrip("\n") + "\n", indent)
+    source = textwrap.dedent(edit.source)
+    if node is not None:
+        source = _with_docstring(source, "".join(lines[start - 1 : end]))
+    new = textwrap.indent(source.rstrip("\n") + "\n", indent)
     new = "\n".join(ln if ln.strip() else "" for ln in new.split("\n"))
     if node is None and parent_needs_blank(lines, start):
         new = "\n" + new

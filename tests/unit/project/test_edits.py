@@ -68,3 +68,16 @@ def test_replies_that_cannot_be_an_edit_say_why(reply: str, message: str) -> Non
 def test_a_new_method_of_a_missing_class_is_refused() -> None:
     with pytest.raises(EditError, match="`Crate` is not defined"):
         apply_edit(SOURCE, Edit("Crate.open", "def open(self):\n    pass\n"))
+
+
+def test_a_body_without_its_docstring_keeps_the_docstring_the_definition_had() -> None:
+    doc = '    """Twice x.\n\n    >>> f(2)\n    4\n    """\n'
+    source = "def f(x):\n" + doc + "    raise NotImplementedError\n"
+    out = apply_edit(source, Edit("f", "def f(x):\n    return 2 * x\n"))
+    assert out == source.replace("raise NotImplementedError", "return 2 * x")
+    method = "class A:\n    def g(self):\n        '''Doc.'''\n        return 0\n"
+    out = apply_edit(method, Edit("A.g", "def g(self):\n    return 1\n"))
+    assert out == "class A:\n    def g(self):\n        '''Doc.'''\n        return 1\n"
+    # A docstring the model did write wins.
+    out = apply_edit(method, Edit("A.g", "def g(self):\n    '''New.'''\n    return 1\n"))
+    assert "'''New.'''" in out and "'''Doc.'''" not in out

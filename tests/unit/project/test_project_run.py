@@ -11,6 +11,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from atom_agent import Context, run_task
+from atom_agent.nodes.project.planner import task_test_command
 from atom_agent.testing import ScriptedChatModel
 
 MODULE = '''\
@@ -182,3 +183,28 @@ def test_a_workspace_inside_the_project_is_refused(tmp_path: Path) -> None:
     ctx = Context(workspace=str(repo / "ws"), repo=str(repo))
     with pytest.raises(Exception, match="inside the project"):
         run_task("Implement `calc.add`.", ctx, models=_answers())
+
+
+def test_names_the_task_gives_as_context_are_not_changed(tmp_path: Path) -> None:
+    repo = _project(tmp_path / "proj")
+    outcome = run_task("Implement `calc.add` as its docstring says; `calc.double` shows the style.",
+                       _ctx(tmp_path, repo), models=_answers(add=GOOD_ADD))  # fmt: skip
+    plan = json.loads((tmp_path / "ws" / "runs" / outcome.run_id / "plan.json").read_text())
+    steps = plan["revisions"][-1]["plan"]["steps"]
+    assert [s["target"] for s in steps] == ["calc/__init__.py::add"]
+
+
+@pytest.mark.parametrize(
+    ("task", "command"),
+    [
+        (
+            "run the tests with `python -m pytest -W ignore::X tests`.",
+            "python -m pytest -W ignore::X tests",
+        ),
+        ("Tests: `PYTHONPATH=src pytest -q t`", "PYTHONPATH=src pytest -q t"),
+        ("use `pytest` fixtures", ""),
+        ("no command here", ""),
+    ],
+)
+def test_a_test_command_the_task_spells_out_is_used(task: str, command: str) -> None:
+    assert task_test_command(task) == command

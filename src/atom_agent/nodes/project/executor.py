@@ -84,6 +84,8 @@ def make_project_executor(res: Resources) -> Any:
                 continue
             report = _try(res, project, path, edited, step, module)
             trial["checks"] = report.summary() if report else "no checks"
+            emit("executor.candidate", run_id=state["run_id"], step_id=step.id,
+                 temperature=temperature, checks=trial["checks"])  # fmt: skip
             score = report.rank() if report else (0, 0)
             if best is None or score > best[0]:
                 best = (score, edited)

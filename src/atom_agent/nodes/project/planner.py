@@ -16,7 +16,7 @@ from atom_agent.project.checks import docstring_checks, runnable_on_baseline
 from atom_agent.project.repomap import Definition, find, mentioned, render_map, scan
 from atom_agent.project.suite import detect, run_suite
 from atom_agent.resources import Resources
-from atom_agent.state import Plan, PlanStep, State
+from atom_agent.state import Clause, Plan, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.verification.clauses import task_clauses
@@ -38,7 +38,9 @@ def make_project_planner(res: Resources) -> Any:
         run = run_ref(res, state)
         project = load_project(res, run) or _open(res, state)
         defs = scan(project.checkout.root)
-        targets = [d for d in mentioned(state["task"], defs) if d.kind != "class"]
+        named = [d for d in mentioned(state["task"], defs) if d.kind != "class"]
+        # Named stubs are what the task asks to write; other names it gives are context.
+        targets = [d for d in named if d.stub] or named
         spent: list[BaseMessage] = []
         if not targets:
             targets, spent = _locate(res, state["task"], defs)
@@ -51,10 +53,13 @@ def make_project_planner(res: Resources) -> Any:
                 "stop_reason": "could not tell which code of the project to change: name the "
                 "function, method or file in the task",
             }
+        names = [d.qualname.split(".")[-1] for d in targets]
+        clauses = task_clauses(state["task"], names=names)
+        steps = [_step(res, project, state["task"], d, n) for n, d in enumerate(targets, 1)]
         plan = Plan(
-            steps=[_step(res, project, state["task"], d, n) for n, d in enumerate(targets, 1)],
+            steps=[_attributed(step, clauses) for step in steps],
             rationale="one step per definition the task names, in the order it names them",
-            clauses=task_clauses(state["task"], names=[d.qualname.split(".")[-1] for d in targets]),
+            clauses=clauses,
         )
         return accept_plan(res, state, run, plan, "initial plan: the task's targets", usage)
 
@@ -66,7 +71,8 @@ def _open(res: Resources, state: State) -> ProjectRun:
     run = run_ref(res, state)
     checkout = open_checkout(res.ctx.repo, run.path / "project", state["run_id"])
     checkout.reset()
-    command = detect(checkout.root, python=res.runner.python, given=res.ctx.test_command)
+    given = res.ctx.test_command or task_test_command(state["task"])
+    command = detect(checkout.root, python=res.runner.python, given=given)
     emit("project.baseline", run_id=state["run_id"], command=" ".join(command.argv))
     baseline = run_suite(checkout.root, command, runner=res.runner, limits=limits_of(res))
     checkout.reset()  # whatever the tests wrote goes
@@ -75,6 +81,17 @@ def _open(res: Resources, state: State) -> ProjectRun:
     emit("project.ready", run_id=state["run_id"], branch=checkout.branch,
          passed=len(baseline.passed), failed=len(baseline.failed))  # fmt: skip
     return project
+
+
+_TEST_COMMAND = re.compile(
+    r"`((?:PYTHONPATH=\S+\s+)?(?:python\d?(?:\.\d+)? -m pytest|pytest)\s[^`]+)`"
+)
+
+
+def task_test_command(task: str) -> str:
+    """A test command the task spells out in backticks (``python -m pytest -W … tests``), or ''."""
+    found = _TEST_COMMAND.search(task)
+    return found.group(1).strip() if found else ""
 
 
 def _locate(
@@ -124,6 +141,29 @@ def _step(res: Resources, project: ProjectRun, task: str, target: Definition, n:
         checks=[c.model_copy(update={"origin": "task"}) for c in checks],
         target=f"{target.path}::{target.qualname}",
     )
+
+
+def _attributed(step: PlanStep, clauses: list[Clause]) -> PlanStep:
+    """`step` with each check naming the clause it executes.
+
+    A check the task's clauses gave keeps its clause; the docstring's examples become a
+    clause of their own ("the examples in the docstring of X"), so coverage counts them.
+    """
+    by_check = {c.describe(): cl.id for cl in clauses for c in cl.checks}
+    doc = [c for c in step.checks if c.describe() not in by_check]
+    if doc:
+        clause_id = f"c{len(clauses) + 1}"
+        clauses.append(
+            Clause(
+                id=clause_id,
+                text=f"the examples in the docstring of {step.target.partition('::')[2]}",
+                kind="example",
+                checks=[c.model_copy(update={"clause": clause_id}) for c in doc],
+            )
+        )
+        by_check |= {c.describe(): clause_id for c in doc}
+    checks = [c.model_copy(update={"clause": by_check.get(c.describe(), "")}) for c in step.checks]
+    return step.model_copy(update={"checks": checks})
 
 
 def _docstring(project: ProjectRun, target: Definition) -> str:

@@ -26,6 +26,13 @@ from .common import ProjectRun, limits_of, load_project, module_of
 Action = Literal["commit", "retry", "fail"]
 
 
+def _outcome(action: Action, verdict: dict[str, Any]) -> str:
+    """The progress display's word for a verdict: passed, committed unverified, failed."""
+    if action != "commit":
+        return "failed"
+    return "passed" if verdict.get("verified") else "committed unverified"
+
+
 @dataclass(frozen=True)
 class ChangeEvidence:
     """What ran for one attempt of a project step."""
@@ -137,8 +144,15 @@ def make_project_reflector(res: Resources) -> Any:
                 if step.id in other.depends_on:
                     statuses[other.id] = "blocked"
         update["step_status"] = statuses
-        emit("reflector.verdict", run_id=state["run_id"], step_id=step.id, attempt=attempt.n,
-             decision=action, reason=verdict["reason"])  # fmt: skip
+        emit(
+            "reflector.verdict",
+            run_id=state["run_id"],
+            step_id=step.id,
+            attempt=attempt.n,
+            decision=action,
+            outcome=_outcome(action, verdict),
+            reason=verdict["reason"],
+        )
         return update
 
     return reflector
