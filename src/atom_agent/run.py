@@ -228,8 +228,25 @@ def resume_run(
     check_workspace(workspace.root)
     with exclusive(run_lock_path(workspace.root, run_id), f"run {run_id!r}"):
         check_run_files(workspace, run_id)
+        ctx = _on_its_project(ctx, workspace, run_id)
         with _resources(ctx, models, resources) as res:
             return _resume_locked(run_id, res, workspace, answer, on_event)
+
+
+def _on_its_project(ctx: Context, workspace: Workspace, run_id: str) -> Context:
+    """`ctx` with the project and test command the run was started with (run.json).
+
+    A run on a project continues on it without ``--repo`` again; another project is refused.
+    """
+    recorded = workspace.read_run(workspace.run(run_id))
+    repo, command = recorded.get("repo") or "", recorded.get("test_command") or ""
+    if not repo:
+        return ctx
+    if ctx.repo and Path(ctx.repo).resolve() != Path(repo).resolve():
+        raise ConfigError(
+            f"run {run_id!r} works on {repo}, not on {ctx.repo}: resume it without --repo"
+        )
+    return ctx.replace(repo=repo, test_command=ctx.test_command or command)
 
 
 def _resume_locked(

@@ -44,6 +44,11 @@ def make_start(res: Resources) -> Any:
                 status="planning",
                 models={role: res.spec(role) for role in ("planner", "executor", "reflector")},
                 project_id=res.ctx.project_id,
+                **(
+                    {"repo": res.ctx.repo, "test_command": res.ctx.test_command}
+                    if res.ctx.repo
+                    else {}
+                ),
             )
         emit("run.start", run_id=run_id, task=task.strip()[:200])
         return {

@@ -1,0 +1,107 @@
+"""A tiny git project and a scripted model that edits it: what the project-mode tests share."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+from langchain_core.messages import BaseMessage
+
+from atom_agent import Context
+from atom_agent.testing import ScriptedChatModel
+
+MODULE = '''\
+"""A tiny calculator."""
+
+LIMIT = 10
+
+
+def add(a, b):
+    """The sum of a and b.
+
+    >>> add(2, 3)
+    5
+    """
+    raise NotImplementedError
+
+
+def mul(a, b):
+    """The product of a and b.
+
+    >>> mul(2, 3)
+    6
+    >>> mul(-1, 4)
+    -4
+    """
+    raise NotImplementedError
+
+
+def double(x):
+    """Twice x."""
+    return x * 2
+'''
+
+TESTS = """\
+from calc import double
+
+
+def test_double():
+    assert double(4) == 8
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def project(root: Path, *, with_git: bool = True) -> Path:
+    (root / "calc").mkdir(parents=True)
+    (root / "calc" / "__init__.py").write_text(MODULE)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_calc.py").write_text(TESTS)
+    if with_git:
+        git(root, "init", "-q", "-b", "main")
+        git(root, "add", "-A")
+        git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "start")
+    return root
+
+
+def answers(**defs: str) -> ScriptedChatModel:
+    """A model that answers an edit request for `name` with defs[name]."""
+
+    def respond(messages: list[BaseMessage]) -> str:
+        text = str(messages[-1].content)
+        for name, source in defs.items():
+            if f"definition of `{name}`" in text:
+                return "```python\n" + textwrap.dedent(source) + "```"
+        return "no idea"
+
+    return ScriptedChatModel(respond=respond)
+
+
+def ctx(tmp_path: Path, repo: Path, **kw: object) -> Context:
+    return Context(workspace=str(tmp_path / "ws"), repo=str(repo), sandbox_timeout_s=60,
+                   max_attempts=2, **kw)  # type: ignore[arg-type]  # fmt: skip
+
+
+GOOD_ADD = '''
+def add(a, b):
+    """The sum of a and b."""
+    return a + b
+'''
+GOOD_MUL = '''
+def mul(a, b):
+    """The product of a and b."""
+    return a * b
+'''
+
+
+def slow_calc() -> ScriptedChatModel:
+    """For ``--models-factory``: answers add and mul, ATOM_TEST_LATENCY seconds per call."""
+    model = answers(add=GOOD_ADD, mul=GOOD_MUL)
+    model.latency_s = float(os.environ.get("ATOM_TEST_LATENCY", "0"))
+    return model
