@@ -202,6 +202,13 @@ class SandboxRunner(ABC):
             SandboxError: the runner itself failed (cannot spawn, cannot supervise).
         """
 
+    def with_packages(self, packages: Sequence[str]) -> SandboxRunner:
+        """A runner whose runs can also import `packages` (installed distributions).
+
+        Runners that show the whole interpreter already can; this one is returned as is.
+        """
+        return self
+
     def run_python(
         self,
         script: str,

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from atom_agent.errors import SandboxUnavailableError
-from atom_agent.sandbox.base import Limits
+from atom_agent.sandbox.base import Limits, SandboxRunner
 from atom_agent.sandbox.subprocess_runner import (
     _LAUNCHER,
     _PYTEST_INI,
@@ -260,6 +260,14 @@ class BubblewrapRunner(SubprocessRunner):
         if not support.usable or support.path is None:
             raise SandboxUnavailableError(f"bubblewrap runner unavailable: {support.reason}")
         self.bwrap = support.path
+
+    def with_packages(self, packages: Sequence[str]) -> SandboxRunner:
+        """This runner's confinement with `packages` (and their dependencies) bound too."""
+        extra = tuple(p for p in packages if p not in self.packages)
+        if not extra:
+            return self
+        return BubblewrapRunner(self.python, packages=(*self.packages, *extra),
+                                tree_limit=self.tree_limit)  # fmt: skip
 
     def _prefix(
         self, limits: Limits, cwd: Path, scratch: Path, python_path: Sequence[Path]

@@ -11,7 +11,7 @@ from atom_agent.project.checkout import Checkout
 from atom_agent.project.repomap import Definition, find, scan
 from atom_agent.project.suite import SuiteResult, TestCommand, suite_limits
 from atom_agent.resources import Resources
-from atom_agent.sandbox.base import Limits
+from atom_agent.sandbox.base import Limits, SandboxRunner
 from atom_agent.state import PlanStep
 from atom_agent.workspace import RunRef
 from atom_agent.workspace.atomic import atomic_write_json
@@ -27,6 +27,10 @@ class ProjectRun:
     checkout: Checkout
     command: TestCommand
     baseline: SuiteResult
+    packages: tuple[str, ...] = ()
+    """The project's declared dependencies installed here: importable in the sandbox."""
+    missing: tuple[str, ...] = ()
+    """Declared dependencies not installed here (reported, never installed)."""
 
     def python_path(self) -> list[Path]:
         """The project's import roots inside the checkout."""
@@ -37,7 +41,12 @@ def save_project(res: Resources, run: RunRef, project: ProjectRun) -> None:
     """Records the checkout in run.json and the baseline in baseline.json."""
     atomic_write_json(
         run.path / BASELINE_FILE,
-        {"command": project.command.__dict__, "suite": project.baseline.to_dict(ids=True)},
+        {
+            "command": project.command.__dict__,
+            "suite": project.baseline.to_dict(ids=True),
+            "packages": list(project.packages),
+            "missing": list(project.missing),
+        },
     )
     res.workspace.update_run(run, project=project.checkout.to_dict())
 
@@ -53,7 +62,14 @@ def load_project(res: Resources, run: RunRef) -> ProjectRun | None:
         Checkout.from_dict(data),
         TestCommand(**saved["command"]),
         SuiteResult.from_dict(saved["suite"]),
+        tuple(saved.get("packages") or ()),
+        tuple(saved.get("missing") or ()),
     )
+
+
+def runner_of(res: Resources, project: ProjectRun) -> SandboxRunner:
+    """The sandbox runner for the project's code: its installed dependencies importable."""
+    return res.runner.with_packages(project.packages)
 
 
 def target_of(project: ProjectRun, step: PlanStep) -> Definition | None:

@@ -29,7 +29,7 @@ from atom_agent.workspace import AttemptRef, StepRef, Workspace
 from atom_agent.workspace.atomic import atomic_write_json, atomic_write_text
 
 from ..common import plan_of, run_ref, unfinished_attempt
-from .common import ProjectRun, load_project, module_of, target_of
+from .common import ProjectRun, load_project, module_of, runner_of, target_of
 
 MAP_TOKENS = 700
 """Token budget of the other files' signatures in an edit prompt."""
@@ -77,15 +77,20 @@ def make_project_executor(res: Resources) -> Any:
                     Edit(
                         step.target.partition("::")[2],
                         definition_of(str(reply.content), step.target.partition("::")[2]),
-                    ),  # fmt: skip
+                    ),
                 )
             except EditError as exc:
                 trial["error"] = str(exc)
                 continue
             report = _try(res, project, path, edited, step, module)
             trial["checks"] = report.summary() if report else "no checks"
-            emit("executor.candidate", run_id=state["run_id"], step_id=step.id,
-                 temperature=temperature, checks=trial["checks"])  # fmt: skip
+            emit(
+                "executor.candidate",
+                run_id=state["run_id"],
+                step_id=step.id,
+                temperature=temperature,
+                checks=trial["checks"],
+            )
             score = report.rank() if report else (0, 0)
             if best is None or score > best[0]:
                 best = (score, edited)
@@ -96,8 +101,14 @@ def make_project_executor(res: Resources) -> Any:
             atomic_write_text(attempt.staging / path, best[1])
         atomic_write_json(attempt.path / CANDIDATES_FILE, {"candidates": trials})
         res.workspace.write_history(attempt, [*messages, *spent])
-        emit("executor.done", run_id=state["run_id"], step_id=step.id, attempt=attempt.n,
-             candidates=len(trials), written=best is not None)  # fmt: skip
+        emit(
+            "executor.done",
+            run_id=state["run_id"],
+            step_id=step.id,
+            attempt=attempt.n,
+            candidates=len(trials),
+            written=best is not None,
+        )
         return {
             "attempts": {step.id: attempt.n},
             "usage": usage_of(spent, model_name_of(model)),
@@ -140,9 +151,14 @@ def _try(
         return None
     (project.checkout.root / path).write_text(edited, encoding="utf-8")
     try:
-        return run_contract(step.checks, staging=project.checkout.root, runner=res.runner,
-                            limits=res.limits, python_path=project.python_path(),
-                            module=module)  # fmt: skip
+        return run_contract(
+            step.checks,
+            staging=project.checkout.root,
+            runner=runner_of(res, project),
+            limits=res.limits,
+            python_path=project.python_path(),
+            module=module,
+        )
     finally:
         project.checkout.reset()
 

@@ -13,6 +13,7 @@ from atom_agent import prompts
 from atom_agent.checks.contract import run_contract
 from atom_agent.project.checkout import open_checkout
 from atom_agent.project.checks import docstring_checks, runnable_on_baseline
+from atom_agent.project.environment import dependencies
 from atom_agent.project.repomap import Definition, find, mentioned, render_map, scan
 from atom_agent.project.suite import detect, run_suite
 from atom_agent.resources import Resources
@@ -23,7 +24,7 @@ from atom_agent.verification.clauses import task_clauses
 
 from ..common import run_ref
 from ..planner import accept_plan
-from .common import ProjectRun, limits_of, load_project, module_of, save_project
+from .common import ProjectRun, limits_of, load_project, module_of, runner_of, save_project
 
 MAP_TOKENS = 1500
 """Token budget of the repository map in the localisation prompt."""
@@ -74,12 +75,19 @@ def _open(res: Resources, state: State) -> ProjectRun:
     given = res.ctx.test_command or task_test_command(state["task"])
     command = detect(checkout.root, python=res.runner.python, given=given)
     emit("project.baseline", run_id=state["run_id"], command=" ".join(command.argv))
-    baseline = run_suite(checkout.root, command, runner=res.runner, limits=limits_of(res))
+    deps = dependencies(checkout.root)
+    runner = res.runner.with_packages(deps.installed)
+    baseline = run_suite(checkout.root, command, runner=runner, limits=limits_of(res))
     checkout.reset()  # whatever the tests wrote goes
-    project = ProjectRun(checkout, command, baseline)
+    project = ProjectRun(checkout, command, baseline, deps.installed, deps.missing)
     save_project(res, run, project)
-    emit("project.ready", run_id=state["run_id"], branch=checkout.branch,
-         passed=len(baseline.passed), failed=len(baseline.failed))  # fmt: skip
+    emit(
+        "project.ready",
+        run_id=state["run_id"],
+        branch=checkout.branch,
+        passed=len(baseline.passed),
+        failed=len(baseline.failed),
+    )
     return project
 
 
@@ -122,9 +130,14 @@ def _step(res: Resources, project: ProjectRun, task: str, target: Definition, n:
     checks += [c for cl in task_clauses(task, names=[name]) for c in cl.checks if c.call]
     checks = list({c.describe(): c for c in checks}.values())
     if checks:
-        baseline = run_contract(checks, staging=project.checkout.root, runner=res.runner,
-                                limits=res.limits, python_path=project.python_path(),
-                                module=module)  # fmt: skip
+        baseline = run_contract(
+            checks,
+            staging=project.checkout.root,
+            runner=runner_of(res, project),
+            limits=res.limits,
+            python_path=project.python_path(),
+            module=module,
+        )
         checks = runnable_on_baseline(checks, baseline)
         project.checkout.reset()
     slug = re.sub(r"[^a-z0-9]+", "-", target.qualname.lower()).strip("-")[:36] or "change"

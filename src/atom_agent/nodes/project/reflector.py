@@ -21,7 +21,7 @@ from atom_agent.telemetry import emit
 from atom_agent.workspace import AttemptRef
 
 from ..common import plan_of, run_ref
-from .common import ProjectRun, limits_of, load_project, module_of
+from .common import ProjectRun, limits_of, load_project, module_of, runner_of
 
 Action = Literal["commit", "retry", "fail"]
 
@@ -105,16 +105,23 @@ def make_project_reflector(res: Resources) -> Any:
         attempt = res.workspace.attempt(step_ref, state["attempts"][step.id])
         checkout = project.checkout
         checkout.reset()
-        trailers = {"Atom-Run": state["run_id"], "Atom-Step": step.id,
-                    "Atom-Attempt": str(attempt.n)}  # fmt: skip
+        trailers = {
+            "Atom-Run": state["run_id"],
+            "Atom-Step": step.id,
+            "Atom-Attempt": str(attempt.n),
+        }
         failures = dict(state.get("failures") or {}).get(step.id, 0)
         last = failures + 1 >= res.ctx.max_attempts
         sha = checkout.committed(trailers)
         if sha is not None and attempt.verdict_json.exists():
             verdict = res.workspace.read_verdict(attempt)  # died after the verdict was written
         elif sha is not None:
-            verdict = {"decision": "commit", "verified": False, "commit": sha,
-                       "reason": "committed before a crash; its evidence was not kept"}  # fmt: skip
+            verdict = {
+                "decision": "commit",
+                "verified": False,
+                "commit": sha,
+                "reason": "committed before a crash; its evidence was not kept",
+            }
         else:
             verdict = _judge(res, project, step, attempt, last, trailers)
         res.workspace.write_verdict(attempt, verdict)
@@ -128,14 +135,18 @@ def make_project_reflector(res: Resources) -> Any:
                 "decision": action,
                 "outcome": verdict["reason"],
                 "feedback": verdict.get("feedback", "")[:500],
-            },  # fmt: skip
+            },
         }
         statuses = dict(state.get("step_status") or {})
         if action == "commit":
             res.workspace.commit(step_ref, attempt)
-            res.workspace.update_step(step_ref, status="committed", committed_attempt=attempt.n,
-                                      verdict="passed" if verdict["verified"] else "unverified",
-                                      commit=verdict.get("commit"))  # fmt: skip
+            res.workspace.update_step(
+                step_ref,
+                status="committed",
+                committed_attempt=attempt.n,
+                verdict="passed" if verdict["verified"] else "unverified",
+                commit=verdict.get("commit"),
+            )
             statuses[step.id] = "committed"
         elif action == "fail":
             res.workspace.update_step(step_ref, status="failed", verdict="failed")
@@ -178,17 +189,28 @@ def _judge(
         shutil.copyfile(staged, checkout.root / path)
         if plan_step:
             module = module_of(path, project.command.python_path)
-            contract = run_contract(plan_step, staging=checkout.root, runner=res.runner,
-                                    limits=res.limits, python_path=project.python_path(),
-                                    module=module)  # fmt: skip
+            contract = run_contract(
+                plan_step,
+                staging=checkout.root,
+                runner=runner_of(res, project),
+                limits=res.limits,
+                python_path=project.python_path(),
+                module=module,
+            )
         limits = limits_of(res)
-        result = run_suite(checkout.root, project.command, runner=res.runner, limits=limits)
+        result = run_suite(
+            checkout.root, project.command, runner=runner_of(res, project), limits=limits
+        )
         verdict_gate = gate(
             project.baseline,
             result,
             lambda ids: run_suite(
-                checkout.root, project.command, runner=res.runner, limits=limits, only=ids
-            ),  # fmt: skip
+                checkout.root,
+                project.command,
+                runner=runner_of(res, project),
+                limits=limits,
+                only=ids,
+            ),
         )
     evidence = ChangeEvidence(
         written=staged.is_file(),
@@ -229,8 +251,12 @@ def _suite_summary(
             "seconds": round(after.seconds, 2),
         }
     if result is not None:
-        out |= {"regressions": result.regressions[:20], "flaky": result.flaky[:20],
-                "fixed": result.fixed[:20], "new_failures": result.new_failures[:20]}  # fmt: skip
+        out |= {
+            "regressions": result.regressions[:20],
+            "flaky": result.flaky[:20],
+            "fixed": result.fixed[:20],
+            "new_failures": result.new_failures[:20],
+        }
     return out
 
 
