@@ -281,10 +281,16 @@ PROJECT_LOCATE = """\
 
 The project's files and definitions:
 {repo_map}
-
+{notes}
 Which existing functions or methods must be written or changed for this task? Answer with one \
 line per definition, `path/to/file.py::Name` or `path/to/file.py::Class.method`, nothing else."""
 """Localisation when the task names no definition of the project."""
+
+PROJECT_NOTES = """
+What earlier runs on this project found:
+{notes}
+"""
+"""Recalled long-term memories of the project, in the localisation prompt."""
 
 PROJECT_EDIT = """\
 {task}

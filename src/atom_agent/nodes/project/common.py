@@ -31,6 +31,8 @@ class ProjectRun:
     """The project's declared dependencies installed here: importable in the sandbox."""
     missing: tuple[str, ...] = ()
     """Declared dependencies not installed here (reported, never installed)."""
+    reused: bool = False
+    """The baseline is an earlier run's on the same tree (not run again)."""
 
     def python_path(self) -> list[Path]:
         """The project's import roots inside the checkout."""
@@ -46,6 +48,7 @@ def save_project(res: Resources, run: RunRef, project: ProjectRun) -> None:
             "suite": project.baseline.to_dict(ids=True),
             "packages": list(project.packages),
             "missing": list(project.missing),
+            "reused": project.reused,
         },
     )
     res.workspace.update_run(run, project=project.checkout.to_dict())
@@ -64,6 +67,7 @@ def load_project(res: Resources, run: RunRef) -> ProjectRun | None:
         SuiteResult.from_dict(saved["suite"]),
         tuple(saved.get("packages") or ()),
         tuple(saved.get("missing") or ()),
+        bool(saved.get("reused")),
     )
 
 

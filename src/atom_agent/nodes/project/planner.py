@@ -14,9 +14,17 @@ from atom_agent.checks.contract import run_contract
 from atom_agent.project.checkout import open_checkout
 from atom_agent.project.checks import docstring_checks, runnable_on_baseline
 from atom_agent.project.environment import dependencies
+from atom_agent.project.knowledge import (
+    baseline_key,
+    keep_baseline,
+    known_baseline,
+    project_space,
+    remember_tests,
+)
 from atom_agent.project.repomap import Definition, find, mentioned, render_map, scan
 from atom_agent.project.suite import detect, run_suite
 from atom_agent.resources import Resources
+from atom_agent.session import SessionContext
 from atom_agent.state import Clause, Plan, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
@@ -44,7 +52,7 @@ def make_project_planner(res: Resources) -> Any:
         targets = [d for d in named if d.stub] or named
         spent: list[BaseMessage] = []
         if not targets:
-            targets, spent = _locate(res, state["task"], defs)
+            targets, spent = _locate(res, state["run_id"], state["task"], defs)
         model = res.model("planner")
         usage = usage_of(spent, model_name_of(model))
         if not targets:
@@ -77,10 +85,20 @@ def _open(res: Resources, state: State) -> ProjectRun:
     emit("project.baseline", run_id=state["run_id"], command=" ".join(command.argv))
     deps = dependencies(checkout.root)
     runner = res.runner.with_packages(deps.installed)
-    baseline = run_suite(checkout.root, command, runner=runner, limits=limits_of(res))
-    checkout.reset()  # whatever the tests wrote goes
-    project = ProjectRun(checkout, command, baseline, deps.installed, deps.missing)
+    space = project_space(res.ctx.project_id, res.ctx.repo)
+    key = baseline_key(checkout, command, deps.installed)
+    baseline = known_baseline(res.workspace.root, space, key)
+    reused = baseline is not None
+    if baseline is None:
+        baseline = run_suite(checkout.root, command, runner=runner, limits=limits_of(res))
+        checkout.reset()  # whatever the tests wrote goes
+        keep_baseline(res.workspace.root, space, key, baseline)
+    else:
+        emit("project.baseline_reused", run_id=state["run_id"], key=key)
+    project = ProjectRun(checkout, command, baseline, deps.installed, deps.missing, reused)
     save_project(res, run, project)
+    session = SessionContext(session_id=state["run_id"], project_id=space, run_id=state["run_id"])
+    remember_tests(res.memory, session, res.ctx.repo, command, baseline, checkout.base)
     emit(
         "project.ready",
         run_id=state["run_id"],
@@ -103,14 +121,20 @@ def task_test_command(task: str) -> str:
 
 
 def _locate(
-    res: Resources, task: str, defs: list[Definition]
+    res: Resources, run_id: str, task: str, defs: list[Definition]
 ) -> tuple[list[Definition], list[BaseMessage]]:
     """The definitions the planner model names for a task that names none of the project's."""
     model = res.model("planner")
     repo_map = render_map([d for d in defs if not d.test], budget_tokens=MAP_TOKENS)
+    space = project_space(res.ctx.project_id, res.ctx.repo)
+    session = SessionContext(session_id=run_id, project_id=space, run_id=run_id)
+    notes = [r.content for r in res.memory.recall(session, task, type="discovery", limit=5)]
+    learned = (
+        prompts.PROJECT_NOTES.format(notes="\n".join(f"- {n}" for n in notes)) if notes else ""
+    )
     messages: list[BaseMessage] = [
         SystemMessage(prompts.PROJECT_SYSTEM),
-        HumanMessage(prompts.PROJECT_LOCATE.format(task=task, repo_map=repo_map)),
+        HumanMessage(prompts.PROJECT_LOCATE.format(task=task, repo_map=repo_map, notes=learned)),
     ]
     reply = model.invoke(messages)
     found: list[Definition] = []

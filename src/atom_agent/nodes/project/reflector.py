@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.project.knowledge import project_space, remember_change
 from atom_agent.project.suite import Gate, SuiteResult, gate, run_suite
 from atom_agent.resources import Resources
+from atom_agent.session import SessionContext
 from atom_agent.state import PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.workspace import AttemptRef
@@ -139,6 +141,15 @@ def make_project_reflector(res: Resources) -> Any:
         }
         statuses = dict(state.get("step_status") or {})
         if action == "commit":
+            space = project_space(res.ctx.project_id, res.ctx.repo)
+            session = SessionContext(
+                session_id=state["run_id"],
+                project_id=space,
+                run_id=state["run_id"],
+                step_id=step.id,
+                attempt=attempt.n,
+            )
+            remember_change(res.memory, session, res.ctx.repo, step.target, verdict)
             res.workspace.commit(step_ref, attempt)
             res.workspace.update_step(
                 step_ref,
