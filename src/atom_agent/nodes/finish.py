@@ -66,6 +66,13 @@ def make_finish(res: Resources) -> Any:
         if verification:
             # What the outcome rests on: executed checks, or only a model's opinion.
             reason += f" (criteria of committed steps: {verification})"
+        unproven = [
+            f"{s['step']} ({s['reason']})"
+            for s in ((deliverable or {}).get("steps") or [])
+            if s["status"] == "committed" and not s["verified"]
+        ]
+        if unproven:  # a run on a project: committed without every check holding
+            reason += "; committed unverified: " + "; ".join(unproven)
         clauses = clause_coverage(res.workspace, run, state.get("plan"), statuses)
         if clauses.total:
             reason += f"; {clauses.summary()}"
@@ -135,7 +142,34 @@ def _project_result(res: Any, run: Any, statuses: Mapping[str, str]) -> dict[str
     for _, verdict in final_verdicts(res.workspace, run, statuses):
         last = verdict.get("suite") or last
     before = {"passed": len(project.baseline.passed), "failed": len(project.baseline.failed)}
-    return hand_back(project.checkout, run.path, before, last)
+    summary = hand_back(project.checkout, run.path, before, last)
+    summary["steps"] = list(_step_verdicts(res.workspace, run, statuses))
+    return summary
+
+
+def _step_verdicts(
+    workspace: Any, run: Any, statuses: Mapping[str, str]
+) -> Iterator[dict[str, Any]]:
+    """Each step's status and its last verdict's decision, label and reason."""
+    for step_id, status in statuses.items():
+        try:
+            attempts = workspace.list_attempts(workspace.step(run, step_id))
+        except AtomAgentError:
+            attempts = []
+        verdict = (
+            workspace.read_verdict(attempts[-1])
+            if attempts and attempts[-1].verdict_json.exists()
+            else {}
+        )
+        yield {
+            "step": step_id,
+            "status": status,
+            "attempts": len(attempts),
+            "verified": bool(verdict.get("verified")),
+            "checks": (verdict.get("checks") or {}).get("summary", "no checks"),
+            "reason": str(verdict.get("reason") or ""),
+            "commit": verdict.get("commit"),
+        }
 
 
 def final_verdicts(

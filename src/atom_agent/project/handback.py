@@ -72,4 +72,16 @@ def hand_back_markdown(summary: Mapping[str, Any], run_id: str) -> str:
         if tests.get("failing"):
             line += f"; **failing now: {', '.join(tests['failing'][:5])}**"
     lines.append(line + ".")
+    steps = summary.get("steps") or []
+    if steps:
+        lines += [
+            "",
+            "| step | status | attempts | checks | verdict | commit |",
+            "|---|---|---|---|---|---|",
+        ]
+        for s in steps:
+            label = "verified" if s["verified"] else "unverified"
+            commit = str(s.get("commit") or "")[:10] or "–"
+            lines.append(f"| {s['step']} | {s['status']} | {s['attempts']} | {s['checks']} | "
+                         f"{label}: {s['reason']} | {commit} |")  # fmt: skip
     return "\n".join(lines) + "\n"

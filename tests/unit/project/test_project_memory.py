@@ -43,7 +43,7 @@ def test_the_second_run_on_a_project_reuses_its_baseline_and_recalls_where_code_
 
     second = run_task("Make the product function work as documented.", context,
                       models=ScriptedChatModel(respond=respond))  # fmt: skip
-    assert second.status == "done", second.reason
+    assert second.status == "done", second.stop_reason
     # The same tree, command and interpreter: the suite was not run again before the change.
     assert _baseline(tmp_path, second.run_id)["reused"] is True
     # Where the first run's change lives reached the second run's localisation prompt.

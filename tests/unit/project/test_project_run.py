@@ -19,7 +19,7 @@ def test_two_steps_commit_on_the_runs_branch_and_the_project_is_untouched(tmp_pa
     model = answers(add=GOOD_ADD, mul=GOOD_MUL)
     outcome = run_task("Implement `calc.add` and `calc.mul` as their docstrings say.",
                        ctx(tmp_path, repo), models=model)  # fmt: skip
-    assert outcome.status == "done", outcome.reason
+    assert outcome.status == "done", outcome.stop_reason
     branch = f"atom/{outcome.run_id}"
     # Two commits on the run's branch, one per step, in the user's repository.
     log = git(repo, "log", "--format=%s", f"main..{branch}").splitlines()
@@ -78,7 +78,7 @@ def test_a_folder_without_git_gets_a_copy_and_a_patch(tmp_path: Path) -> None:
     repo = project(tmp_path / "plain", with_git=False)
     outcome = run_task("Implement `calc.add` as its docstring says.",
                        ctx(tmp_path, repo), models=answers(add=GOOD_ADD))  # fmt: skip
-    assert outcome.status == "done", outcome.reason
+    assert outcome.status == "done", outcome.stop_reason
     assert not (repo / ".git").exists()
     patch = tmp_path / "ws" / "runs" / outcome.run_id / "result" / "project.patch"
     assert outcome.result == str(patch.parent)
@@ -119,3 +119,18 @@ def test_names_the_task_gives_as_context_are_not_changed(tmp_path: Path) -> None
 )
 def test_a_test_command_the_task_spells_out_is_used(task: str, command: str) -> None:
     assert task_test_command(task) == command
+
+
+def test_a_change_no_check_executed_is_committed_labelled_unverified(tmp_path: Path) -> None:
+    repo = project(tmp_path / "proj")
+    halve = '''
+    def double(x):
+        """Twice x."""
+        return x + x
+    '''
+    outcome = run_task("Rewrite `calc.double` without multiplication.",
+                       ctx(tmp_path, repo), models=answers(double=halve))  # fmt: skip
+    assert outcome.status == "done"
+    assert "committed unverified: 1-double (no regression; no check executed" in outcome.stop_reason
+    report = Path(outcome.report or "").read_text()
+    assert "| 1-double | committed | 1 | no checks | unverified: no regression" in report
