@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from atom_agent.batch import BatchOptions, run_batch  # noqa: E402
 from atom_agent.context import Context  # noqa: E402
+from atom_agent.models.replay import ReplayCache  # noqa: E402
 from atom_agent.nodes.planner import task_names  # noqa: E402
 from atom_agent.resources import Resources  # noqa: E402
 from atom_agent.verification.candidates import ask_plain, meets_clauses  # noqa: E402
@@ -186,6 +187,7 @@ def main() -> None:
     parser.add_argument("--arms", default="plain,warming,agent")
     parser.add_argument("--only", default="", help="comma-separated task ids")
     parser.add_argument("--settings", default="{}", help="Context fields for the agent (JSON)")
+    parser.add_argument("--cache", help="replay cache file (model calls recorded there replay)")
     args = parser.parse_args()
     arms = args.arms.split(",")
     tasks = [json.loads(x) for x in args.tasks.read_text().splitlines() if x.strip()]
@@ -200,7 +202,8 @@ def main() -> None:
     ctx = Context(workspace=str(ws), model="local" if args.model == "local" else args.model,
                   **json.loads(args.settings))  # fmt: skip
     table: dict[str, Any] = {}
-    with Resources(ctx) as res:
+    replay = ReplayCache(args.cache) if args.cache else None
+    with Resources(ctx, cache=replay) as res:
         rows: dict[str, dict[str, dict[str, Any]]] = {}
         if "plain" in arms or "warming" in arms:
             rows["plain"] = plain_arm(res, tasks, ws)
@@ -225,6 +228,9 @@ def main() -> None:
                  f"{rows[arm].get(i, {}).get('seconds', '-')} s" for arm in rows]  # fmt: skip
         print(f"{i}: " + " | ".join(cells))
     table["per_task"] = {arm: {i: verdicts[arm].get(i, False) for i in ids} for arm in rows}
+    if replay is not None:
+        table["model_calls"] = replay.counts()
+        print(f"model calls: {replay.counts()}")
     (ws / "devtasks_eval.json").write_text(json.dumps(table, indent=2) + "\n")
 
 

@@ -45,6 +45,7 @@ from atom_agent.batch import BatchOptions, ResultsFile, run_batch  # noqa: E402
 from atom_agent.context import Context  # noqa: E402
 from atom_agent.drafting import extract_code  # noqa: E402
 from atom_agent.errors import ContextWindowError, InvalidInputError  # noqa: E402
+from atom_agent.models.replay import ReplayCache  # noqa: E402
 from atom_agent.resources import Resources  # noqa: E402
 from atom_agent.workspace import Workspace  # noqa: E402
 
@@ -359,6 +360,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--arms", default="plain,agent", help="comma-separated: plain, agent")
     parser.add_argument("--only", default="", help="comma-separated task ids")
     parser.add_argument("--settings", default="{}", help="Context fields for the agent (JSON)")
+    parser.add_argument("--cache", help="replay cache file (model calls recorded there replay)")
     parser.add_argument("--oracle", type=Path, default=ORACLE, help="repotasks oracle.py")
     args = parser.parse_args(argv)
     arms = [a for a in args.arms.split(",") if a]
@@ -372,7 +374,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ws.mkdir(parents=True, exist_ok=True)
     ctx = Context(workspace=str(ws), model=args.model, **json.loads(args.settings))
     rows: dict[str, dict[str, dict[str, Any]]] = {}
-    with Resources(ctx) as res:
+    replay = ReplayCache(args.cache) if args.cache else None
+    with Resources(ctx, cache=replay) as res:
         if "plain" in arms:
             model = res.model("executor")
             window = getattr(model, "n_ctx", None)  # the local model's; others: no cap known
@@ -380,6 +383,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         if "agent" in arms:
             rows["agent"] = agent_arm(res, tasks, ws, args.oracle)
     table = report([t["id"] for t in tasks], rows)
+    if replay is not None:
+        table["model_calls"] = replay.counts()
+        print(f"model calls: {replay.counts()}")
     (ws / "repotasks_eval.json").write_text(json.dumps(table, indent=2) + "\n")
 
 

@@ -34,6 +34,7 @@ from atom_agent.errors import (
     WorkspaceNotFoundError,
 )
 from atom_agent.locks import batch_lock_path, exclusive
+from atom_agent.models.replay import ReplayCache
 from atom_agent.resources import Models, Resources
 from atom_agent.run import MAX_TASK_CHARS, RunOutcome, resume_run, run_task
 from atom_agent.workspace import Workspace
@@ -228,6 +229,8 @@ class BatchOptions:
     """A LangGraph Server URL: its workers run the tasks (``langgraph dev``, Platform)."""
     on_retry: Callable[[BatchTask, Mapping[str, Any]], None] | None = None
     """Told about each task retried because an earlier invocation recorded it as ``error``."""
+    cache: str | None = None
+    """A replay cache file (``--cache``): model calls answered from it when recorded there."""
     resources: Resources | None = None
     """Open Resources the tasks run on (their owner closes them); default: the batch builds
     one from `context` and `models` and closes it at the end."""
@@ -278,7 +281,8 @@ def _run_locked(
 
     # One Resources for the batch: its tasks share the loaded models and the open store.
     owned = options.resources is None
-    resources = options.resources or Resources(options.context, models=options.models)
+    cache = ReplayCache(options.cache) if options.cache else None
+    resources = options.resources or Resources(options.context, models=options.models, cache=cache)
 
     def work(task: BatchTask) -> None:
         with progress.lock:
@@ -298,7 +302,11 @@ def _run_locked(
     finally:
         if owned:
             resources.close()
+        if cache is not None:
+            cache.close()
     summary = summarize(tasks, results.read(), results_path)
+    if cache is not None:  # how much of this invocation was a replay
+        summary["model_calls"] = cache.counts()
     if retried:
         summary["retried"] = [t.id for t in retried]
     summary_path = results_path.with_name("summary.json")

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
 
+from langchain_core.caches import BaseCache
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -83,8 +84,11 @@ def store_of(ctx: Context) -> tuple[str, ...]:
 class _Shared:
     """What Resources derived from one another share: loaded models, the open store."""
 
-    def __init__(self, models: Models | None, runner: SandboxRunner | None) -> None:
+    def __init__(
+        self, models: Models | None, runner: SandboxRunner | None, cache: BaseCache | None = None
+    ) -> None:
         self.models = models
+        self.cache = cache
         self.loaded: dict[tuple[str, float], BaseChatModel] = {}
         self.memories: dict[tuple[str, ...], MemoryManager] = {}
         self.opened: set[tuple[str, ...]] = set()
@@ -109,6 +113,8 @@ class Resources:
         memory: an open memory manager to use (its owner closes it); default: opened from
             the Context on first use and closed by :meth:`close`.
         runner: the sandbox runner; default: :func:`atom_agent.sandbox.default_runner`.
+        cache: a model-call cache (e.g. :class:`~atom_agent.models.replay.ReplayCache`) put on
+            every model these Resources hand out that has none; its owner closes it.
     """
 
     def __init__(
@@ -118,6 +124,7 @@ class Resources:
         models: Models | None = None,
         memory: MemoryManager | None = None,
         runner: SandboxRunner | None = None,
+        cache: BaseCache | None = None,
     ) -> None:
         if isinstance(models, Mapping):
             unknown = set(models) - set(ROLES)
@@ -126,7 +133,7 @@ class Resources:
         self.ctx = ctx
         self.workspace = Workspace(Path(ctx.workspace).expanduser())
         self.limits = Limits.from_context(ctx)
-        self._shared = _Shared(models, runner)
+        self._shared = _Shared(models, runner, cache)
         if memory is not None:
             self._shared.memories[store_of(ctx)] = memory
         self._root = True
@@ -170,9 +177,9 @@ class Resources:
             raise ConfigError(f"unknown model role {role!r}; roles: {ROLES}")
         given = self._shared.models
         if isinstance(given, BaseChatModel):
-            return given
+            return self._cached(given)
         if given is not None and role in given:
-            return given[role]
+            return self._cached(given[role])
         spec = resolve_default_model(self.ctx.model_for(role) or None).spec
         key = (spec, self.ctx.temperature)
         with self._shared.lock:
@@ -181,7 +188,14 @@ class Resources:
                 found = self._shared.loaded[key] = load_chat_model(
                     spec, temperature=self.ctx.temperature
                 )
-            return found
+        return self._cached(found)
+
+    def _cached(self, model: BaseChatModel) -> BaseChatModel:
+        """`model`, answering from these Resources' model-call cache when one is set."""
+        cache = self._shared.cache
+        if cache is not None and model.cache is None:
+            model.cache = cache
+        return model
 
     def spec(self, role: str) -> str:
         """The model a role uses, as a spec or a class name (for reports)."""

@@ -45,6 +45,7 @@ def _cmd(args: argparse.Namespace) -> int:
         models=models_from_factory(args.models_factory),
         on_progress=lambda p: live.update(_line(p)),
         server=args.server,
+        cache=args.cache,
         on_retry=lambda task, result: console.print(
             f"retrying task {task.id}: it ended in error in an earlier invocation "
             f"({str(result.get('stop_reason', ''))[:200]})",
@@ -94,6 +95,9 @@ def register(subparsers: Any) -> None:
         "--isolated-memory", action="store_true", help="give each task its own memory project"
     )
     parser.add_argument("--models-factory", help="module:callable returning the chat model(s)")
+    parser.add_argument(
+        "--cache", help="replay cache file: model calls recorded there are answered from it"
+    )
     parser.add_argument(
         "--server",
         help="a LangGraph Server URL whose workers run the tasks (langgraph dev, Platform)",

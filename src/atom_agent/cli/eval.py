@@ -30,6 +30,7 @@ def _cmd(args: argparse.Namespace) -> int:
         warm=args.baseline in ("all", "warming"),
         concurrency=args.concurrency,
         on_progress=lambda line: console.print(line, highlight=False),
+        cache=args.cache,
     )
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -67,5 +68,8 @@ def register(subparsers: Any) -> None:
     he.add_argument("--max-attempts", type=int)
     he.add_argument("--max-tool-calls", type=int)
     he.add_argument("--models-factory", help="module:callable returning the chat model(s)")
+    he.add_argument(
+        "--cache", help="replay cache file: model calls recorded there are answered from it"
+    )
     he.add_argument("--json", action="store_true")
     he.set_defaults(func=_cmd)

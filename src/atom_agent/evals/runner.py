@@ -16,6 +16,7 @@ from atom_agent.batch import BatchOptions, run_batch
 from atom_agent.context import Context
 from atom_agent.errors import WorkspaceError
 from atom_agent.evals.humaneval import Problem, score, single_shot, task_text, warming
+from atom_agent.models.replay import ReplayCache
 from atom_agent.resources import Models, Resources
 from atom_agent.sandbox import Limits, SandboxRunner, default_runner
 from atom_agent.state import IMPL_FILE
@@ -79,6 +80,7 @@ def run_humaneval(
     concurrency: int = 1,
     runner: SandboxRunner | None = None,
     on_progress: Callable[[str], None] | None = None,
+    cache: str | None = None,
 ) -> dict[str, Any]:
     """Run the agent, the single-shot and the warming baselines on `problems`.
 
@@ -100,9 +102,17 @@ def run_humaneval(
     )
     # The baseline first, one scored line per problem: cheap, and kept when a long agent run
     # is stopped; a re-run skips what is already scored (like the agent batch resumes).
-    with Resources(ctx, models=models, runner=runner) as resources:
-        return _evaluate(problems, resources, out_dir, tasks, baseline, warm, concurrency, limits,
-                         on_progress)  # fmt: skip
+    replay = ReplayCache(cache) if cache else None
+    try:
+        with Resources(ctx, models=models, runner=runner, cache=replay) as resources:
+            summary = _evaluate(problems, resources, out_dir, tasks, baseline, warm, concurrency,
+                                limits, on_progress)  # fmt: skip
+    finally:
+        if replay is not None:
+            replay.close()
+    if replay is not None:  # how much of this invocation was a replay
+        summary["model_calls"] = replay.counts()
+    return summary
 
 
 def _evaluate(

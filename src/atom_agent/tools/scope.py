@@ -52,15 +52,20 @@ class ToolScope:
         )
 
     def describe(self) -> str:
-        """Text for the executor prompt: which paths to write, which to read."""
+        """Text for the executor prompt: which paths to write, which to read.
+
+        Only relative paths: the tools resolve them, and a prompt without the run's own
+        folders is the same prompt in every run (a replay cache answers it; a model's
+        prefix cache reuses it).
+        """
         lines = [
-            f"Write your files with relative paths (e.g. impl.py, test.py); they go to "
-            f"your staging area {self.staging}."
+            "Write your files with relative paths (e.g. impl.py, test.py); they go to "
+            "your staging area."
         ]
-        for step_id, path in self.dependencies.items():
+        for step_id in self.dependencies:
             lines.append(
                 f"Dependency {step_id!r} (read-only): read as {DEPS}/{step_id}/<file>; "
-                f"on disk at {path}; importable in run_python/run_tests."
+                f"importable in run_python/run_tests."
             )
         return "\n".join(lines)
 

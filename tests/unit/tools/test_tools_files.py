@@ -234,7 +234,8 @@ def test_list_files(
         (staging / f"f{i:02d}.txt").write_text("x")
     _, out = call(tools["list_files"])
     assert out["count"] == 50 and "first 50" in out["note"]
-    assert "deps/base" in scope.describe() and str(staging) in scope.describe()
+    # Relative paths only: the same prompt in every run (replay cache, prefix reuse).
+    assert "deps/base" in scope.describe() and str(staging) not in scope.describe()
 
 
 def test_bad_arguments_are_error_results(tools: dict[str, BaseTool], call: Call) -> None:
