@@ -36,7 +36,8 @@ def test_two_steps_second_uses_the_first_committed_artifact(ctx: Context) -> Non
     assert (ws.step(run, "doubler").artifacts / "impl.py").read_text() == DOUBLE_IMPL
     # Step 2's prompt named the dependency, the read succeeded, and the reflector's own test
     # run imported the committed dependency.
-    assert str(adder.artifacts) in executor.prompts[("doubler", 1)]
+    assert "deps/adder/<file>" in executor.prompts[("doubler", 1)]
+    assert str(adder.artifacts) not in executor.prompts[("doubler", 1)]  # no run's own path
     doubler_attempt = ws.attempt(ws.step(run, "doubler"), 1)
     history = ws.read_history(doubler_attempt)
     first_result = next(m for m in history if m.get("type") == "tool")
