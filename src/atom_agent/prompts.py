@@ -297,7 +297,7 @@ PROJECT_EDIT = """\
 
 Other files of the project (signatures):
 {repo_map}
-
+{documents}
 `{qualname}` in `{path}`, with the code around it (line numbers on the left):
 {excerpt}
 {feedback}
@@ -308,7 +308,12 @@ block."""
 """The executor's request for a project step: the target's new definition."""
 
 PROJECT_FEEDBACK = """
-Your previous version was not accepted:
+Your previous version:
+```python
+{previous}
+```
+It was not accepted:
 {why}
+Fix what failed.
 """
 """What a retry of a project step is told about the previous attempt."""

@@ -99,6 +99,19 @@ def _with_docstring(source: str, old: str) -> str:
     return "\n".join([*lines[:at], textwrap.indent(text, indent), *lines[at:]]) + "\n"
 
 
+def source_of(text: str, qualname: str) -> str:
+    """The source of `qualname` in the module `text`, dedented ('' when it is not there)."""
+    try:
+        node = _find(ast.parse(text), qualname)
+    except SyntaxError:
+        return ""
+    if node is None:
+        return ""
+    lines = text.splitlines()
+    first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])  # type: ignore[attr-defined]
+    return textwrap.dedent("\n".join(lines[first - 1 : node.end_lineno])) + "\n"  # type: ignore[attr-defined]
+
+
 def apply_edit(text: str, edit: Edit) -> str:
     """`text` (a module's source) with `edit.qualname` replaced by `edit.source`.
 

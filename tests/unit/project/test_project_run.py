@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import BaseMessage
 
 from atom_agent import Context, run_task
 from atom_agent.nodes.project.planner import task_test_command
+from atom_agent.testing import ScriptedChatModel
 
 from .calc import GOOD_ADD, GOOD_MUL, answers, ctx, git, project
 
@@ -134,3 +136,25 @@ def test_a_change_no_check_executed_is_committed_labelled_unverified(tmp_path: P
     assert "committed unverified: 1-double (no regression; no check executed" in outcome.stop_reason
     report = Path(outcome.report or "").read_text()
     assert "| 1-double | committed | 1 | no checks | unverified: no regression" in report
+
+
+def test_a_retry_keeps_the_previous_choice_unless_a_sample_does_better(tmp_path: Path) -> None:
+    repo = project(tmp_path / "proj")
+    half = "def mul(a, b):\n    return abs(a * b)\n"  # mul(2, 3) right, mul(-1, 4) wrong
+    prompts: list[str] = []
+
+    def respond(messages: list[BaseMessage]) -> str:
+        text = str(messages[-1].content)
+        prompts.append(text)
+        worse = "Your previous version" in text
+        return "```python\n" + ("def mul(a, b):\n    return 0\n" if worse else half) + "```"
+
+    outcome = run_task("Implement `calc.mul` as its docstring says.", ctx(tmp_path, repo),
+                       models=ScriptedChatModel(respond=respond))  # fmt: skip
+    # The retry was shown its previous version and what failed; its samples did worse, so
+    # the previous choice was kept and committed, labelled unverified.
+    assert any("return abs(a * b)" in p and "mul(-1, 4)" in p for p in prompts)
+    assert (
+        "committed unverified: 1-mul (no regression, but 1 of 2 checks fail" in outcome.stop_reason
+    )
+    assert "return abs(a * b)" in git(repo, "show", f"atom/{outcome.run_id}:calc/__init__.py")

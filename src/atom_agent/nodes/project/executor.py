@@ -19,7 +19,8 @@ from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.drafting import sample, temperatures
 from atom_agent.models.profiles import profile_for
-from atom_agent.project.edits import Edit, EditError, apply_edit, definition_of
+from atom_agent.project.documents import documents_for
+from atom_agent.project.edits import Edit, EditError, apply_edit, definition_of, source_of
 from atom_agent.project.repomap import excerpt, render_map, scan
 from atom_agent.resources import Resources
 from atom_agent.state import PlanStep, State
@@ -56,16 +57,27 @@ def make_project_executor(res: Resources) -> Any:
         model = res.model("executor")
         profile = profile_for(model, res.ctx.model_profile)
         project.checkout.reset()
-        messages = _prompt(
-            project, state["task"], step, _feedback(res.workspace, step_ref, attempt)
-        )
         path = step.target.partition("::")[0]
+        qualname = step.target.partition("::")[2]
         original = (project.checkout.root / path).read_text(encoding="utf-8")
         module = module_of(path, project.command.python_path)
         spent: list[BaseMessage] = []
         trials: list[dict[str, Any]] = []
         best: tuple[tuple[int, int], str] | None = None
         ladder = temperatures(profile.warming, attempt.n) if step.checks else [0.0]
+        # The previous attempt's choice stays a candidate: a retry replaces it only with code
+        # that does better on the checks, and the model is shown it with what failed.
+        incumbent = _incumbent(res.workspace, step_ref, attempt, path)
+        if incumbent is not None and step.checks:
+            report = _try(res, project, path, incumbent, step, module)
+            if report is not None:
+                best = (report.rank(), incumbent)
+                trials.append({"incumbent": True, "checks": report.summary()})
+                ladder = [] if report.all_passed() else ladder
+        previous = source_of(incumbent, qualname) if incumbent else ""
+        messages = _prompt(
+            project, state["task"], step, _feedback(res.workspace, step_ref, attempt), previous
+        )
         for temperature in ladder:
             reply = sample(model, messages, temperature)
             spent.append(reply)
@@ -73,11 +85,7 @@ def make_project_executor(res: Resources) -> Any:
             trials.append(trial)
             try:
                 edited = apply_edit(
-                    original,
-                    Edit(
-                        step.target.partition("::")[2],
-                        definition_of(str(reply.content), step.target.partition("::")[2]),
-                    ),
+                    original, Edit(qualname, definition_of(str(reply.content), qualname))
                 )
             except EditError as exc:
                 trial["error"] = str(exc)
@@ -120,8 +128,10 @@ def make_project_executor(res: Resources) -> Any:
     return executor
 
 
-def _prompt(project: ProjectRun, task: str, step: PlanStep, feedback: str) -> list[BaseMessage]:
-    """The edit request: task, other files' signatures, the code around the target."""
+def _prompt(
+    project: ProjectRun, task: str, step: PlanStep, feedback: str, previous: str = ""
+) -> list[BaseMessage]:
+    """The edit request: task, other files' signatures, documents it names, the target's code."""
     path, _, qualname = step.target.partition("::")
     defs = scan(project.checkout.root)
     target = target_of(project, step)
@@ -137,7 +147,12 @@ def _prompt(project: ProjectRun, task: str, step: PlanStep, feedback: str) -> li
         qualname=qualname,
         path=path,
         excerpt=around,
-        feedback=prompts.PROJECT_FEEDBACK.format(why=feedback) if feedback else "",
+        documents=documents_for(project.checkout.root, task, qualname),
+        feedback=prompts.PROJECT_FEEDBACK.format(
+            previous=previous.strip() or "(none)", why=feedback
+        )
+        if feedback
+        else "",
         method=" (the method alone, indented as at the top level)" if "." in qualname else "",
     )
     return [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(text)]
@@ -161,6 +176,16 @@ def _try(
         )
     finally:
         project.checkout.reset()
+
+
+def _incumbent(
+    workspace: Workspace, step_ref: StepRef, attempt: AttemptRef, path: str
+) -> str | None:
+    """The file the previous attempt chose (None on the first attempt or when it wrote none)."""
+    earlier = [a for a in workspace.list_attempts(step_ref) if a.n < attempt.n]
+    if not earlier or not (earlier[-1].staging / path).is_file():
+        return None
+    return (earlier[-1].staging / path).read_text(encoding="utf-8")
 
 
 def _feedback(workspace: Workspace, step_ref: StepRef, attempt: AttemptRef) -> str:
