@@ -189,7 +189,9 @@ def open_checkout(repo: str | Path, worktree: Path, run_id: str) -> Checkout:
             shutil.rmtree(tmp)
         shutil.copytree(root, tmp, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED))
         git(tmp, "init", "--quiet", "-b", branch)
-        git(tmp, "add", "-A")
+        # Everything the folder holds, ignored files too (a generated version.py the package
+        # imports): reset() cleans what is not committed.
+        git(tmp, "add", "-A", "--force")
         git(tmp, *_IDENTITY, "commit", "--quiet", "--allow-empty", "-m", f"copy of {root}")
         if worktree.exists():
             shutil.rmtree(worktree)

@@ -64,3 +64,15 @@ def test_a_missing_folder_and_a_workspace_inside_the_project_are_refused(
         open_checkout(tmp_path / "nope", tmp_path / "ws" / "project", "r1")
     with pytest.raises(ConfigError, match="inside the project"):
         open_checkout(repo, repo / "ws" / "runs" / "r1" / "project", "r1")
+
+
+def test_a_copy_keeps_the_files_its_gitignore_names(tmp_path: Path) -> None:
+    """A generated module the package imports (e.g. version.py) is part of the project."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    (root / ".gitignore").write_text("version.py\n")
+    (root / "version.py").write_text("version = '1.0'\n")
+    co = open_checkout(root, tmp_path / "ws" / "project", "r1")
+    assert co.kind == "copy"
+    co.reset()
+    assert (Path(co.worktree) / "version.py").read_text() == "version = '1.0'\n"

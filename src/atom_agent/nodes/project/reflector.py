@@ -228,7 +228,8 @@ def _judge(
         checks=len(plan_step),
         checks_passed=len(contract.passed) if contract else 0,
         regressions=len(verdict_gate.regressions) if verdict_gate else 0,
-        collected=bool(result and result.collected_ok),
+        # A suite that did not collect before the change either is no evidence against it.
+        collected=bool(result and (result.collected_ok or not project.baseline.collected_ok)),
         last_attempt=last,
     )
     decision = decide_change(evidence)
