@@ -111,15 +111,16 @@ class ReplayCache(BaseCache):
         return {"from_cache": self.hits, "to_model": self.misses}
 
 
-_DURATION = re.compile(r" in \d+(?:\.\d+)?s\b")
-"""Wall-clock times in quoted test output (``1 passed in 0.02s``): they differ every run."""
+_DURATION = re.compile(r" in \d+(?:\.\d+)?s\b|(?<= at )0x[0-9a-fA-F]+")
+"""What differs every run in quoted output: test times (``1 passed in 0.02s``) and object
+addresses (``<Duration object at 0x7f…>``)."""
 
 _BOOKKEEPING = frozenset({"usage_metadata", "response_metadata", "id"})
 """Message fields that say what a call cost or where it came from, not what it asked."""
 
 
 def _content(prompt: str) -> str:
-    """The serialized messages without their bookkeeping fields and test durations.
+    """The serialized messages without their bookkeeping fields, test durations and addresses.
 
     A replayed reply comes back with its cost zeroed (LangChain marks cache hits so); the
     next request quotes that reply, and must still be the request that was recorded.

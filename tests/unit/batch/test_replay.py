@@ -65,3 +65,13 @@ def test_a_changed_prompt_misses_and_repeated_requests_replay_in_order(tmp_path:
     assert [replaying.invoke("same").content for _ in range(2)] == ["first", "second"]
     assert replaying.invoke("same, changed").content == "fresh"  # not recorded: the model
     assert cache.counts() == {"from_cache": 2, "to_model": 1}
+
+
+def test_test_times_and_object_addresses_do_not_make_a_request_new(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    recording = ScriptedChatModel(responses=["recorded"])
+    recording.cache = ReplayCache(path)
+    recording.invoke("got <Box object at 0x7f00aa>; 1 passed in 0.02s")
+    replaying = ScriptedChatModel(responses=["fresh"])
+    replaying.cache = ReplayCache(path)
+    assert replaying.invoke("got <Box object at 0x7f99bb>; 1 passed in 0.31s").content == "recorded"
