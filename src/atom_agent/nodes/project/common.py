@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from atom_agent.project.checkout import Checkout
-from atom_agent.project.repomap import Definition, find, scan
+from atom_agent.project.repomap import Definition, find
 from atom_agent.project.suite import SuiteResult, TestCommand, suite_limits
 from atom_agent.resources import Resources
 from atom_agent.sandbox.base import Limits, SandboxRunner
@@ -76,10 +76,10 @@ def runner_of(res: Resources, project: ProjectRun) -> SandboxRunner:
     return res.runner.with_packages(project.packages)
 
 
-def target_of(project: ProjectRun, step: PlanStep) -> Definition | None:
+def target_of(defs: list[Definition], step: PlanStep) -> Definition | None:
     """The definition a step changes (None for a name its file does not define yet)."""
     path, _, qualname = step.target.partition("::")
-    found = [d for d in find(scan(project.checkout.root), qualname) if d.path == path]
+    found = [d for d in find(defs, qualname) if d.path == path]
     exact = [d for d in found if d.qualname == qualname]
     return (exact or found)[0] if (exact or found) else None
 

@@ -134,7 +134,7 @@ def _prompt(
     """The edit request: task, other files' signatures, documents it names, the target's code."""
     path, _, qualname = step.target.partition("::")
     defs = scan(project.checkout.root)
-    target = target_of(project, step)
+    target = target_of(defs, step)
     around = (
         excerpt(project.checkout.root, target, budget_tokens=EXCERPT_TOKENS)
         if target is not None
