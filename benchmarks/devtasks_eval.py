@@ -144,9 +144,28 @@ def agent_arm(res: Resources, tasks_path: Path, ws: Path) -> dict[str, dict[str,
             "tokens": int((v.get("usage") or {}).get("total_tokens", 0)),
             "seconds": float(v.get("duration_s") or 0.0),
             "status": v.get("status"),
+            **{
+                key: int((v.get("usage") or {}).get(key, 0))
+                for key in ("input_tokens", "prefill_computed", "prefill_without_prefix_cache")
+            },
         }
         for k, v in rows.items()
     }
+
+
+def prefill_line(rows: dict[str, dict[str, Any]]) -> str:
+    """Prompt tokens sent, computed, and computed without the prefix cache, summed."""
+    sent, computed, without = (
+        sum(r.get(key, 0) for r in rows.values())
+        for key in ("input_tokens", "prefill_computed", "prefill_without_prefix_cache")
+    )
+    if not computed:
+        return "prefill: not reported (a model without prefill figures, or replayed calls)"
+    return (
+        f"prefill: {sent} prompt tokens sent, {computed} computed with the prefix cache, "
+        f"{without} without it (only the previous call's KV reused): "
+        f"{computed / (without or 1):.2f}x"
+    )
 
 
 def oracle(ws: Path, prefix: str) -> dict[str, bool]:
@@ -217,6 +236,8 @@ def main() -> None:
         mine = {i: arm_rows[i] for i in ids if i in arm_rows}
         table[arm] = summary(mine, verdicts[arm])
         print(f"{arm}: {json.dumps(table[arm])}")
+    if "agent" in rows:
+        print(prefill_line(rows["agent"]))
     if "agent" in rows and "plain" in rows:
         fixed = [i for i in ids if verdicts["agent"].get(i) and not verdicts["plain"].get(i)]
         broken = [i for i in ids if verdicts["plain"].get(i) and not verdicts["agent"].get(i)]

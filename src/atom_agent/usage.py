@@ -35,19 +35,31 @@ def price_of(model_name: str) -> tuple[float, float]:
 def usage_of(messages: Iterable[BaseMessage], model_name: str = "") -> dict[str, float]:
     """Sum the usage of the AI messages in `messages`, with the estimated cost."""
     inp = out = calls = 0
+    prefilled: int | None = None
+    without = 0
     for message in messages:
         if isinstance(message, AIMessage) and message.usage_metadata:
             inp += int(message.usage_metadata.get("input_tokens", 0))
             out += int(message.usage_metadata.get("output_tokens", 0))
             calls += 1
+            computed = message.response_metadata.get("prefill_computed")
+            if isinstance(computed, int):
+                prefilled = (prefilled or 0) + computed
+                without += int(message.response_metadata.get("prefill_without_prefix_cache", 0))
     price_in, price_out = price_of(model_name)
-    return {
+    usage: dict[str, float] = {
         "input_tokens": inp,
         "output_tokens": out,
         "total_tokens": inp + out,
         "cost_usd": (inp * price_in + out * price_out) / 1_000_000,
         "model_calls": calls,
     }
+    if prefilled is not None:
+        # Prompt tokens the model really computed (the rest came from its KV cache): the
+        # embedded model reports it; providers do not.
+        usage["prefill_computed"] = prefilled
+        usage["prefill_without_prefix_cache"] = without
+    return usage
 
 
 def model_name_of(model: object) -> str:

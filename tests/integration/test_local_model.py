@@ -109,3 +109,30 @@ def test_a_prompt_longer_than_the_window_is_a_typed_error() -> None:
     small = load_chat_model("local", n_ctx=512, max_tokens=16)
     with pytest.raises(ContextWindowError, match="context window"):
         small.invoke([HumanMessage("word " * 2000)])
+
+
+def test_a_reply_ends_after_its_code_block_with_the_same_code() -> None:
+    from atom_agent.drafting import extract_code
+
+    ask = [HumanMessage("Write a Python function square(x) returning x squared, then explain it.")]
+    watched = LocalChatModel(max_tokens=300, stop_after_code=True).invoke(ask)
+    plain = LocalChatModel(max_tokens=300).invoke(ask)
+    assert watched.response_metadata.get("ended_early") == "code block complete"
+    assert watched.text.rstrip().endswith("```")
+    assert plain.usage_metadata and watched.usage_metadata
+    assert watched.usage_metadata["output_tokens"] < plain.usage_metadata["output_tokens"]
+    assert extract_code(watched.text) == extract_code(plain.text) != ""
+
+
+def test_a_prompt_that_begins_like_an_earlier_one_prefills_only_what_is_new() -> None:
+    chat = LocalChatModel(max_tokens=120, stop_after_code=True, prefix_cache_mb=256)
+    first = [HumanMessage("Write a Python function cube(x) that returns x cubed.")]
+    reply = chat.invoke(first)
+    chat.invoke([HumanMessage("Write a Python function that reverses a string.")])
+    again = chat.invoke([*first, reply, HumanMessage("Now make it accept floats only.")])
+    meta = again.response_metadata
+    assert again.usage_metadata is not None
+    assert meta["prefix_restored"] == 1
+    assert 0 < meta["prefill_computed"] < again.usage_metadata["input_tokens"] // 2
+    # Without the saved prefixes only the previous call's KV would be reused: most of it again.
+    assert meta["prefill_without_prefix_cache"] > 2 * meta["prefill_computed"]

@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -35,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from atom_agent.errors import ContextWindowError, ModelError, ModelUnavailableError
 from atom_agent.models._tools import openai_tool
+from atom_agent.models.stopping import ReplyWatch
 from atom_agent.models.weights import INSTALL_HINT, resolve_local_weights
 
 logger = logging.getLogger(__name__)
@@ -59,13 +61,15 @@ def llama_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
-def _load(path: str, n_ctx: int, n_threads: int) -> Any:
+def _load(path: str, n_ctx: int, n_threads: int, prefix_cache_mb: int = 0) -> Any:
     try:
-        from llama_cpp import Llama
+        from llama_cpp.llama_cache import LlamaRAMCache
+
+        from atom_agent.models._llama import MeteredLlama
     except ImportError as exc:
         raise ModelUnavailableError(f"llama-cpp-python is not installed: {INSTALL_HINT}") from exc
     started = time.perf_counter()
-    llama = Llama(
+    llama = MeteredLlama(
         model_path=path,
         n_ctx=n_ctx,
         n_threads=n_threads,
@@ -73,6 +77,8 @@ def _load(path: str, n_ctx: int, n_threads: int) -> Any:
         seed=0,
         verbose=False,
     )
+    if prefix_cache_mb:
+        llama.set_cache(LlamaRAMCache(capacity_bytes=prefix_cache_mb << 20))
     logger.info("loaded %s in %.1fs", path, time.perf_counter() - started)
     return llama
 
@@ -96,6 +102,12 @@ class LocalChatModel(BaseChatModel):
     """Tokens generated per reply at most (tool calls that write files need room)."""
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     """Sampling temperature; 0 is greedy (deterministic)."""
+    stop_after_code: bool = False
+    """End a plain-text reply once its first Python block is complete, or when it loops
+    (:mod:`atom_agent.models.stopping`); the agent's prompts all ask for one block."""
+    prefix_cache_mb: int = Field(default=0, ge=0)
+    """RAM kept for the KV states of earlier prompts (0: none), so a call whose prompt
+    begins like an earlier one's prefills only what is new (llama.cpp's ``LlamaRAMCache``)."""
 
     _resolved: str | None = PrivateAttr(default=None)
     # The weights (1.1 GB) are loaded on first use and belong to this object: whoever
@@ -123,7 +135,7 @@ class LocalChatModel(BaseChatModel):
                 if self._resolved is None:
                     self._resolved = self.model_path or str(resolve_local_weights())
                 threads = self.n_threads or os.cpu_count() or 1
-                self._llama = _load(self._resolved, self.n_ctx, threads)
+                self._llama = _load(self._resolved, self.n_ctx, threads, self.prefix_cache_mb)
             return self._llama, self._lock
 
     def bind_tools(
@@ -189,14 +201,28 @@ class LocalChatModel(BaseChatModel):
         if allowed is not None:
             request["response_format"] = {"type": "json_object", "schema": _reply_schema(allowed)}
         llama, lock = self._engine()
+        watch = ReplyWatch() if self.stop_after_code and allowed is None else None
         started = time.perf_counter()
         with lock:
+            evaluated = getattr(llama, "evaluated", None)
+            before = (len(evaluated), llama.restored) if evaluated is not None else (0, 0)
+            stopping = (
+                llama.stopping_with(_watching(llama, watch))
+                if watch is not None and hasattr(llama, "stopping_with")
+                else nullcontext()
+            )
             try:
-                out = llama.create_chat_completion(**request)
+                with stopping:
+                    out = llama.create_chat_completion(**request)
             except ValueError as exc:  # llama.cpp checks the prompt's length before decoding
                 if "context window" in str(exc):
                     raise ContextWindowError(f"{exc} (n_ctx={self.n_ctx})") from exc
                 raise
+            # The first batch a call evaluates is the part of its prompt not in the KV cache.
+            batches = evaluated[before[0] :] if evaluated is not None else []
+            prefilled = batches[0] if batches else None
+            restored = (llama.restored - before[1]) if evaluated is not None else 0
+            without = int(getattr(llama, "without_prefix_cache", 0) or 0)
         elapsed = time.perf_counter() - started
         text: str = out["choices"][0]["message"].get("content") or ""
         finish = out["choices"][0].get("finish_reason")
@@ -221,7 +247,32 @@ class LocalChatModel(BaseChatModel):
             "finish_reason": finish,
             "duration_s": round(elapsed, 3),
         }
+        if prefilled is not None:
+            message.response_metadata["prefill_computed"] = prefilled
+            message.response_metadata["prefix_restored"] = restored
+            message.response_metadata["prefill_without_prefix_cache"] = without
+        if watch is not None and watch.reason:
+            message.response_metadata["ended_early"] = watch.reason
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _watching(llama: Any, watch: ReplyWatch) -> Callable[[Any, Any], bool]:
+    """A llama.cpp stopping criterion: the reply so far, decoded, shown to `watch`.
+
+    llama.cpp calls it with the token ids so far (the prompt's, then the reply's); the first
+    call marks where the reply starts.
+    """
+    seen: list[int] = []  # [where the reply starts, how many of its tokens are decoded]
+    reply = bytearray()
+
+    def criterion(input_ids: Any, _logits: Any) -> bool:
+        if not seen:
+            seen.extend([len(input_ids), len(input_ids)])
+        reply.extend(llama.detokenize(list(input_ids[seen[1] :])))
+        seen[1] = len(input_ids)
+        return watch.done(reply.decode("utf-8", errors="ignore"))
+
+    return criterion
 
 
 def _require_parsed(value: Any) -> dict[str, Any] | BaseModel:

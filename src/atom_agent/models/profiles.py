@@ -30,6 +30,9 @@ class ModelProfile:
         judge: a model judges criteria that no check executed (labelled *judged*).
         warming: temperatures of the candidates an attempt samples after its draft fails.
         cross_samples: independent implementations sampled to cross-examine a failing check.
+        task_samples: when the plain answer fails a check the task states, how many more
+            answers to the whole task are sampled (at the ``warming`` temperatures, the plain
+            prompt, never shown a check) before planning; the one that executes best wins.
     """
 
     name: str
@@ -40,6 +43,7 @@ class ModelProfile:
     judge: bool
     warming: tuple[float, ...]
     cross_samples: int
+    task_samples: int = 0
 
 
 SMALL = ModelProfile(
@@ -51,6 +55,7 @@ SMALL = ModelProfile(
     judge=False,
     warming=(0.4, 0.8),
     cross_samples=2,
+    task_samples=2,
 )
 STANDARD = ModelProfile(
     name="standard",

@@ -19,6 +19,8 @@ from atom_agent.models.local import LocalChatModel, llama_available
 
 LOCAL = "local"
 DEFAULT_GEMINI = "google_genai:gemini-2.5-pro"
+LOCAL_PREFIX_CACHE_MB = 1024
+"""RAM for the embedded model's saved prompt prefixes (≈ 28 KB a token: ~36k tokens)."""
 
 # API keys per provider; providers absent here use cloud credentials (AWS, GCP, Azure) or none.
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
@@ -136,6 +138,10 @@ def load_chat_model(
             options["temperature"] = temperature
         if parsed.model != "qwen2.5-coder-1.5b-instruct":
             options.setdefault("model_path", parsed.model)
+        # The agent's text prompts ask for one code block: nothing after it is read. Earlier
+        # prompts' KV states are kept, so a witness or a retry prefills only what is new.
+        options.setdefault("stop_after_code", True)
+        options.setdefault("prefix_cache_mb", LOCAL_PREFIX_CACHE_MB)
         return LocalChatModel(**options)
 
     options = dict(kwargs)

@@ -28,6 +28,7 @@ from atom_agent.checks.names import (
     without_shorthands,
 )
 from atom_agent.context import Context
+from atom_agent.models.profiles import profile_for
 from atom_agent.models.structured import invoke_structured
 from atom_agent.resources import Resources
 from atom_agent.state import (
@@ -42,7 +43,7 @@ from atom_agent.state import (
 )
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
-from atom_agent.verification.candidates import ask_plain, meets_clauses
+from atom_agent.verification.candidates import ask_plain, best_of, meets_clauses
 from atom_agent.verification.clauses import placed, task_clauses
 from atom_agent.verification.contracts import write_contracts
 
@@ -167,29 +168,43 @@ def make_planner(res: Resources) -> Any:
 def _candidate_zero(res: Resources, run: Any, task: str) -> dict[str, Any]:
     """Ask the model once for the whole task; run the task's own checks on its answer.
 
-    Returns ``plain`` (the code, '' if the reply had none), ``spent`` (the reply, for usage)
-    and ``meets_task`` (every check the task's clauses state passed, at least one ran).
+    When the answer fails a check the task states, the profile's ``task_samples`` more
+    answers are sampled from the same prompt (warm, never shown a check) and the one that
+    executes best on the task's checks is kept: the plain answer is replaced only by one that
+    passes more of them (:func:`~atom_agent.verification.candidates.best_of`).
+
+    Returns ``plain`` (the code, '' if the reply had none), ``spent`` (the replies, for
+    usage) and ``meets_task`` (every check the task's clauses state passed, at least one ran).
     """
     names = task_names(task)
-    answer = ask_plain(res.model("executor"), task, names)
+    model = res.model("executor")
+    answer = ask_plain(model, task, names)
     folder = res.workspace.write_plain(run, answer.source, answer.reply.text)
-    report = meets_clauses(
-        answer.source,
-        task_clauses(task, names=names),
-        folder=folder,
-        runner=res.runner,
-        limits=res.limits,
-        defines=names,
-    )
+    clauses = task_clauses(task, names=names)
+    profile = profile_for(model, res.ctx.model_profile)
+
+    def judge(source: str, where: Any) -> Any:
+        return meets_clauses(source, clauses, folder=where, runner=res.runner,
+                             limits=res.limits, defines=names)  # fmt: skip
+
+    choice = best_of(
+        model, task, names, answer, judge(answer.source, folder), judge=judge,
+        temperatures=profile.warming[: profile.task_samples], folder=folder / "samples",
+    )  # fmt: skip
+    if choice.index:
+        res.workspace.write_plain(run, choice.source, choice.reply_text)
+    report = choice.report
     meets = report is not None and report.task_checks_hold() and report.all_passed()
     emit(
         "plan.candidate_zero",
         run_id=run.run_id,
-        code=bool(answer.source),
+        code=bool(choice.source),
         checks=report.summary() if report is not None else "no check stated",
         meets_task=meets,
+        samples=len(choice.replies),
+        chosen=choice.index,
     )
-    return {"plain": answer.source, "spent": [answer.reply], "meets_task": meets}
+    return {"plain": choice.source, "spent": [answer.reply, *choice.replies], "meets_task": meets}
 
 
 def _plain(zero: dict[str, Any]) -> dict[str, Any]:

@@ -9,12 +9,12 @@ worse than asking its model once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
@@ -62,3 +62,72 @@ def meets_clauses(
         return None
     atomic_write_text(folder / "impl.py", source)
     return run_contract(checks, staging=folder, runner=runner, limits=limits, defines=defines)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The answer to the whole task that executes best, among the plain one and samples."""
+
+    source: str
+    report: ContractReport | None
+    index: int
+    """0: the plain answer; k: the k-th sample."""
+    replies: list[AIMessage]
+    """The samples' replies, in order (the plain answer's not included)."""
+    reply_text: str
+    """The chosen answer's reply as the model wrote it."""
+
+
+Judge = Callable[[str, Path], ContractReport | None]
+"""Runs the task's checks on a module written to a folder (None: nothing to run)."""
+
+
+def best_of(
+    model: BaseChatModel,
+    task: str,
+    names: Sequence[str],
+    first: PlainAnswer,
+    report: ContractReport | None,
+    *,
+    judge: Judge,
+    temperatures: Sequence[float],
+    folder: Path,
+) -> Choice:
+    """The plain answer, or a sample of the same prompt that executes better on the task's checks.
+
+    Samples are drawn (one per temperature, the plain prompt, never shown a check) only when
+    the plain answer has no code or fails a check the task states; sampling stops at the first
+    answer that meets every such check. An answer replaces the best so far only when it passes
+    strictly more of the task's checks (then more checks in all): with no sample better, the
+    plain answer stays, so the choice is never worse on the task's checks than asking once.
+    """
+    best = Choice(first.source, report, 0, [], first.reply.text)
+    if not _worth_sampling(first.source, report):
+        return best
+    replies: list[AIMessage] = []
+    prompt: list[BaseMessage] = [HumanMessage(prompts.PLAIN_TASK.format(task=task.strip()))]
+    for k, temperature in enumerate(temperatures, start=1):
+        reply = sample(model, prompt, temperature)
+        replies.append(reply)
+        source = complete_from_task(extract_code(reply.text), task, names)
+        if names and not set(names) & set(defined_in_code(source)):
+            continue
+        found = judge(source, folder / str(k))
+        if _rank(found) > _rank(best.report):
+            best = Choice(source, found, k, replies, reply.text)
+        if found is not None and found.task_checks_hold() and found.all_passed():
+            break
+    return Choice(best.source, best.report, best.index, replies, best.reply_text)
+
+
+def _worth_sampling(source: str, report: ContractReport | None) -> bool:
+    """No code, or a check the task states ran and did not pass."""
+    if not source.strip():
+        return True
+    return report is not None and any(
+        r.check.origin == "task" and r.status not in ("passed", "invalid") for r in report.results
+    )
+
+
+def _rank(report: ContractReport | None) -> tuple[int, int]:
+    return report.rank() if report is not None else (-1, -1)

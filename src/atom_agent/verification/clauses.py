@@ -173,7 +173,7 @@ def _clause_checks(
 ) -> list[Check]:
     checks = [*signature_checks(task, text, start, signed, classes)]
     checks += task_checks(text, names=names)
-    checks += error_examples(text, names)
+    checks += error_examples(text, names, task=task)
     checks += property_checks(task, text, names)
     # Only what can run on code that defines the task's names (not ``decode(encode(s)) == s``
     # as a bare example: its `s` is the property's variable).
@@ -289,12 +289,14 @@ def _first_mention(task: str, name: str) -> int:
 # --- errors with their inputs --------------------------------------------------------------------
 
 
-def error_examples(text: str, names: Sequence[str]) -> list[Check]:
+def error_examples(text: str, names: Sequence[str], *, task: str = "") -> list[Check]:
     """Errors a clause states with example inputs, in any phrasing ("such as", "e.g." …).
 
     "rle_decode raises ValueError on malformed input such as 'a3' or '3'" → one check per
     literal. The function is the one the clause names (the only one, when it names several
-    it must come before the exception). Class errors are left to scenarios.
+    it must come before the exception). Class errors are left to scenarios. When the `task`
+    states the function's first parameter as a list ("f(items: list[str])"), an example
+    that is not a list is one invalid item: it is passed in a list of its own.
     """
     exc = _exception(text)
     functions = [n for n in names if not n[:1].isupper()]
@@ -304,6 +306,7 @@ def error_examples(text: str, names: Sequence[str]) -> list[Check]:
     target = mentioned[0] if len(mentioned) == 1 else (functions[0] if len(functions) == 1 else "")
     if not target:
         return []
+    wrap = bool(_LIST_PARAM.search(_first_annotation(task or text, target)))
     checks = []
     for match in _EXAMPLES_WORDS.finditer(text):
         tail = text[match.end() :]
@@ -311,6 +314,8 @@ def error_examples(text: str, names: Sequence[str]) -> list[Check]:
         for item in re.split(r"\s*(?:,|\bor\b|\band\b)\s*", tail):
             literal = item.strip().strip("`")
             if literal and _is_literal(literal):
+                if wrap and not isinstance(ast.literal_eval(literal), list | tuple):
+                    literal = f"[{literal}]"
                 checks.append(
                     Check(
                         call=f"{target}({literal})",
@@ -320,6 +325,15 @@ def error_examples(text: str, names: Sequence[str]) -> list[Check]:
                     )
                 )
     return checks
+
+
+_LIST_PARAM = re.compile(r"^(?:list|List|Sequence|Iterable|tuple\[[^\]]*,\s*\.\.\.)\b")
+
+
+def _first_annotation(task: str, name: str) -> str:
+    """The annotation of `name`'s first parameter as the task writes it ('' if none)."""
+    match = re.search(rf"(?<![\w.]){re.escape(name)}\(\s*\w+\s*:\s*([^,)=]+)", task)
+    return match.group(1).strip() if match else ""
 
 
 def _exception(text: str) -> str:

@@ -206,3 +206,79 @@ def test_a_model_check_most_candidates_answer_alike_is_discounted_and_zero_commi
     (suspect,) = verdict["cross_examination"]["suspect_checks"]
     assert suspect["check"] == "evaluate('4 2 + 3 *') == 20.0"
     assert "candidates give 18.0 too" in suspect["reason"]
+
+
+def plains_then_drafts(plains: list[str], drafts: list[str]) -> ScriptedChatModel:
+    """Answers plain requests with `plains` in turn (the last repeats), drafts with `drafts`."""
+    plain_queue, draft_queue = list(plains), list(drafts)
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        first = next(m for m in messages if isinstance(m, HumanMessage))
+        queue = plain_queue if PLAIN_REQUEST in str(first.content) else draft_queue
+        assert queue, f"an unexpected request: {str(first.content)[:300]}"
+        return fenced(queue.pop(0) if len(queue) > 1 else queue[0])
+
+    return ScriptedChatModel(respond=respond, model_name=SMALL_NAME)
+
+
+def test_a_sampled_answer_that_meets_the_stated_checks_replaces_a_failing_plain_one(
+    tmp_path: Path,
+) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=2)
+    models = roles("", [])
+    models["executor"] = plains_then_drafts([BROKEN_SUB, BOTH], [])
+    outcome = run_task(TWO, ctx, models=models)  # type: ignore[arg-type]
+
+    assert outcome.status == "done", outcome
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    # The plain answer failed sub(5, 3) == 2; the first warm sample met every stated check,
+    # so it is candidate zero, the task is one step, and no draft or planner call follows.
+    assert (run.path / "plain" / "impl.py").read_text().strip() == BOTH.strip()
+    (revision,) = ws.plan_revisions(run)
+    assert "the plain answer meets every check the task states" in revision["reason"]
+    calls = models["executor"].calls  # type: ignore[attr-defined]
+    assert len(calls) == 2
+    assert (ws.step(run, "step1").artifacts / "impl.py").read_text().strip() == BOTH.strip()
+    assert outcome.usage["model_calls"] >= 2
+
+
+def test_samples_that_execute_no_better_leave_the_plain_answer(tmp_path: Path) -> None:
+    from atom_agent.verification.candidates import PlainAnswer, best_of
+
+    checks = [
+        Check(call="add(2, 3)", expect="5", origin="task"),
+        Check(call="sub(5, 3)", expect="2", origin="task"),
+    ]
+    worse = BOTH.replace("return a + b", "return a * b").replace("return a - b", "return 0")
+    model = plains_then_drafts([worse, BROKEN_SUB], [])
+
+    def judge(source: str, where: Path) -> ContractReport:
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "impl.py").write_text(source)
+        return run_contract(checks, staging=where, runner=default_runner(), limits=Limits())
+
+    first = PlainAnswer(source=BROKEN_SUB, reply=fenced(BROKEN_SUB))
+    choice = best_of(
+        model, TWO, ["add", "sub"], first, judge(BROKEN_SUB, tmp_path / "zero"),
+        judge=judge, temperatures=(0.4, 0.8), folder=tmp_path / "samples",
+    )  # fmt: skip
+    assert choice.index == 0 and choice.source == BROKEN_SUB
+    assert len(choice.replies) == 2  # both samples were drawn, and both lost
+
+
+def test_no_sample_is_drawn_when_the_plain_answer_meets_the_stated_checks(tmp_path: Path) -> None:
+    from atom_agent.verification.candidates import PlainAnswer, best_of
+
+    checks = [Check(call="sub(5, 3)", expect="2", origin="task")]
+    model = plains_then_drafts([BROKEN_SUB], [])
+    folder = tmp_path / "zero"
+    folder.mkdir()
+    (folder / "impl.py").write_text(BOTH)
+    report = run_contract(checks, staging=folder, runner=default_runner(), limits=Limits())
+    first = PlainAnswer(source=BOTH, reply=fenced(BOTH))
+    choice = best_of(
+        model, TWO, ["add", "sub"], first, report,
+        judge=lambda s, w: None, temperatures=(0.4, 0.8), folder=tmp_path / "samples",
+    )  # fmt: skip
+    assert choice.index == 0 and choice.replies == [] and model.calls == []

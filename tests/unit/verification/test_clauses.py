@@ -200,3 +200,18 @@ def test_calls_with_literals_or_nested_calls_are_not_signatures(text: str) -> No
     checks = [c for cl in task_clauses(text, names=["decode", "encode", "f", "g"])
               for c in cl.checks]  # fmt: skip
     assert not [c for c in checks if c.criterion == SIGNATURE_CRITERION]
+
+
+def test_an_invalid_item_of_a_list_parameter_is_passed_in_a_list() -> None:
+    task = (
+        "Write total(prices: list[str]) -> int that adds up prices written in cents. "
+        "total raises ValueError for a malformed price such as '1.5.0' or 'abc'. "
+        "Write parse(text: str) -> int; parse raises ValueError on bad text such as 'x'."
+    )
+    calls = [
+        c.call
+        for clause in task_clauses(task, names=["total", "parse"])
+        for c in clause.checks
+        if c.raises
+    ]
+    assert calls == ["total(['1.5.0'])", "total(['abc'])", "parse('x')"]

@@ -1,0 +1,88 @@
+"""llama.cpp's ``Llama``, metered: what each call really prefilled, and slim saved states.
+
+Imported only when the local model loads (llama-cpp-python is an optional extra).
+
+- ``evaluated`` lists the sizes of the batches the model evaluated; the first batch of a call
+  is the part of its prompt that was *computed* (the rest came from the KV cache of the
+  previous call, or of an earlier one through the prefix cache).
+- ``stopping_with(criterion)`` adds a stopping criterion to the calls made inside it: the
+  chat API takes none, and the chat handler passes only its template's own to
+  ``create_completion``.
+- ``save_state`` keeps one row of logits instead of llama-cpp-python's ``n_batch × vocab``
+  copy (311 MB for Qwen2.5's 151,936-token vocabulary): a restored state's logits are never
+  sampled from, because ``generate`` evaluates a prompt's last token again after a prefix
+  match. States then cost what their KV cells cost (≈ 28 KB a token for the 1.5B model).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from llama_cpp import Llama, LlamaState, StoppingCriteriaList
+from llama_cpp import llama_cpp as _c
+
+
+class MeteredLlama(Llama):
+    """A ``Llama`` that records the batches it evaluates and saves slim states."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.evaluated: list[int] = []
+        self.restored = 0
+        self.without_prefix_cache = 0
+        self._extra_stop: Callable[[Any, Any], bool] | None = None
+
+    @contextmanager
+    def stopping_with(self, criterion: Callable[[Any, Any], bool]) -> Iterator[None]:
+        """Calls inside the block also stop when `criterion(token_ids, logits)` is true."""
+        self._extra_stop = criterion
+        try:
+            yield
+        finally:
+            self._extra_stop = None
+
+    def create_completion(self, *args: Any, **kwargs: Any) -> Any:
+        """``Llama.create_completion``, with the criterion of :meth:`stopping_with` added.
+
+        Also records ``without_prefix_cache``: the prompt tokens this call would compute if
+        only the previous call's KV cache were reused (llama.cpp's own reuse), to set beside
+        what it did compute (the KV contents after a call are its prompt and reply either
+        way, so the figure is exact, not an estimate).
+        """
+        prompt = kwargs.get("prompt", args[0] if args else None)
+        if isinstance(prompt, list) and prompt:
+            shared = Llama.longest_token_prefix(self._input_ids[: self.n_tokens].tolist(), prompt)
+            self.without_prefix_cache = len(prompt) - min(shared, len(prompt) - 1)
+        if self._extra_stop is not None:
+            given = kwargs.get("stopping_criteria") or []
+            kwargs["stopping_criteria"] = StoppingCriteriaList([*given, self._extra_stop])
+        return super().create_completion(*args, **kwargs)
+
+    def eval(self, tokens: Sequence[int]) -> None:
+        """Evaluate `tokens` (recording how many)."""
+        self.evaluated.append(len(tokens))
+        super().eval(tokens)
+
+    def load_state(self, state: LlamaState) -> None:
+        """Restore a saved state (counted: a prefix-cache hit)."""
+        self.restored += 1
+        super().load_state(state)
+
+    def save_state(self) -> LlamaState:
+        """The KV state and token ids, with one row of logits (see the module docstring)."""
+        size = _c.llama_state_get_size(self._ctx.ctx)
+        buffer = (ctypes.c_uint8 * int(size))()
+        written = int(_c.llama_state_get_data(self._ctx.ctx, buffer, size))
+        if written > int(size):
+            raise RuntimeError("llama.cpp wrote more state than it announced")
+        return LlamaState(
+            input_ids=self.input_ids.copy(),
+            scores=self._scores[-1:, :].copy(),
+            n_tokens=self.n_tokens,
+            llama_state=ctypes.string_at(buffer, written),
+            llama_state_size=written,
+            seed=self._seed,
+        )

@@ -1,0 +1,86 @@
+"""Ending a local model's reply early: a complete code block, or a reply that loops."""
+
+from __future__ import annotations
+
+from atom_agent.models.stopping import ReplyWatch, block_complete, looping
+
+CODE = "```python\ndef f(x):\n    return x * 2\n```"
+
+
+def test_a_closed_block_with_a_definition_is_complete() -> None:
+    assert block_complete(CODE)
+    assert block_complete("Here it is:\n\n" + CODE + "\n")
+
+
+def test_an_open_block_is_not_complete() -> None:
+    assert not block_complete("```python\ndef f(x):\n    return x * 2\n")
+
+
+def test_a_block_of_only_an_import_or_a_shell_command_does_not_count() -> None:
+    assert not block_complete("```python\nimport math\n```\n")
+    assert not block_complete("```bash\npip install pytest\n```\n")
+    assert block_complete("```bash\npip install pytest\n```\n\n" + CODE)
+
+
+def test_a_block_that_does_not_parse_does_not_count() -> None:
+    assert not block_complete("```python\ndef f(x:\n    return\n```")
+
+
+def test_asserts_and_with_statements_count_for_a_contract() -> None:
+    assert block_complete("```python\nassert f(2) == 4\n```")
+    assert block_complete("```python\nwith pytest.raises(ValueError):\n    f(-1)\n```")
+
+
+def test_a_group_of_lines_written_three_times_is_a_loop() -> None:
+    group = "def test_a():\n    assert f('abc') == 'cba'\n    assert f('') == ''\n"
+    assert not looping("import pytest\n" + group * 2)
+    assert looping("import pytest\n" + group * 3)
+
+
+def test_short_repeated_lines_are_no_loop() -> None:
+    assert not looping("x\n)\n]\n" * 5)
+
+
+def test_different_cases_are_no_loop() -> None:
+    text = "".join(f"def test_{i}():\n    assert f({i}) == {2 * i}\n\n" for i in range(12))
+    assert not looping(text)
+
+
+def test_the_watch_ends_at_the_closing_fence_and_says_why() -> None:
+    watch = ReplyWatch()
+    text = ""
+    ended_at = None
+    for piece in ["```py", "thon\n", "def f(x):\n", "    return x * 2\n", "``", "`", "\nThis"]:
+        text += piece
+        if watch.done(text):
+            ended_at = text
+            break
+    assert ended_at is not None and ended_at.endswith("```")
+    assert watch.reason == "code block complete"
+    assert watch.done(ended_at + " more")  # stays done
+
+
+def test_the_watch_ends_a_loop_inside_an_open_block() -> None:
+    watch = ReplyWatch()
+    text = "```python\n"
+    line = "assert is_palindrome('A man, a plan') is True\n"
+    rounds = 0
+    while not watch.done(text) and rounds < 10:
+        text += line + "assert is_palindrome('x') is True\n" + "assert is_palindrome('') is True\n"
+        rounds += 1
+    assert watch.reason == "reply repeats itself"
+    assert rounds == 3
+
+
+def test_lines_that_each_grow_by_a_few_characters_are_a_loop() -> None:
+    rows = "".join(f'    ("{"Aa" * i}", True),\n' for i in range(1, 9))
+    assert looping('@pytest.mark.parametrize("s, expected", [\n' + rows)
+
+
+def test_growing_lines_that_change_elsewhere_are_no_loop() -> None:
+    rows = "".join(f"    assert total([{', '.join(['1'] * i)}]) == {i}\n" for i in range(1, 9))
+    assert not looping(rows)
+    cases = "".join(
+        f'    ("{w}", {len(w) % 2 == 0}),\n' for w in ["a", "ab", "abc", "abcd", "ab", "a"]
+    )
+    assert not looping(cases)
