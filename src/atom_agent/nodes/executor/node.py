@@ -13,13 +13,11 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 
 from atom_agent import prompts
 from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.checks.names import defined_in_code
-from atom_agent.context import Context
 from atom_agent.drafting import Drafts, dependency_lines, draft_prompt, temperatures, write_drafts
 from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.resources import Resources
@@ -88,7 +86,7 @@ def make_executor(res: Resources) -> Any:
             known = agents[key] = (model, attempt_agent(model, profile, tools))
         return known[1]
 
-    def executor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def executor(state: State) -> dict[str, Any]:
         ctx = res.ctx
         plan = plan_of(state)
         step_id = state.get("current_step")

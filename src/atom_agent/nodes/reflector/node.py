@@ -8,12 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-from langgraph.runtime import Runtime
 
 from atom_agent import prompts
 from atom_agent.checks.examples import examples_feedback
 from atom_agent.checks.exercised import NameUse
-from atom_agent.context import Context
 from atom_agent.errors import ConfigError, ModelError, ModelSpecError
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import failure_lesson, record_interface, record_lesson
@@ -58,7 +56,7 @@ def make_reflector(res: Resources) -> Any:
     Gather the executed evidence, let :func:`decide` (pure) say what it means, record it.
     """
 
-    def reflector(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def reflector(state: State) -> dict[str, Any]:
         target = target_of(res, state)
         ran = execute(res, state["task"], target)
         profile = profile_for(res.model("executor"), res.ctx.model_profile)
