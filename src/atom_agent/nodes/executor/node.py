@@ -21,7 +21,7 @@ from atom_agent.checks.names import defined_in_code
 from atom_agent.drafting import Drafts, dependency_lines, draft_prompt, temperatures, write_drafts
 from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.resources import Resources
-from atom_agent.state import IMPL_FILE, TEST_FILE, Check, State
+from atom_agent.state import IMPL_FILE, TEST_FILE, Check, DraftsSummary, State
 from atom_agent.telemetry import emit
 from atom_agent.tools.calls import ToolCalls
 from atom_agent.tools.scope import ToolScope
@@ -133,6 +133,8 @@ def make_executor(res: Resources) -> Any:
         )
         best = drafts.best if drafts is not None else None
         passed = drafts is not None and best is not None and drafts.passes(best)
+        # The reflector's witnesses and voters travel in the state (checkpointed with it).
+        summary = _summary(drafts, step.id, attempt) if drafts is not None else None
         if drafts is not None and (passed or not profile.tool_loop):
             # The draft passed its contract (or this model does worse in a tool loop): the
             # attempt is the draft, and the reflector proves it.
@@ -149,6 +151,7 @@ def make_executor(res: Resources) -> Any:
             )
             return {
                 "attempts": {step.id: attempt.n},
+                "drafts": summary,
                 "usage": usage_of(messages, model_name_of(model)),
                 "question": None,
                 "used_memories": list(note_reasons),
@@ -211,6 +214,7 @@ def make_executor(res: Resources) -> Any:
         )
         return {
             "attempts": {step.id: attempt.n},
+            "drafts": summary,
             "usage": usage_of(messages, model_name_of(model)),
             "question": question,
             # Only what reached a prompt: the gate's rejects are neither reinforced nor blamed.
@@ -257,7 +261,8 @@ def _run(
 
 
 DRAFTS_FILE = "drafts.json"
-"""An attempt's drafting record (candidates, temperatures, contract summaries), beside staging."""
+"""An attempt's drafting record (candidates, temperatures, contract summaries), beside staging:
+for people and evals; the reflector reads the state's ``drafts`` (:func:`_summary`) instead."""
 
 
 def _draft(
@@ -332,6 +337,25 @@ def _draft(
         },
     )
     return drafts
+
+
+def _summary(drafts: Drafts, step_id: str, attempt: AttemptRef) -> DraftsSummary:
+    """What the reflector needs of an attempt's drafts, as plain data for the state."""
+    best = drafts.best
+    return {
+        "step_id": step_id,
+        "attempt": attempt.n,
+        "kept": best.k if best is not None else None,
+        "candidates": [
+            {
+                "k": c.k,
+                "informed": c.informed,
+                "passed": drafts.passes(c),
+                "folder": c.path.relative_to(attempt.path).as_posix() if c.path else None,
+            }
+            for c in drafts.candidates
+        ],
+    }
 
 
 def _candidate_zero(plain: str | None, defines: list[str]) -> str | None:

@@ -63,7 +63,7 @@ def make_reflector(res: Resources) -> Any:
         if ran.contract is not None and (
             ran.contract.failed or (ran.result is not None and not ran.tests_ok)
         ):
-            testify(res, state["task"], target, ran, profile.cross_samples)
+            testify(res, state["task"], target, ran, profile.cross_samples, state.get("drafts"))
         step, contract, suspect = target.step, ran.contract, ran.suspect
         uses = (
             name_uses_of(step, target.attempt.staging, contract, suspect, ran.tests_ok)
