@@ -9,10 +9,12 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -230,6 +232,74 @@ def test_a_fork_bomb_is_stopped_by_the_tree_limit(
     assert result.forks_refused > 0
     assert any("fork(s) refused" in note for note in result.notes)
     assert gone(token) == []
+
+
+ENDLESS_BOMB = """
+    import os, time
+    while True:              # never ends by itself: only the time limit stops it
+        try:
+            if os.fork() == 0:
+                os.setsid()  # out of the process group a group kill reaches
+        except OSError:
+            time.sleep(0.01)
+"""
+
+
+def test_an_endless_fork_bomb_is_ended_at_the_time_limit(
+    runner: SubprocessRunner, staging: Path, short: Short, gone: Gone, token: str
+) -> None:
+    need_cgroup()
+    name = script(staging, "bomb.py", ENDLESS_BOMB)
+    limits = short(max_processes=64, timeout_s=3.0)
+    result = runner.run_python(name, cwd=staging, limits=limits, args=[token])
+    print(  # noqa: T201 - the elapsed time, for people; never asserted
+        f"{runner.kind}: a fork bomb with a 3 s limit ended after {result.duration_s:.2f} s"
+    )
+    assert result.timed_out and not result.ok, result.notes
+    assert result.forks_refused > 0
+    assert gone(token) == []
+
+
+def test_the_runner_itself_ends_a_fork_bomb_the_launcher_leaves_behind(
+    staging: Path, short: Short, gone: Gone, token: str
+) -> None:
+    # Without a PID namespace nothing dies with the launcher, and the bomb's processes leave
+    # the process group: only the runner's kill of the run's cgroup reaches them all.
+    need_cgroup()
+    name = script(staging, "bomb.py", ENDLESS_BOMB)
+    runner = SubprocessRunner(isolate=False)
+    result = runner.run_python(name, cwd=staging, limits=short(max_processes=64, timeout_s=3.0),
+                               args=[token])  # fmt: skip
+    print(  # noqa: T201 - the elapsed time, for people; never asserted
+        f"rlimits: a fork bomb with a 3 s limit ended after {result.duration_s:.2f} s"
+    )
+    assert result.timed_out and not result.ok, result.notes
+    assert gone(token) == []
+
+
+def test_a_cgroup_kill_reaches_processes_that_left_the_process_group(
+    gone: Gone, token: str
+) -> None:
+    need_cgroup()
+    tree = TreeLimit.create(memory_mb=256, max_processes=32)
+    assert tree is not None
+    proc = subprocess.Popen(
+        tree.wrap([sys.executable, "-c", textwrap.dedent(ENDLESS_BOMB), token]),
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        end = time.monotonic() + 30  # a bounded wait for the bomb to reach its cap
+        while tree.forks_refused() == 0 and time.monotonic() < end:
+            time.sleep(0.05)
+        assert tree.forks_refused() > 0 and proc.poll() is None  # many sessions, one cgroup
+        assert tree.kill() != 0
+        assert proc.wait() == -signal.SIGKILL
+        assert gone(token) == []
+    finally:
+        tree.kill()
+        proc.wait()
+        tree.close()
 
 
 MEMORY = """
