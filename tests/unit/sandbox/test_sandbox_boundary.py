@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from atom_agent.sandbox import SubprocessRunner, probe_cgroups
-from atom_agent.sandbox.base import Limits
+from atom_agent.sandbox.base import Limits, RunResult
 from atom_agent.sandbox.cgroups import TreeLimit
 
 Short = Callable[..., Limits]
@@ -220,17 +220,24 @@ BOMB = """
 """
 
 
+def run_bomb(
+    runner: SubprocessRunner, staging: Path, source: str, limits: Limits, token: str
+) -> RunResult:
+    """Run a fork bomb under a per-run cgroup capped at `limits.max_processes`."""
+    need_cgroup()
+    name = script(staging, "bomb.py", source)
+    result = runner.run_python(name, cwd=staging, limits=limits, args=[token])
+    assert result.tree_limit is not None and result.tree_limit.startswith("cgroup")
+    assert result.forks_refused > 0
+    assert any("fork(s) refused" in note for note in result.notes)
+    return result
+
+
 def test_a_fork_bomb_is_stopped_by_the_tree_limit(
     runner: SubprocessRunner, staging: Path, short: Short, gone: Gone, token: str
 ) -> None:
-    need_cgroup()
-    name = script(staging, "bomb.py", BOMB)
-    limits = short(max_processes=64, timeout_s=30.0)
-    result = runner.run_python(name, cwd=staging, limits=limits, args=[token])
-    assert result.tree_limit is not None and result.tree_limit.startswith("cgroup")
+    result = run_bomb(runner, staging, BOMB, short(max_processes=64, timeout_s=30.0), token)
     assert not result.timed_out and result.exit_code == 0, result.output
-    assert result.forks_refused > 0
-    assert any("fork(s) refused" in note for note in result.notes)
     assert gone(token) == []
 
 
@@ -245,33 +252,16 @@ ENDLESS_BOMB = """
 """
 
 
+@pytest.mark.parametrize("runner", ["bubblewrap", "namespaces", "rlimits"], indirect=True)
 def test_an_endless_fork_bomb_is_ended_at_the_time_limit(
     runner: SubprocessRunner, staging: Path, short: Short, gone: Gone, token: str
 ) -> None:
-    need_cgroup()
-    name = script(staging, "bomb.py", ENDLESS_BOMB)
+    # Without a PID namespace (rlimits) nothing dies with the launcher, and the bomb's
+    # processes leave the process group: only the runner's kill of the cgroup reaches them.
     limits = short(max_processes=64, timeout_s=3.0)
-    result = runner.run_python(name, cwd=staging, limits=limits, args=[token])
+    result = run_bomb(runner, staging, ENDLESS_BOMB, limits, token)
     print(  # noqa: T201 - the elapsed time, for people; never asserted
         f"{runner.kind}: a fork bomb with a 3 s limit ended after {result.duration_s:.2f} s"
-    )
-    assert result.timed_out and not result.ok, result.notes
-    assert result.forks_refused > 0
-    assert gone(token) == []
-
-
-def test_the_runner_itself_ends_a_fork_bomb_the_launcher_leaves_behind(
-    staging: Path, short: Short, gone: Gone, token: str
-) -> None:
-    # Without a PID namespace nothing dies with the launcher, and the bomb's processes leave
-    # the process group: only the runner's kill of the run's cgroup reaches them all.
-    need_cgroup()
-    name = script(staging, "bomb.py", ENDLESS_BOMB)
-    runner = SubprocessRunner(isolate=False)
-    result = runner.run_python(name, cwd=staging, limits=short(max_processes=64, timeout_s=3.0),
-                               args=[token])  # fmt: skip
-    print(  # noqa: T201 - the elapsed time, for people; never asserted
-        f"rlimits: a fork bomb with a 3 s limit ended after {result.duration_s:.2f} s"
     )
     assert result.timed_out and not result.ok, result.notes
     assert gone(token) == []
