@@ -290,6 +290,38 @@ class Judgement(BaseModel):
     )
 
 
+class DraftCandidate(TypedDict):
+    """One candidate an attempt drafted, as the reflector reads it from the state."""
+
+    k: int
+    """Its number in the attempt (0 = the first draft, or candidate zero)."""
+    informed: bool
+    """Written after seeing check results, so never an independent witness."""
+    passed: bool
+    """It met every runnable check that is not suspect."""
+    folder: str | None
+    """Its folder (holding its ``impl.py``) relative to the attempt's folder, e.g.
+    ``candidates/1``; None when the reply had no code to run."""
+
+
+class DraftsSummary(TypedDict):
+    """What an attempt's drafting left for the reflector: its candidates and the one kept.
+
+    The executor returns it as the ``drafts`` field of the state; ``drafts.json`` in the
+    attempt's folder is the fuller record for people and evals (prompt, temperatures,
+    contract summaries), which no node reads back.
+    """
+
+    step_id: str
+    """The step the attempt belongs to."""
+    attempt: int
+    """The attempt's number."""
+    kept: int | None
+    """The number of the candidate staged as the attempt's impl.py (None if none was)."""
+    candidates: list[DraftCandidate]
+    """Every candidate, in the order they were written."""
+
+
 def _merge(left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:
     return {**left, **right}
 
@@ -356,6 +388,9 @@ class State(TypedDict, total=False):
     """Summary of the reflector's last verdict (the full evidence is in verdict.json)."""
     report_path: str | None
     """The run's report.md, once the run has finished."""
+    drafts: DraftsSummary | None
+    """The running attempt's drafted candidates (None when it drafted none): the reflector's
+    independent witnesses and majority voters."""
     plain: str | None
     """Candidate zero: the code of the model's plain answer to the whole task ('' when the
     reply had none; None before it was asked or when candidate zero is off)."""

@@ -9,10 +9,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from langgraph.runtime import Runtime
-
 from atom_agent.checks.exercised import not_exercised
-from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import promote_once, record_decisions
@@ -39,7 +36,7 @@ logger = logging.getLogger(__name__)
 def make_finish(res: Resources) -> Any:
     """The finish node, closed over the run's resources."""
 
-    def finish(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def finish(state: State) -> dict[str, Any]:
         ctx = res.ctx
         run = run_ref(res, state)
         statuses = dict(state.get("step_status") or {})

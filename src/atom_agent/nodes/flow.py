@@ -27,7 +27,13 @@ def new_run_id() -> str:
 
 
 def make_start(res: Resources) -> Any:
-    """The start node: validate the input, create the run directory (idempotent)."""
+    """The start node: refuse a foreign context, validate the input, create the run directory.
+
+    Every node reads its settings from ``res.ctx``, the one channel for the Context; this is
+    the only node that reads the invoke-time ``Runtime``, and only to refuse a run invoked with
+    a ``context=`` other than the Resources' (:func:`check_context`). Creating the run
+    directory is idempotent.
+    """
 
     def start(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         check_context(runtime.context, res.ctx)
@@ -66,7 +72,8 @@ def check_context(given: Any, built: Context) -> None:
     """Refuse a run whose Context differs from the one the graph's Resources were built for.
 
     The nodes read every setting from the Resources (``build_graph(resources)``); a different
-    ``context=`` at invoke time would be silently ignored.
+    ``context=`` at invoke time would be silently ignored. The start node calls this once per
+    run, the single place the invoke-time context is read.
 
     Raises:
         ConfigError: `given` is a Context (or its fields) that differs from `built`.

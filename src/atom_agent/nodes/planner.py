@@ -13,7 +13,6 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langgraph.runtime import Runtime
 from pydantic import ValidationError
 
 from atom_agent import prompts
@@ -27,7 +26,6 @@ from atom_agent.checks.names import (
     without_methods,
     without_shorthands,
 )
-from atom_agent.context import Context
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.structured import invoke_structured
 from atom_agent.resources import Resources
@@ -58,7 +56,7 @@ MAX_PLAN_TRIES = 3
 def make_planner(res: Resources) -> Any:
     """The planner node, closed over the run's resources."""
 
-    def planner(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def planner(state: State) -> dict[str, Any]:
         run = run_ref(res, state)
         model = res.model("planner")
         committed: list[PlanStep] = []

@@ -1,4 +1,4 @@
-"""Supervising a sandboxed process: capped output capture, a wall clock, a group kill."""
+"""Supervising a sandboxed process: capped output capture, a wall clock, a tree kill."""
 
 from __future__ import annotations
 
@@ -7,8 +7,12 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 
-GRACE_S = 5.0  # beyond the launcher's own timeout before the runner kills the whole group
+KILL_MARGIN_S = 0.5
+"""How long past a run's time limit the runner lets the launcher end the run and report it,
+before it ends the run's whole process tree itself."""
+_REAP_S = 5.0  # how long to wait for the launcher to exit once its output has ended
 _DRAIN_S = 1.0  # how long to keep reading after the launcher is gone
 _HEAD_SHARE = 4  # a quarter of the output cap keeps the head, the rest the tail
 
@@ -51,8 +55,16 @@ class Capture:
         )
 
 
-def supervise(proc: subprocess.Popen[bytes], capture: Capture, deadline: float) -> bool:
-    """Read output until EOF; kill the process group at `deadline`. True if it had to."""
+def supervise(
+    proc: subprocess.Popen[bytes], capture: Capture, deadline: float, stop: Callable[[], None]
+) -> bool:
+    """Read output until EOF; at `deadline` end the run with `stop`. True if it had to.
+
+    `stop` ends the run's whole process tree from outside it (its cgroup, its process
+    group), on time by itself: the launcher's own clock runs inside the tree, where a fork
+    bomb competes with it for the CPU. `stop` runs once more at the end, so that nothing of
+    the run survives it.
+    """
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
@@ -67,7 +79,7 @@ def supervise(proc: subprocess.Popen[bytes], capture: Capture, deadline: float) 
             if exited_at is not None and now - exited_at > _DRAIN_S:
                 break
             if not killed and now > deadline:
-                killpg(proc.pid)
+                stop()
                 killed = True
                 deadline = float("inf")
             if not selector.select(0.1):
@@ -81,13 +93,12 @@ def supervise(proc: subprocess.Popen[bytes], capture: Capture, deadline: float) 
             capture.feed(chunk)
     proc.stdout.close()
     try:
-        proc.wait(timeout=GRACE_S)
+        proc.wait(timeout=_REAP_S)
     except subprocess.TimeoutExpired:
         killed = True
-        killpg(proc.pid)
+        stop()
         proc.wait()
-    # Belt and braces: nothing of this run may survive it.
-    killpg(proc.pid)
+    stop()  # belt and braces: nothing of this run may survive it
     return killed
 
 

@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import logging
 import os
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -203,6 +204,34 @@ class TreeLimit:
         group = self.dirs[-1]
         return _field(group / "pids.events", "max")
 
+    def kill(self) -> int:
+        """SIGKILL every process of the run, from outside it; returns how many were signalled.
+
+        With cgroup v2's ``cgroup.kill`` (Linux ≥ 5.14) the kernel kills the whole group at
+        once, forks in flight included (returns -1: not counted). Otherwise (v1, older v2)
+        the group's members are killed round by round until none is left: a killed process
+        forks no more, and the group's process cap bounds what the others add meanwhile.
+        """
+        group = self.dirs[-1]  # v1: the pids group; every process of the run is in both
+        if self.support.version == "v2":
+            try:
+                (group / "cgroup.kill").write_text("1", encoding="ascii")
+                return -1
+            except OSError:
+                pass  # a kernel before 5.14: the loop below
+        signalled = 0
+        for _ in range(_KILL_ROUNDS):
+            members = _members(group)
+            if not members:
+                break
+            for pid in members:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    signalled += 1
+                except (ProcessLookupError, PermissionError):
+                    pass
+        return signalled
+
     def close(self) -> None:
         """Remove the cgroup(s); the run's processes are gone by now (retried briefly)."""
         for path in reversed(self.dirs):
@@ -217,6 +246,18 @@ class TreeLimit:
             else:
                 logger.warning("sandbox: could not remove cgroup %s", path)
         self.dirs = []
+
+
+_KILL_ROUNDS = 200
+"""Rounds of :meth:`TreeLimit.kill` without ``cgroup.kill`` (a round reads the group's list)."""
+
+
+def _members(group: Path) -> list[int]:
+    """The pids in `group` (none when it is gone)."""
+    try:
+        return [int(p) for p in (group / "cgroup.procs").read_text(encoding="ascii").split()]
+    except (OSError, ValueError):
+        return []
 
 
 def _write(path: Path, value: str, *, optional: bool = False) -> None:

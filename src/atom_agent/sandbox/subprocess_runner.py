@@ -25,7 +25,7 @@ from typing import Any
 
 from atom_agent.errors import SandboxError
 from atom_agent.sandbox import _launcher
-from atom_agent.sandbox._supervise import GRACE_S, Capture, supervise
+from atom_agent.sandbox._supervise import KILL_MARGIN_S, Capture, killpg, supervise
 from atom_agent.sandbox.base import Limits, RunResult, SandboxRunner
 from atom_agent.sandbox.cgroups import TreeLimit
 from atom_agent.sandbox.pytest_report import counts_from_junit
@@ -315,19 +315,31 @@ class SubprocessRunner(SandboxRunner):
         except OSError as exc:
             raise SandboxError(f"sandbox: cannot start {full[0]}: {exc}") from exc
         capture = Capture(limits.output_bytes)
-        runner_killed = supervise(proc, capture, started + limits.timeout_s + GRACE_S)
+
+        def stop() -> None:
+            """End the run's whole tree: its cgroup, then its process group (bwrap, unshare)."""
+            if tree is not None:
+                tree.kill()
+            killpg(proc.pid)
+
+        deadline = started + limits.timeout_s + KILL_MARGIN_S
+        runner_killed = supervise(proc, capture, deadline, stop)
         duration = time.monotonic() - started
         outcome = _read_status(status_file)
         notes: list[str] = []
         if outcome is None:
-            # The launcher never reported: it was killed by the runner's backstop or crashed.
+            # The launcher never reported: the runner ended the run at its limit, or it crashed.
             code = proc.returncode
             outcome = {
                 "exit_code": code if code is not None and code >= 0 else None,
                 "signal": -code if code is not None and code < 0 else None,
                 "timed_out": runner_killed,
             }
-            notes.append("launcher did not report; outcome taken from the process group")
+            notes.append(
+                f"the runner ended the whole run at its {limits.timeout_s:g}s limit"
+                if runner_killed
+                else "launcher did not report; outcome taken from the process group"
+            )
         read_only = confinement.read_only_fs or bool(outcome.get("read_only_fs"))
         if outcome.get("killed_descendants"):
             notes.append(f"killed {outcome['killed_descendants']} leftover process(es)")

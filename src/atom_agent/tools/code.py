@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field
 
 from atom_agent.sandbox import Limits, RunResult
-from atom_agent.tools.context import tool_context
+from atom_agent.tools.context import ToolRun, tool_context
 from atom_agent.tools.results import structured_tool, to_json
 from atom_agent.tools.scope import ToolScope
 
@@ -21,7 +20,11 @@ _MAX_ARG_CHARS = 2000
 
 
 class RunPythonArgs(BaseModel):
-    """Arguments of run_python."""
+    """Arguments of run_python: the one tool schema not derived from its function.
+
+    LangChain derives a schema through pydantic's ``validate_arguments``, which reserves a
+    parameter named ``args`` (for ``*args``) and drops it: the model would never see it.
+    """
 
     path: str = Field(description="Python file in your staging area, e.g. 'impl.py'.")
     args: list[str] = Field(
@@ -29,17 +32,7 @@ class RunPythonArgs(BaseModel):
     )
 
 
-class RunTestsArgs(BaseModel):
-    """Arguments of run_tests."""
-
-    path: str | None = Field(
-        default=None,
-        description="Test file, directory or node id in your staging area ('test.py', "
-        "'test.py::test_get'); omit to run every test in the staging area.",
-    )
-
-
-def run_python(path: str, args: list[str] | None = None, *, runtime: ToolRuntime) -> str:
+def run_python(path: str, args: list[str] | None = None, *, runtime: ToolRun) -> str:
     """Run a Python file of your staging area in a sandbox and return its exit code and output.
 
     The working directory is your staging area; your files and your dependencies' files
@@ -61,7 +54,7 @@ def run_python(path: str, args: list[str] | None = None, *, runtime: ToolRuntime
     return to_json(_report(result, limits, rel))
 
 
-def run_tests(path: str | None = None, *, runtime: ToolRuntime) -> str:
+def run_tests(path: str | None = None, *, runtime: ToolRun) -> str:
     """Run pytest on your staging area (or one test file / node id) in a sandbox.
 
     Returns pass/fail/error/skip counts from pytest's own report, the exit code and the
@@ -69,6 +62,11 @@ def run_tests(path: str | None = None, *, runtime: ToolRuntime) -> str:
     writes its report (a test calling os._exit or exit, a crash, a kill) is a failure.
     Tests import your modules directly, e.g. `from impl import LRUCache`; dependency
     modules are importable too. No network, limited time and memory.
+
+    Args:
+        path: Test file, directory or node id in your staging area ('test.py',
+            'test.py::test_get'); omit to run every test in the staging area.
+        runtime: the run's context, injected by the agent (never sent by the model).
     """
     context = tool_context(runtime)
     scope, runner, limits = context.need_scope(), context.need_runner(), context.limits
@@ -91,7 +89,7 @@ def run_tests(path: str | None = None, *, runtime: ToolRuntime) -> str:
 
 CODE_TOOLS: tuple[BaseTool, ...] = (
     structured_tool(run_python, RunPythonArgs),
-    structured_tool(run_tests, RunTestsArgs),
+    structured_tool(run_tests),
 )
 """run_python and run_tests, in the run's sandbox ``runner`` under its ``limits``, in its scope.
 

@@ -19,6 +19,15 @@ from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.session import SessionContext
 from atom_agent.tools.scope import ToolScope
 
+ToolRun = ToolRuntime[Any, Any]
+"""The type of a tool's injected ``runtime`` parameter.
+
+A tool's argument schema is derived from its signature, and LangChain validates the injected
+``runtime`` with the model's arguments: a bare ``ToolRuntime`` declares its context ``None``,
+so every call would warn that a :class:`ToolContext` is not ``None``. ``Any`` leaves the
+context as the run passed it.
+"""
+
 SEARCH_SECONDS = 5.0
 """Matching time one search_files call may spend in all (the `regex` engine's timeout)."""
 

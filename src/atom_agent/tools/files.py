@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import logging
 import stat
-from typing import Any
+from typing import Annotated, Any
 
-from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, ToolException
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from atom_agent.checks.source import python_problems
 from atom_agent.tools.confine import WalkLimits, kind_of, read_regular, walk, write_atomic
-from atom_agent.tools.context import tool_context
+from atom_agent.tools.context import ToolRun, tool_context
 from atom_agent.tools.results import structured_tool, to_json
 from atom_agent.tools.scope import SKIP_DIRS, ToolScope, scope_roots, shown_path, split_path
 
@@ -25,50 +24,27 @@ _MAX_SOURCE_BYTES = 8 * 1024 * 1024  # read_file never loads more than this into
 # --- the tools ------------------------------------------------------------------------------------
 
 
-class ReadFileArgs(BaseModel):
-    """Arguments of read_file."""
-
-    path: str = Field(description="Relative path: 'impl.py', or 'deps/<step_id>/impl.py'.")
-    start_line: int = Field(default=1, ge=1, description="First line to return (1-based).")
-    max_lines: int | None = Field(default=None, ge=1, description="Most lines to return.")
-
-
-class WriteFileArgs(BaseModel):
-    """Arguments of write_file."""
-
-    path: str = Field(description="Relative path in your staging area, e.g. 'impl.py'.")
-    content: str = Field(description="The complete new content of the file (UTF-8 text).")
-
-
-class EditFileArgs(BaseModel):
-    """Arguments of edit_file."""
-
-    path: str = Field(description="Relative path of a file in your staging area.")
-    old_text: str = Field(description="Exact text to replace; must occur exactly once.")
-    new_text: str = Field(description="Replacement text (may be empty to delete).")
-
-
-class ListFilesArgs(BaseModel):
-    """Arguments of list_files."""
-
-    path: str = Field(
-        default=".",
-        description="Directory to list: '.' (everything), a "
-        "subdirectory, 'deps' or 'deps/<step_id>'.",
-    )
-
-
-def _scope(runtime: ToolRuntime) -> ToolScope:
+def _scope(runtime: ToolRun) -> ToolScope:
     return tool_context(runtime).need_scope()
 
 
 def read_file(
-    path: str, start_line: int = 1, max_lines: int | None = None, *, runtime: ToolRuntime
+    path: str,
+    start_line: Annotated[int, Field(ge=1)] = 1,
+    max_lines: Annotated[int | None, Field(ge=1)] = None,
+    *,
+    runtime: ToolRun,
 ) -> str:
     """Read a UTF-8 text file: yours ('impl.py') or a dependency's ('deps/<step>/impl.py').
 
     Returns the text of the requested lines. Large files come back in parts: pass
     start_line / max_lines to read further. Binary files are refused.
+
+    Args:
+        path: Relative path: 'impl.py', or 'deps/<step_id>/impl.py'.
+        start_line: First line to return (1-based).
+        max_lines: Most lines to return.
+        runtime: the run's context, injected by the agent (never sent by the model).
     """
     scope = _scope(runtime)
     where, prefix = scope.locate_read(path)
@@ -103,11 +79,16 @@ def read_file(
     return to_json(result)
 
 
-def write_file(path: str, content: str, *, runtime: ToolRuntime) -> str:
+def write_file(path: str, content: str, *, runtime: ToolRun) -> str:
     """Create or overwrite a file in your staging area with the complete given content.
 
     Parent directories are created. Paths are relative ('impl.py', 'pkg/util.py'); you
     cannot write outside your staging area or into dependency artifacts.
+
+    Args:
+        path: Relative path in your staging area, e.g. 'impl.py'.
+        content: The complete new content of the file (UTF-8 text).
+        runtime: the run's context, injected by the agent (never sent by the model).
     """
     scope = _scope(runtime)
     split_path(path)  # a bad path is named before a bad content
@@ -150,11 +131,17 @@ def write_file(path: str, content: str, *, runtime: ToolRuntime) -> str:
     return to_json(result)
 
 
-def edit_file(path: str, old_text: str, new_text: str, *, runtime: ToolRuntime) -> str:
+def edit_file(path: str, old_text: str, new_text: str, *, runtime: ToolRun) -> str:
     """Replace one exact occurrence of old_text with new_text in a file of your staging area.
 
     old_text must match exactly once, whitespace included: copy it from read_file and add
     surrounding lines when it is not unique. To rewrite a whole file use write_file.
+
+    Args:
+        path: Relative path of a file in your staging area.
+        old_text: Exact text to replace; must occur exactly once.
+        new_text: Replacement text (may be empty to delete).
+        runtime: the run's context, injected by the agent (never sent by the model).
     """
     scope = _scope(runtime)
     split_path(path)
@@ -184,10 +171,15 @@ def edit_file(path: str, old_text: str, new_text: str, *, runtime: ToolRuntime) 
     return to_json(result)
 
 
-def list_files(path: str = ".", *, runtime: ToolRuntime) -> str:
+def list_files(path: str = ".", *, runtime: ToolRun) -> str:
     """List files (recursively, with sizes) in your staging area and dependency artifacts.
 
     '.' lists everything: your files plus 'deps/<step_id>/…' of each dependency.
+
+    Args:
+        path: Directory to list: '.' (everything), a subdirectory, 'deps' or
+            'deps/<step_id>'.
+        runtime: the run's context, injected by the agent (never sent by the model).
     """
     scope = _scope(runtime)
     entries: list[dict[str, Any]] = []
@@ -222,10 +214,10 @@ def list_files(path: str = ".", *, runtime: ToolRuntime) -> str:
 
 
 FILE_TOOLS: tuple[BaseTool, ...] = (
-    structured_tool(read_file, ReadFileArgs),
-    structured_tool(write_file, WriteFileArgs),
-    structured_tool(edit_file, EditFileArgs),
-    structured_tool(list_files, ListFilesArgs),
+    structured_tool(read_file),
+    structured_tool(write_file),
+    structured_tool(edit_file),
+    structured_tool(list_files),
 )
 """read_file, write_file, edit_file and list_files, confined to the run's ``scope``.
 

@@ -5,23 +5,21 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, ToolException
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from atom_agent.errors import MemoryNotFoundError, MemoryValidationError, ToolConfigError
 from atom_agent.memory.manager import MemoryManager
 from atom_agent.memory.records import (
-    MAX_CONTENT_CHARS,
     MAX_RECALL_LIMIT,
     MemoryTypeName,
     RecallTypeName,
     require_session,
 )
 from atom_agent.session import SessionContext
-from atom_agent.tools.context import tool_context
+from atom_agent.tools.context import ToolRun, tool_context
 from atom_agent.tools.results import structured_tool
 
 logger = logging.getLogger(__name__)
@@ -30,49 +28,7 @@ MEMORY_TOOL_NAMES = ("remember", "recall", "forget")
 """Names of the trusted in-process memory tools (routed beside the sandboxed tools)."""
 
 
-class RememberArgs(BaseModel):
-    """Arguments of `remember`."""
-
-    content: str = Field(
-        description=f"What to remember: one concise, factual statement (max {MAX_CONTENT_CHARS} "
-        "characters)."
-    )
-    type: MemoryTypeName = Field(default="fact", description="Kind of memory.")
-    confidence: float = Field(
-        default=0.8, description="How sure you are, 0.0-1.0 (values outside are clamped)."
-    )
-    rationale: str | None = Field(default=None, description="Why this is worth remembering.")
-
-
-class RecallArgs(BaseModel):
-    """Arguments of `recall`."""
-
-    query: str | None = Field(
-        default=None, description="What you are looking for, in words; omit to list the newest."
-    )
-    type: RecallTypeName = Field(default="all", description="Only memories of this kind.")
-    min_confidence: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="Only memories at least this confident (0-1)."
-    )
-    limit: int = Field(
-        default=10, ge=1, le=MAX_RECALL_LIMIT, description="Most memories to return (1-50)."
-    )
-    include_superseded: bool = Field(
-        default=False, description="Also return forgotten (superseded) memories."
-    )
-
-
-class ForgetArgs(BaseModel):
-    """Arguments of `forget`."""
-
-    memory_id: str = Field(description="Id of the memory that is outdated or wrong.")
-    reason: str | None = Field(default=None, description="Why it no longer holds.")
-    replacement_id: str | None = Field(
-        default=None, description="Id of an existing memory that replaces it (optional)."
-    )
-
-
-def _attempt(runtime: ToolRuntime, operation: str) -> tuple[MemoryManager, SessionContext]:
+def _attempt(runtime: ToolRun, operation: str) -> tuple[MemoryManager, SessionContext]:
     """The run's memory manager and session (MissingSessionError without a session)."""
     context = tool_context(runtime)
     if not isinstance(context.memory, MemoryManager):
@@ -97,11 +53,11 @@ def _call(tool: str, fn: Callable[[], dict[str, Any]]) -> str:
 
 def remember(
     content: str,
-    type: str = "fact",
+    type: MemoryTypeName = "fact",
     confidence: float = 0.8,
     rationale: str | None = None,
     *,
-    runtime: ToolRuntime,
+    runtime: ToolRun,
 ) -> str:
     """Persist important information to long-term memory, for later steps and future runs.
 
@@ -109,6 +65,13 @@ def remember(
     layout), conventions the tests or the user expect, a solution that worked, a decision and
     why, a risk or a known issue. Store one concise statement per call. What you remember is
     saved at once and can be found with `recall`.
+
+    Args:
+        content: What to remember: one concise, factual statement (max 2000 characters).
+        type: Kind of memory.
+        confidence: How sure you are, 0.0-1.0 (values outside are clamped).
+        rationale: Why this is worth remembering.
+        runtime: the run's context, injected by the agent (never sent by the model).
     """
 
     def run() -> dict[str, Any]:
@@ -134,17 +97,25 @@ def remember(
 
 def recall(
     query: str | None = None,
-    type: str = "all",
-    min_confidence: float = 0.5,
-    limit: int = 10,
+    type: RecallTypeName = "all",
+    min_confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
+    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT)] = 10,
     include_superseded: bool = False,
     *,
-    runtime: ToolRuntime,
+    runtime: ToolRun,
 ) -> str:
     """Search long-term memory for what was learned: facts, decisions, conventions, lessons.
 
     Give a query in plain words to get the most relevant memories; omit it to get the newest.
     Filter by type and a confidence floor. Each result has an id you can pass to `forget`.
+
+    Args:
+        query: What you are looking for, in words; omit to list the newest.
+        type: Only memories of this kind.
+        min_confidence: Only memories at least this confident (0-1).
+        limit: Most memories to return (1-50).
+        include_superseded: Also return forgotten (superseded) memories.
+        runtime: the run's context, injected by the agent (never sent by the model).
     """
 
     def run() -> dict[str, Any]:
@@ -179,12 +150,18 @@ def forget(
     reason: str | None = None,
     replacement_id: str | None = None,
     *,
-    runtime: ToolRuntime,
+    runtime: ToolRun,
 ) -> str:
     """Mark a memory outdated or wrong (soft delete): kept for provenance, gone from recall.
 
     If a newer memory replaces it, remember the new one first and pass its id as
     replacement_id; both ids must exist.
+
+    Args:
+        memory_id: Id of the memory that is outdated or wrong.
+        reason: Why it no longer holds.
+        replacement_id: Id of an existing memory that replaces it (optional).
+        runtime: the run's context, injected by the agent (never sent by the model).
     """
 
     def run() -> dict[str, Any]:
@@ -204,9 +181,9 @@ def forget(
 
 
 MEMORY_TOOLS: tuple[BaseTool, ...] = (
-    structured_tool(remember, RememberArgs),
-    structured_tool(recall, RecallArgs),
-    structured_tool(forget, ForgetArgs),
+    structured_tool(remember),
+    structured_tool(recall),
+    structured_tool(forget),
 )
 """`remember`, `recall` and `forget`, acting for the run's ``session`` on its ``memory``.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -12,20 +13,34 @@ from pydantic import BaseModel, ValidationError
 from atom_agent import prompts
 
 
-def structured_tool(func: Callable[..., str], schema: type[BaseModel]) -> BaseTool:
+def structured_tool(func: Callable[..., str], schema: type[BaseModel] | None = None) -> BaseTool:
     """A StructuredTool from `func` whose refusals and bad arguments become JSON error results.
 
-    `func`'s docstring is the model's manual; its ``runtime: ToolRuntime`` parameter (if any)
-    is injected by the agent and is not part of the schema the model sees.
+    The schema comes from `func` itself: each argument's type and default from its signature
+    (constraints as ``Annotated[int, Field(ge=1)]``), its description from the docstring's
+    Google-style ``Args:`` section; the docstring above that section is the model's manual
+    (the tool's description). Its ``runtime: ToolRuntime`` parameter (if any) is injected by
+    the agent and is not part of the schema the model sees. `schema` replaces the derived
+    one only where a signature cannot say what the model sees (see run_python).
     """
     return StructuredTool.from_function(
         func=func,
         name=func.__name__,
-        description=(func.__doc__ or "").strip(),
+        description=manual(func),
         args_schema=schema,
+        parse_docstring=schema is None,
+        error_on_invalid_docstring=schema is None,
         handle_tool_error=tool_error_json,
         handle_validation_error=invalid_arguments(func.__name__),
     )
+
+
+def manual(func: Callable[..., Any]) -> str:
+    """`func`'s docstring up to its ``Args:`` section: the tool description the model reads."""
+    return _ARGS_SECTION.split(func.__doc__ or "", maxsplit=1)[0].strip()
+
+
+_ARGS_SECTION = re.compile(r"\n[ \t]*Args:[ \t]*\n")
 
 
 def tool_error_json(error: ToolException) -> str:

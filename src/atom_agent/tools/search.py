@@ -7,18 +7,17 @@ import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 import regex as regex_engine
-from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, ToolException
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from atom_agent.errors import ToolConfigError
 from atom_agent.memory.records import RecallTypeName, require_session
 from atom_agent.session import SessionContext
 from atom_agent.tools.confine import WalkLimits, read_at, walk
-from atom_agent.tools.context import tool_context
+from atom_agent.tools.context import ToolRun, tool_context
 from atom_agent.tools.results import structured_tool, to_json
 from atom_agent.tools.scope import SKIP_DIRS, ToolScope, scope_roots, shown_path
 
@@ -73,49 +72,26 @@ WebSearch = Callable[[str, int], Sequence[dict[str, str]]]
 """A web search backend: ``(query, max_results) -> [{"title", "url", "snippet"}]``."""
 
 
-class SearchFilesArgs(BaseModel):
-    """Arguments of search_files."""
-
-    pattern: str = Field(description="Text or regular expression to find.")
-    regex: bool = Field(
-        default=False,
-        description="Treat pattern as a Python regular expression (default: literal text).",
-    )
-    path: str = Field(
-        default=".",
-        description="Where to search: '.', a file or directory of "
-        "yours, 'deps' or 'deps/<step_id>'.",
-    )
-    ignore_case: bool = Field(default=False, description="Match case-insensitively.")
-
-
-class SearchMemoryArgs(BaseModel):
-    """Arguments of search_memory."""
-
-    query: str = Field(description="What you want to know, in words (searched by meaning).")
-    type: RecallTypeName = Field(default="all", description="Only memories of this kind.")
-    limit: int = Field(default=5, ge=1, le=20, description="Most memories to return (1-20).")
-
-
-class WebSearchArgs(BaseModel):
-    """Arguments of web_search."""
-
-    query: str = Field(description="Search query.")
-    max_results: int = Field(default=5, ge=1, le=10, description="Most results (1-10).")
-
-
 def search_files(
     pattern: str,
     regex: bool = False,
     path: str = ".",
     ignore_case: bool = False,
     *,
-    runtime: ToolRuntime,
+    runtime: ToolRun,
 ) -> str:
     """Find lines in your files and your dependencies' files; returns 'file:line: text'.
 
     Literal text by default; set regex=true for a Python regular expression. Binary and
     very large files are skipped. Results are capped: narrow the pattern or the path.
+
+    Args:
+        pattern: Text or regular expression to find.
+        regex: Treat pattern as a Python regular expression (default: literal text).
+        path: Where to search: '.', a file or directory of yours, 'deps' or
+            'deps/<step_id>'.
+        ignore_case: Match case-insensitively.
+        runtime: the run's context, injected by the agent (never sent by the model).
     """
     context = tool_context(runtime)
     scope, search_seconds = context.need_scope(), context.search_seconds
@@ -161,11 +137,23 @@ def search_files(
     return to_json(result)
 
 
-def search_memory(query: str, type: str = "all", limit: int = 5, *, runtime: ToolRuntime) -> str:
+def search_memory(
+    query: str,
+    type: RecallTypeName = "all",
+    limit: Annotated[int, Field(ge=1, le=20)] = 5,
+    *,
+    runtime: ToolRun,
+) -> str:
     """Search long-term memory by meaning: facts, conventions, lessons of earlier work.
 
     Returns the most relevant memories of earlier steps and runs, with their type and
     confidence. Read-only; use `remember` to store something new.
+
+    Args:
+        query: What you want to know, in words (searched by meaning).
+        type: Only memories of this kind.
+        limit: Most memories to return (1-20).
+        runtime: the run's context, injected by the agent (never sent by the model).
     """
     context = tool_context(runtime)
     memory: MemoryRecall | None = context.memory
@@ -193,8 +181,16 @@ def search_memory(query: str, type: str = "all", limit: int = 5, *, runtime: Too
     )
 
 
-def web_search(query: str, max_results: int = 5, *, runtime: ToolRuntime) -> str:
-    """Search the web; returns titles, URLs and snippets. Enabled only when configured."""
+def web_search(
+    query: str, max_results: Annotated[int, Field(ge=1, le=10)] = 5, *, runtime: ToolRun
+) -> str:
+    """Search the web; returns titles, URLs and snippets. Enabled only when configured.
+
+    Args:
+        query: Search query.
+        max_results: Most results (1-10).
+        runtime: the run's context, injected by the agent (never sent by the model).
+    """
     backend: WebSearch | None = tool_context(runtime).web
     if backend is None:
         raise ToolConfigError("web_search needs a backend in the run's context: pass web=")
@@ -205,12 +201,12 @@ def web_search(query: str, max_results: int = 5, *, runtime: ToolRuntime) -> str
 
 
 SEARCH_TOOLS: tuple[BaseTool, ...] = (
-    structured_tool(search_files, SearchFilesArgs),
-    structured_tool(search_memory, SearchMemoryArgs),
+    structured_tool(search_files),
+    structured_tool(search_memory),
 )
 """search_files over the run's scope; search_memory over its long-term memory (read-only)."""
 
-WEB_SEARCH = structured_tool(web_search, WebSearchArgs)
+WEB_SEARCH = structured_tool(web_search)
 """web_search through the run's ``web`` backend; give it to an agent only when
 ``Context.web_search`` is on (off by default, and this machine has no network)."""
 

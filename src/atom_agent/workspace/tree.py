@@ -170,11 +170,6 @@ class Workspace:
         return self.root / "runs"
 
     @property
-    def memory_dir(self) -> Path:
-        """``memory/``: the embedded Chroma store."""
-        return self.root / "memory"
-
-    @property
     def checkpoints_path(self) -> Path:
         """``checkpoints.sqlite``: LangGraph checkpoints."""
         return self.root / "checkpoints.sqlite"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,6 +166,22 @@ def test_a_graph_invoked_with_another_context_refuses_to_run(ctx: Context) -> No
             graph.invoke({"task": "t"}, context=ctx.replace(max_attempts=ctx.max_attempts + 1))
         with pytest.raises(ConfigError, match="max_attempts"):
             graph.invoke({"task": "t"}, context={"max_attempts": ctx.max_attempts + 1})
+
+
+@pytest.mark.parametrize("on_project", [False, True])
+def test_only_the_start_node_reads_the_invoke_time_context(
+    ctx: Context, tmp_path: Path, on_project: bool
+) -> None:
+    # The nodes read their settings from res.ctx, the one channel; start reads the Runtime
+    # only to refuse a foreign context= (the test above).
+    built = ctx.replace(repo=str(tmp_path)) if on_project else ctx
+    graph = build_graph(Resources(built, models=ScriptedChatModel(responses=[])))
+    takes_runtime = {
+        name
+        for name, spec in graph.builder.nodes.items()
+        if "runtime" in inspect.signature(spec.runnable.func).parameters  # type: ignore[attr-defined]
+    }
+    assert takes_runtime == {"start"}
 
 
 def test_an_attempt_agent_run_without_its_context_is_a_wiring_error(ctx: Context) -> None:

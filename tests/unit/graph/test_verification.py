@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 
-from atom_agent import Context, run_task
+from atom_agent import Context, Resources, build_graph, run_task
 from atom_agent.nodes.planner import finalize_plan
+from atom_agent.nodes.reflector import node as reflector_node
 from atom_agent.state import Check, Plan, PlanStep, plan_problems
 from atom_agent.testing import ScriptedChatModel
 from atom_agent.verification.contracts import unchecked, write_contracts
@@ -389,3 +394,59 @@ def test_a_step_whose_checks_show_no_result_of_a_name_gets_a_contract_beside_the
     assert pair.checks == covered.checks
     assert unchecked(["encode", "decode"], errors_only.checks) == ["decode"]
     assert unchecked(["swap"], covered.checks) == []
+
+
+class _Crash(Exception):
+    """A crash injected into the reflector."""
+
+
+@pytest.mark.parametrize("crash", [False, True])
+def test_the_reflector_takes_the_attempts_candidates_from_the_state_not_from_drafts_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crash: bool
+) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0,
+                  candidate_zero=False)  # fmt: skip
+    times = "def add(a, b):\n    return a * b\n"
+    more = "def add(a, b):\n    return a + b + 1\n"
+    # Every candidate fails: the draft, two independent witnesses, the warmed retries.
+    roles = small_roles(Plan(steps=[add_step([GOOD])]), [WRONG, times, more, WRONG])
+    executor = roles["executor"]
+    if crash:  # the reflector dies once after the executor's checkpoint; the run is resumed
+        execute = reflector_node.execute
+        calls: list[int] = []
+
+        def crashing(*args: Any) -> Any:
+            calls.append(1)
+            if len(calls) == 1:
+                raise _Crash
+            return execute(*args)
+
+        monkeypatch.setattr(reflector_node, "execute", crashing)
+    with Resources(ctx, models=roles) as res:
+        graph = build_graph(res, checkpointer=InMemorySaver())
+        config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+        drafted = -1
+        try:
+            for update in graph.stream({"task": "Write the adder."}, config, stream_mode="updates"):
+                if "executor" in update:
+                    drafted = len(executor.calls)
+                    ws = Workspace(ctx.workspace)
+                    run = ws.run(graph.get_state(config).values["run_id"])
+                    (ws.attempt(ws.step(run, "adder"), 1).path / "drafts.json").unlink()
+        except _Crash:
+            assert crash and graph.get_state(config).next == ("reflector",)
+            graph.invoke(None, config)
+        state = graph.get_state(config).values
+    summary = state["drafts"]
+    assert json.loads(json.dumps(summary)) == summary  # plain data, checkpointed with the state
+    assert (summary["step_id"], summary["attempt"], summary["kept"]) == ("adder", 1, 0)
+    assert [(c["k"], c["informed"], c["passed"]) for c in summary["candidates"]][:3] == [
+        (0, False, False),
+        (1, False, False),
+        (2, False, False),
+    ]
+    verdict = verdict_of(ctx, state["run_id"])
+    assert verdict["cross_examination"]["witnesses"] == 2
+    # The witnesses were the attempt's own drafts, read through the state: the reflector
+    # sampled none (drafts.json was gone before it ran).
+    assert drafted > 0 and len(executor.calls) == drafted

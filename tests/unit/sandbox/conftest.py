@@ -18,7 +18,9 @@ from atom_agent.sandbox import (
 
 
 def make_runner(kind: str) -> SubprocessRunner:
-    """The runner `kind` ('bubblewrap' or 'namespaces'), or a skip saying why it is missing."""
+    """The runner `kind` ('bubblewrap', 'namespaces' or 'rlimits'), or a skip saying why not."""
+    if kind == "rlimits":
+        return SubprocessRunner(isolate=False)
     if kind == "bubblewrap":
         support = probe_bubblewrap()
         if not support.usable:

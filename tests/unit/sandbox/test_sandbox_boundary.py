@@ -9,10 +9,12 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from atom_agent.sandbox import SubprocessRunner, probe_cgroups
-from atom_agent.sandbox.base import Limits
+from atom_agent.sandbox.base import Limits, RunResult
 from atom_agent.sandbox.cgroups import TreeLimit
 
 Short = Callable[..., Limits]
@@ -218,18 +220,76 @@ BOMB = """
 """
 
 
+def run_bomb(
+    runner: SubprocessRunner, staging: Path, source: str, limits: Limits, token: str
+) -> RunResult:
+    """Run a fork bomb under a per-run cgroup capped at `limits.max_processes`."""
+    need_cgroup()
+    name = script(staging, "bomb.py", source)
+    result = runner.run_python(name, cwd=staging, limits=limits, args=[token])
+    assert result.tree_limit is not None and result.tree_limit.startswith("cgroup")
+    assert result.forks_refused > 0
+    assert any("fork(s) refused" in note for note in result.notes)
+    return result
+
+
 def test_a_fork_bomb_is_stopped_by_the_tree_limit(
     runner: SubprocessRunner, staging: Path, short: Short, gone: Gone, token: str
 ) -> None:
-    need_cgroup()
-    name = script(staging, "bomb.py", BOMB)
-    limits = short(max_processes=64, timeout_s=30.0)
-    result = runner.run_python(name, cwd=staging, limits=limits, args=[token])
-    assert result.tree_limit is not None and result.tree_limit.startswith("cgroup")
+    result = run_bomb(runner, staging, BOMB, short(max_processes=64, timeout_s=30.0), token)
     assert not result.timed_out and result.exit_code == 0, result.output
-    assert result.forks_refused > 0
-    assert any("fork(s) refused" in note for note in result.notes)
     assert gone(token) == []
+
+
+ENDLESS_BOMB = """
+    import os, time
+    while True:              # never ends by itself: only the time limit stops it
+        try:
+            if os.fork() == 0:
+                os.setsid()  # out of the process group a group kill reaches
+        except OSError:
+            time.sleep(0.01)
+"""
+
+
+@pytest.mark.parametrize("runner", ["bubblewrap", "namespaces", "rlimits"], indirect=True)
+def test_an_endless_fork_bomb_is_ended_at_the_time_limit(
+    runner: SubprocessRunner, staging: Path, short: Short, gone: Gone, token: str
+) -> None:
+    # Without a PID namespace (rlimits) nothing dies with the launcher, and the bomb's
+    # processes leave the process group: only the runner's kill of the cgroup reaches them.
+    limits = short(max_processes=64, timeout_s=3.0)
+    result = run_bomb(runner, staging, ENDLESS_BOMB, limits, token)
+    print(  # noqa: T201 - the elapsed time, for people; never asserted
+        f"{runner.kind}: a fork bomb with a 3 s limit ended after {result.duration_s:.2f} s"
+    )
+    assert result.timed_out and not result.ok, result.notes
+    assert gone(token) == []
+
+
+def test_a_cgroup_kill_reaches_processes_that_left_the_process_group(
+    gone: Gone, token: str
+) -> None:
+    need_cgroup()
+    tree = TreeLimit.create(memory_mb=256, max_processes=32)
+    assert tree is not None
+    proc = subprocess.Popen(
+        tree.wrap([sys.executable, "-c", textwrap.dedent(ENDLESS_BOMB), token]),
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        end = time.monotonic() + 30  # a bounded wait for the bomb to reach its cap
+        while tree.forks_refused() == 0 and time.monotonic() < end:
+            time.sleep(0.05)
+        assert tree.forks_refused() > 0 and proc.poll() is None  # many sessions, one cgroup
+        assert tree.kill() != 0
+        assert proc.wait() == -signal.SIGKILL
+        assert gone(token) == []
+    finally:
+        tree.kill()
+        proc.wait()
+        tree.close()
 
 
 MEMORY = """

@@ -17,6 +17,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from atom_agent.errors import ConfigError, ToolConfigError
 from atom_agent.memory import MemoryManager
+from atom_agent.memory.records import MAX_CONTENT_CHARS, MAX_RECALL_LIMIT, MEMORY_TYPES
+from atom_agent.nodes.executor.tools import EXECUTOR_TOOLS
 from atom_agent.sandbox import Limits, SubprocessRunner
 from atom_agent.session import SessionContext
 from atom_agent.testing import ScriptedChatModel, tool_call
@@ -26,7 +28,7 @@ from atom_agent.tools.context import ToolContext
 from atom_agent.tools.files import FILE_TOOLS
 from atom_agent.tools.memory import MEMORY_TOOLS
 from atom_agent.tools.scope import ToolScope
-from atom_agent.tools.search import SEARCH_TOOLS
+from atom_agent.tools.search import SEARCH_TOOLS, WEB_SEARCH
 
 Tools = Sequence[BaseTool]
 ALL_TOOLS: Tools = [*FILE_TOOLS, *CODE_TOOLS, *SEARCH_TOOLS[:1], *MEMORY_TOOLS]
@@ -396,6 +398,24 @@ def test_the_model_sees_each_tool_without_its_injected_runtime() -> None:
         assert spec["name"] == tool.name and len(spec["description"]) > 40
         assert "runtime" not in spec["parameters"].get("properties", {}), tool.name
         assert "runtime" not in spec["parameters"].get("required", []), tool.name
+
+
+def test_each_argument_the_model_sees_is_described_by_its_tools_docstring() -> None:
+    # The schemas come from the functions: an argument's description is its line in the
+    # docstring's Args: section, which is not part of the tool's description.
+    for tool in [*EXECUTOR_TOOLS, WEB_SEARCH]:
+        spec = convert_to_openai_tool(tool)["function"]
+        assert "Args:" not in spec["description"] and "runtime" not in spec["description"]
+        for name, field in spec["parameters"]["properties"].items():
+            assert len(field.get("description", "")) > 10, (tool.name, name)
+    fields = {
+        t.name: convert_to_openai_tool(t)["function"]["parameters"]["properties"]
+        for t in MEMORY_TOOLS
+    }
+    assert f"max {MAX_CONTENT_CHARS} characters" in fields["remember"]["content"]["description"]
+    assert f"(1-{MAX_RECALL_LIMIT})" in fields["recall"]["limit"]["description"]
+    assert fields["recall"]["limit"]["maximum"] == MAX_RECALL_LIMIT
+    assert fields["remember"]["type"]["enum"] == list(MEMORY_TYPES)
 
 
 def test_an_agent_is_told_which_argument_it_left_out(

@@ -38,7 +38,7 @@ def test_layout_matches_the_design(ws: Workspace) -> None:
     assert attempt.history_json == root / "runs/r1/steps/cache/attempts/1/messages/history.json"
     assert attempt.verdict_json == root / "runs/r1/steps/cache/attempts/1/verdict.json"
     assert step.artifacts == root / "runs/r1/steps/cache/committed/artifacts"
-    assert ws.memory_dir == root / "memory" and ws.checkpoints_path == root / "checkpoints.sqlite"
+    assert ws.checkpoints_path == root / "checkpoints.sqlite"
     assert attempt.staging.is_dir() and attempt.messages_dir.is_dir()
     assert ws.read_run(run)["task"] == "add an LRU cache"
     assert ws.read_step(step)["acceptance_criteria"] == ["get/put work"]

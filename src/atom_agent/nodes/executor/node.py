@@ -13,17 +13,15 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 
 from atom_agent import prompts
 from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.checks.names import defined_in_code
-from atom_agent.context import Context
 from atom_agent.drafting import Drafts, dependency_lines, draft_prompt, temperatures, write_drafts
 from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.resources import Resources
-from atom_agent.state import IMPL_FILE, TEST_FILE, Check, State
+from atom_agent.state import IMPL_FILE, TEST_FILE, Check, DraftsSummary, State
 from atom_agent.telemetry import emit
 from atom_agent.tools.calls import ToolCalls
 from atom_agent.tools.scope import ToolScope
@@ -52,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 
 def _examples_check(
-    svc: Resources, scope: ToolScope, examples: list[tuple[str, str]]
+    res: Resources, scope: ToolScope, examples: list[tuple[str, str]]
 ) -> Callable[[], ExamplesReport] | None:
     """Runs `examples` against the attempt's staged impl.py (None without examples)."""
     if not examples:
@@ -64,8 +62,8 @@ def _examples_check(
         return run_examples(
             examples,
             staging=scope.staging,
-            runner=svc.runner,
-            limits=svc.limits,
+            runner=res.runner,
+            limits=res.limits,
             python_path=scope.python_path(),
         )
 
@@ -88,22 +86,21 @@ def make_executor(res: Resources) -> Any:
             known = agents[key] = (model, attempt_agent(model, profile, tools))
         return known[1]
 
-    def executor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        svc = res
-        ctx = svc.ctx
+    def executor(state: State) -> dict[str, Any]:
+        ctx = res.ctx
         plan = plan_of(state)
         step_id = state.get("current_step")
         step = next((s for s in plan.steps if s.id == step_id), None)
         if step is None:
             raise RuntimeError(f"executor: current step {step_id!r} is not in the plan")
-        step_ref = svc.workspace.step(run_ref(svc, state), step.id)
-        attempt = unfinished_attempt(svc.workspace, step_ref) or svc.workspace.new_attempt(step_ref)
+        step_ref = res.workspace.step(run_ref(res, state), step.id)
+        attempt = unfinished_attempt(res.workspace, step_ref) or res.workspace.new_attempt(step_ref)
         session = step_session(state, ctx, step.id, attempt.n)
-        scope = attempt_scope(svc.workspace, step_ref, attempt)
-        model = svc.model("executor")
+        scope = attempt_scope(res.workspace, step_ref, attempt)
+        model = res.model("executor")
         profile = profile_for(model, ctx.model_profile)
         tools = executor_tools(ctx.executor_tools, profile)  # a bad setting fails here
-        available = available_names(svc.workspace.dependency_artifacts(step_ref))
+        available = available_names(res.workspace.dependency_artifacts(step_ref))
         runnable = [
             c
             for c in step.checks
@@ -112,14 +109,14 @@ def make_executor(res: Resources) -> Any:
         # A draft is only worth more than a tool loop when a contract can prove it.
         # Recalled memories reach the draft prompt too (small models never see tier 2).
         notes, note_reasons = (
-            draft_notes(svc.memory, session, ctx, step, state["task"])
+            draft_notes(res.memory, session, ctx, step, state["task"])
             if profile.draft_first and runnable
             else ([], {})
         )
         first = _candidate_zero(state.get("plain"), step.defines) if attempt.n == 1 else None
         drafts = (
             _draft(
-                svc,
+                res,
                 state["task"],
                 plan,
                 step,
@@ -136,11 +133,13 @@ def make_executor(res: Resources) -> Any:
         )
         best = drafts.best if drafts is not None else None
         passed = drafts is not None and best is not None and drafts.passes(best)
+        # The reflector's witnesses and voters travel in the state (checkpointed with it).
+        summary = _summary(drafts, step.id, attempt) if drafts is not None else None
         if drafts is not None and (passed or not profile.tool_loop):
             # The draft passed its contract (or this model does worse in a tool loop): the
             # attempt is the draft, and the reflector proves it.
             messages = drafts.spent
-            svc.workspace.write_history(attempt, messages)
+            res.workspace.write_history(attempt, messages)
             emit(
                 "executor.done",
                 run_id=state["run_id"],
@@ -152,6 +151,7 @@ def make_executor(res: Resources) -> Any:
             )
             return {
                 "attempts": {step.id: attempt.n},
+                "drafts": summary,
                 "usage": usage_of(messages, model_name_of(model)),
                 "question": None,
                 "used_memories": list(note_reasons),
@@ -163,11 +163,11 @@ def make_executor(res: Resources) -> Any:
             plan=plan,
             step=step,
             statuses=dict(state.get("step_status") or {}),
-            workspace=svc.workspace,
+            workspace=res.workspace,
             step_ref=step_ref,
             attempt=attempt,
             files_text=scope.describe(),
-            memory=svc.memory,
+            memory=res.memory,
             session=session,
             answers=list(state.get("answers") or []),
         )
@@ -184,22 +184,22 @@ def make_executor(res: Resources) -> Any:
         context = AttemptContext(
             session=session,
             scope=scope,
-            runner=svc.runner,
-            limits=svc.limits,
-            memory=svc.memory,
+            runner=res.runner,
+            limits=res.limits,
+            memory=res.memory,
             max_tool_calls=ctx.max_tool_calls,
             check_examples=_examples_check(
-                svc, scope, task_examples(state["task"], step.description)
+                res, scope, task_examples(state["task"], step.description)
             ),
         )
         messages, stopped = _run(agent, prompt.text, context)
         if drafts is not None:
             messages = [*drafts.spent, *messages]
-        svc.workspace.write_history(attempt, messages)
+        res.workspace.write_history(attempt, messages)
         question = _question(messages)
         if question:
             # The attempt ends with a question, not a verdict; tier 1 shows it to the next one.
-            svc.workspace.write_verdict(
+            res.workspace.write_verdict(
                 attempt,
                 {"outcome": "asked the user", "decision": "ask_user", "feedback": question},
             )
@@ -214,6 +214,7 @@ def make_executor(res: Resources) -> Any:
         )
         return {
             "attempts": {step.id: attempt.n},
+            "drafts": summary,
             "usage": usage_of(messages, model_name_of(model)),
             "question": question,
             # Only what reached a prompt: the gate's rejects are neither reinforced nor blamed.
@@ -260,11 +261,12 @@ def _run(
 
 
 DRAFTS_FILE = "drafts.json"
-"""An attempt's drafting record (candidates, temperatures, contract summaries), beside staging."""
+"""An attempt's drafting record (candidates, temperatures, contract summaries), beside staging:
+for people and evals; the reflector reads the state's ``drafts`` (:func:`_summary`) instead."""
 
 
 def _draft(
-    svc: Resources,
+    res: Resources,
     task: str,
     plan: Any,
     step: Any,
@@ -282,12 +284,12 @@ def _draft(
     candidates compete with the code the step's previous attempt staged (the best so far):
     an attempt never stages code that executes worse than what the step already had.
     """
-    artifacts = svc.workspace.dependency_artifacts(step_ref)
+    artifacts = res.workspace.dependency_artifacts(step_ref)
     deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
-    earlier = _last_feedback(svc.workspace, step_ref, attempt)
+    earlier = _last_feedback(res.workspace, step_ref, attempt)
     prompt = draft_prompt(task, plan, step, deps, earlier, notes)
     available = available_names(artifacts)
-    profile = profile_for(model, svc.ctx.model_profile)
+    profile = profile_for(model, res.ctx.model_profile)
     drafts = write_drafts(
         model=model,
         prompt=prompt,
@@ -298,17 +300,17 @@ def _draft(
         available=available,
         folder=attempt.path / "candidates",
         python_path=scope.python_path()[1:],
-        runner=svc.runner,
-        limits=svc.limits,
+        runner=res.runner,
+        limits=res.limits,
         witnesses=profile.cross_samples,
         first=first,
     )
-    incumbent = _incumbent(svc.workspace, step_ref, attempt)
+    incumbent = _incumbent(res.workspace, step_ref, attempt)
     if incumbent is not None:
         drafts.consider(incumbent, folder=attempt.path / "candidates", checks=checks,
                         defines=step.defines, available=available,
-                        python_path=scope.python_path()[1:], runner=svc.runner,
-                        limits=svc.limits)  # fmt: skip
+                        python_path=scope.python_path()[1:], runner=res.runner,
+                        limits=res.limits)  # fmt: skip
     best = drafts.best
     if best is not None:
         atomic_write_text(scope.staging / IMPL_FILE, best.source)
@@ -335,6 +337,25 @@ def _draft(
         },
     )
     return drafts
+
+
+def _summary(drafts: Drafts, step_id: str, attempt: AttemptRef) -> DraftsSummary:
+    """What the reflector needs of an attempt's drafts, as plain data for the state."""
+    best = drafts.best
+    return {
+        "step_id": step_id,
+        "attempt": attempt.n,
+        "kept": best.k if best is not None else None,
+        "candidates": [
+            {
+                "k": c.k,
+                "informed": c.informed,
+                "passed": drafts.passes(c),
+                "folder": c.path.relative_to(attempt.path).as_posix() if c.path else None,
+            }
+            for c in drafts.candidates
+        ],
+    }
 
 
 def _candidate_zero(plain: str | None, defines: list[str]) -> str | None:

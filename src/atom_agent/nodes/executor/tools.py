@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from atom_agent import prompts
 from atom_agent.errors import ConfigError
@@ -21,13 +22,12 @@ LEAN_TOOLS = frozenset({"write_file", "read_file", "edit_file", "list_files", "r
 """The executor's tools for small local models: write, read, fix and test."""
 
 
-class AskUserArgs(BaseModel):
-    """Arguments of ask_user."""
+def _ask_user(question: Annotated[str, Field(min_length=3)]) -> str:
+    """Record the question; the graph's ask_user node puts it to the user.
 
-    question: str = Field(description="one precise question for the user", min_length=3)
-
-
-def _ask_user(question: str) -> str:
+    Args:
+        question: one precise question for the user
+    """
     return json.dumps({"status": "asked", "question": question, "note": prompts.ASK_USER_WAIT})
 
 
@@ -35,7 +35,8 @@ ASK_USER_TOOL: BaseTool = StructuredTool.from_function(
     func=_ask_user,
     name=ASK_USER,
     description=prompts.ASK_USER_DESCRIPTION,
-    args_schema=AskUserArgs,
+    parse_docstring=True,
+    error_on_invalid_docstring=True,
 )
 """The tool the executor calls when only the user can resolve an ambiguity (stateless)."""
 

@@ -10,7 +10,6 @@ apart. The checkout is reset after every trial; the reflector proves the chosen 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -37,7 +36,8 @@ MAP_TOKENS = 700
 EXCERPT_TOKENS = 2500
 """Token budget of the code around the target."""
 CANDIDATES_FILE = "candidates.json"
-"""Per attempt: every candidate's temperature, edit error and check results."""
+"""Per attempt: every candidate's temperature, edit error and check results (a record for
+people; no node reads it back)."""
 
 
 def make_project_executor(res: Resources) -> Any:
@@ -194,12 +194,3 @@ def _feedback(workspace: Workspace, step_ref: StepRef, attempt: AttemptRef) -> s
     if not earlier or not earlier[-1].verdict_json.exists():
         return ""
     return str(workspace.read_verdict(earlier[-1]).get("feedback") or "")[:1500]
-
-
-def candidates_of(attempt: AttemptRef) -> list[dict[str, Any]]:
-    """The candidates an attempt tried, as the executor recorded them."""
-    path = attempt.path / CANDIDATES_FILE
-    if not path.is_file():
-        return []
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return list(data.get("candidates") or [])

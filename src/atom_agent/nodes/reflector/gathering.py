@@ -7,7 +7,6 @@ them to the plain values of :class:`~atom_agent.verification.decide.Evidence`.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,15 @@ from atom_agent.drafting import (
 from atom_agent.resources import Resources
 from atom_agent.sandbox import RunResult
 from atom_agent.session import SessionContext
-from atom_agent.state import IMPL_FILE, REQUIRED_FILES, TEST_FILE, Plan, PlanStep, State
+from atom_agent.state import (
+    IMPL_FILE,
+    REQUIRED_FILES,
+    TEST_FILE,
+    DraftsSummary,
+    Plan,
+    PlanStep,
+    State,
+)
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.verification.crossexam import MIN_WITNESSES, Testimony, cross_examine
@@ -45,7 +52,6 @@ from ..common import (
     run_ref,
     step_session,
 )
-from ..executor import DRAFTS_FILE
 
 _FAILED = ("failed", "error", "timeout")
 
@@ -217,14 +223,22 @@ def name_uses_of(
     return name_uses(names, contract, ignore=suspect, tests_source=tests, tests_passed=tests_ok)
 
 
-def testify(res: Resources, task: str, target: Target, ran: Executed, samples: int) -> None:
+def testify(
+    res: Resources,
+    task: str,
+    target: Target,
+    ran: Executed,
+    samples: int,
+    drafts: DraftsSummary | None,
+) -> None:
     """Independent implementations (uninformed drafts, fresh samples) testify on the failures.
 
-    Sets ``ran.testimony`` and adds the samples' usage to ``ran.usage``.
+    `drafts` is the state's summary of the attempt's drafting (the executor's). Sets
+    ``ran.testimony`` and adds the samples' usage to ``ran.usage``.
     """
     assert ran.contract is not None  # only failures of a contract are cross-examined
     step, scope = target.step, target.scope
-    witnesses, voters = _drafts(target.attempt, exclude=scope.staging / IMPL_FILE)
+    witnesses, voters = _drafts(drafts, target, exclude=scope.staging / IMPL_FILE)
     spent: list[AIMessage] = []
     wanted = max(0, MIN_WITNESSES - len(witnesses))
     model = res.model("executor")
@@ -265,32 +279,32 @@ def testify(res: Resources, task: str, target: Target, ran: Executed, samples: i
     ran.usage = sum_usage(ran.usage, usage_of(spent, model_name_of(model)))
 
 
-def _drafts(attempt: AttemptRef, exclude: Path) -> tuple[list[str], list[str]]:
+def _drafts(
+    drafts: DraftsSummary | None, target: Target, exclude: Path
+) -> tuple[list[str], list[str]]:
     """This attempt's other candidates: (independent witnesses, majority voters).
 
     Witnesses were written before any check result was shown and differ from the examined
     code. Voters are the rest, but the examined candidate itself: samples that saw results,
     and samples that wrote the examined code again (how often a behaviour is sampled is the
-    evidence a majority gives).
+    evidence a majority gives). A summary of another attempt (none was drafted in this one)
+    gives neither.
     """
-    record = attempt.path / DRAFTS_FILE
-    if not record.is_file():
-        return [], []
-    try:
-        data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    attempt = target.attempt
+    if drafts is None or (drafts["step_id"], drafts["attempt"]) != (target.step.id, attempt.n):
         return [], []
     examined = exclude.read_text(errors="replace") if exclude.is_file() else None
     witnesses: list[str] = []
     voters: list[str] = []
-    for candidate in data.get("candidates", []):
-        path = candidate.get("path")
-        if not path or candidate.get("k") == data.get("kept"):
+    for candidate in drafts["candidates"]:
+        folder = candidate["folder"]
+        if folder is None or candidate["k"] == drafts["kept"]:
             continue
-        if not (Path(path) / IMPL_FILE).is_file():
+        impl = attempt.path / folder / IMPL_FILE
+        if not impl.is_file():
             continue
-        source = (Path(path) / IMPL_FILE).read_text(errors="replace")
-        if candidate.get("informed") or source == examined:
+        source = impl.read_text(errors="replace")
+        if candidate["informed"] or source == examined:
             voters.append(source)
         else:
             witnesses.append(source)

@@ -8,12 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-from langgraph.runtime import Runtime
 
 from atom_agent import prompts
 from atom_agent.checks.examples import examples_feedback
 from atom_agent.checks.exercised import NameUse
-from atom_agent.context import Context
 from atom_agent.errors import ConfigError, ModelError, ModelSpecError
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import failure_lesson, record_interface, record_lesson
@@ -58,14 +56,14 @@ def make_reflector(res: Resources) -> Any:
     Gather the executed evidence, let :func:`decide` (pure) say what it means, record it.
     """
 
-    def reflector(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def reflector(state: State) -> dict[str, Any]:
         target = target_of(res, state)
         ran = execute(res, state["task"], target)
         profile = profile_for(res.model("executor"), res.ctx.model_profile)
         if ran.contract is not None and (
             ran.contract.failed or (ran.result is not None and not ran.tests_ok)
         ):
-            testify(res, state["task"], target, ran, profile.cross_samples)
+            testify(res, state["task"], target, ran, profile.cross_samples, state.get("drafts"))
         step, contract, suspect = target.step, ran.contract, ran.suspect
         uses = (
             name_uses_of(step, target.attempt.staging, contract, suspect, ran.tests_ok)
