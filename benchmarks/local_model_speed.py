@@ -11,24 +11,31 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from typing import Any
 
 from atom_agent.models.weights import resolve_local_weights
 
 
-def main() -> None:
+def load_llama(**options: Any) -> Any:
+    """The embedded weights in a plain ``Llama`` (4k window, every core), with `options`."""
     from llama_cpp import Llama
 
     threads = os.cpu_count() or 1
-    started = time.perf_counter()
-    llama = Llama(
+    return Llama(
         model_path=str(resolve_local_weights()),
         n_ctx=4096,
         n_threads=threads,
         n_threads_batch=threads,
         seed=0,
         verbose=False,
+        **options,
     )
-    print(f"load: {time.perf_counter() - started:.1f}s, threads={threads}")
+
+
+def main() -> None:
+    started = time.perf_counter()
+    llama = load_llama()
+    print(f"load: {time.perf_counter() - started:.1f}s, threads={os.cpu_count() or 1}")
     text = " ".join(f"def f{i}(x):\n    return x * {i}\n" for i in range(60))
     prompt = f"<|im_start|>user\n{text}\nExplain this code.<|im_end|>\n<|im_start|>assistant\n"
     n_prompt = len(llama.tokenize(prompt.encode()))

@@ -17,6 +17,7 @@ import logging
 import re
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.names import code_blocks, defined_in_code, free_names
+from atom_agent.models.stopping import Expecting, code_replies
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
 from atom_agent.telemetry import emit
@@ -357,12 +359,24 @@ def _rank(report: ContractReport | None, suspect: dict[int, str]) -> tuple[int, 
     return report.rank(ignore=set(suspect)) if report is not None else (-1, -1)
 
 
-def sample(model: BaseChatModel, messages: list[BaseMessage], temperature: float) -> AIMessage:
-    """One reply of `model` at `temperature` (models that take no temperature get none)."""
-    try:
-        reply = model.invoke(messages, temperature=temperature)
-    except TypeError:  # a chat model without a per-call temperature
-        reply = model.invoke(messages)
+def sample(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    temperature: float,
+    *,
+    code_only: Expecting = "",
+) -> AIMessage:
+    """One reply of `model` at `temperature` (models that take no temperature get none).
+
+    `code_only` (``"code"`` or ``"tests"``): the prompt asks for one block of that and
+    nothing else, so a model that can may end the reply when the block is complete
+    (:func:`~atom_agent.models.stopping.code_replies`).
+    """
+    with code_replies(code_only) if code_only else nullcontext():
+        try:
+            reply = model.invoke(messages, temperature=temperature)
+        except TypeError:  # a chat model without a per-call temperature
+            reply = model.invoke(messages)
     return reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply.content))
 
 
@@ -435,7 +449,7 @@ def write_drafts(
     reply = (
         AIMessage(content=f"```python\n{first.rstrip()}\n```")
         if first
-        else sample(model, drafts.messages, temps[0])
+        else sample(model, drafts.messages, temps[0], code_only="code")
     )
     drafts.messages.append(reply)
     draft = add(reply, temps[0], informed=False)
@@ -443,7 +457,7 @@ def write_drafts(
         return drafts
     heard = 0
     for _ in range(witnesses + 1 if witnesses else 0):  # one spare for a reply without code
-        reply = sample(model, [HumanMessage(prompt)], WITNESS_TEMPERATURE)
+        reply = sample(model, [HumanMessage(prompt)], WITNESS_TEMPERATURE, code_only="code")
         drafts.side.append(reply)
         witness = add(reply, WITNESS_TEMPERATURE, informed=False)
         if drafts.passes(witness):
@@ -464,7 +478,7 @@ def write_drafts(
             else missing_note(drafts.messages[-1], defines)
         )
         drafts.messages.append(HumanMessage(note))
-        reply = sample(model, drafts.messages, temperature)
+        reply = sample(model, drafts.messages, temperature, code_only="code")
         drafts.messages.append(reply)
         last = add(reply, temperature, informed=True)
         if drafts.passes(last):
@@ -511,7 +525,7 @@ def independent_samples(
     sources: list[str] = []
     replies: list[AIMessage] = []
     for _ in range(n):
-        reply = sample(model, [HumanMessage(prompt)], temperature)
+        reply = sample(model, [HumanMessage(prompt)], temperature, code_only="code")
         replies.append(reply)
         source = complete_from_task(extract_code(reply.text), task, defines)
         if source.strip():

@@ -113,19 +113,22 @@ def test_a_prompt_longer_than_the_window_is_a_typed_error() -> None:
 
 def test_a_reply_ends_after_its_code_block_with_the_same_code() -> None:
     from atom_agent.drafting import extract_code
+    from atom_agent.models.stopping import code_replies
 
     ask = [HumanMessage("Write a Python function square(x) returning x squared, then explain it.")]
-    watched = LocalChatModel(max_tokens=300, stop_after_code=True).invoke(ask)
-    plain = LocalChatModel(max_tokens=300).invoke(ask)
+    with code_replies():
+        watched = LocalChatModel(max_tokens=300, stop_early=True).invoke(ask)
+    plain = LocalChatModel(max_tokens=300, stop_early=True).invoke(ask)  # not asked for code only
     assert watched.response_metadata.get("ended_early") == "code block complete"
     assert watched.text.rstrip().endswith("```")
     assert plain.usage_metadata and watched.usage_metadata
     assert watched.usage_metadata["output_tokens"] < plain.usage_metadata["output_tokens"]
     assert extract_code(watched.text) == extract_code(plain.text) != ""
+    assert "ended_early" not in plain.response_metadata
 
 
 def test_a_prompt_that_begins_like_an_earlier_one_prefills_only_what_is_new() -> None:
-    chat = LocalChatModel(max_tokens=120, stop_after_code=True, prefix_cache_mb=256)
+    chat = LocalChatModel(max_tokens=120, stop_early=True, prefix_cache_mb=256)
     first = [HumanMessage("Write a Python function cube(x) that returns x cubed.")]
     reply = chat.invoke(first)
     chat.invoke([HumanMessage("Write a Python function that reverses a string.")])

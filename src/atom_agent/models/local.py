@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from atom_agent.errors import ContextWindowError, ModelError, ModelUnavailableError
 from atom_agent.models._tools import openai_tool
-from atom_agent.models.stopping import ReplyWatch
+from atom_agent.models.stopping import ReplyWatch, expecting_now
 from atom_agent.models.weights import INSTALL_HINT, resolve_local_weights
 
 logger = logging.getLogger(__name__)
@@ -102,9 +102,10 @@ class LocalChatModel(BaseChatModel):
     """Tokens generated per reply at most (tool calls that write files need room)."""
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     """Sampling temperature; 0 is greedy (deterministic)."""
-    stop_after_code: bool = False
-    """End a plain-text reply once its first Python block is complete, or when it loops
-    (:mod:`atom_agent.models.stopping`); the agent's prompts all ask for one block."""
+    stop_early: bool = False
+    """End a plain-text reply that loops, and one asked for code alone
+    (:func:`~atom_agent.models.stopping.code_replies`) once its code block is complete
+    (:mod:`atom_agent.models.stopping`)."""
     prefix_cache_mb: int = Field(default=0, ge=0)
     """RAM kept for the KV states of earlier prompts (0: none), so a call whose prompt
     begins like an earlier one's prefills only what is new (llama.cpp's ``LlamaRAMCache``)."""
@@ -122,7 +123,14 @@ class LocalChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model": self.model_name, "n_ctx": self.n_ctx, "temperature": self.temperature}
+        # What changes a reply is part of a cached request's key (a replay cache keeps apart
+        # replies cut early and replies that were not).
+        return {
+            "model": self.model_name,
+            "n_ctx": self.n_ctx,
+            "temperature": self.temperature,
+            "stop_early": self.stop_early,
+        }
 
     @property
     def model_name(self) -> str:
@@ -201,7 +209,8 @@ class LocalChatModel(BaseChatModel):
         if allowed is not None:
             request["response_format"] = {"type": "json_object", "schema": _reply_schema(allowed)}
         llama, lock = self._engine()
-        watch = ReplyWatch() if self.stop_after_code and allowed is None else None
+        watching = self.stop_early and allowed is None
+        watch = ReplyWatch(expecting=expecting_now()) if watching else None
         started = time.perf_counter()
         with lock:
             evaluated = getattr(llama, "evaluated", None)

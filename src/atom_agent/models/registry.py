@@ -138,9 +138,9 @@ def load_chat_model(
             options["temperature"] = temperature
         if parsed.model != "qwen2.5-coder-1.5b-instruct":
             options.setdefault("model_path", parsed.model)
-        # The agent's text prompts ask for one code block: nothing after it is read. Earlier
-        # prompts' KV states are kept, so a witness or a retry prefills only what is new.
-        options.setdefault("stop_after_code", True)
+        # A looping reply, or one asked for code alone once its block is complete, ends
+        # there. Earlier prompts' KV states are kept: a witness or retry prefills what is new.
+        options.setdefault("stop_early", True)
         options.setdefault("prefix_cache_mb", LOCAL_PREFIX_CACHE_MB)
         return LocalChatModel(**options)
 

@@ -1,27 +1,59 @@
 """When a plain-text reply of the local model has said all it will say: end it there.
 
 On two cores the embedded model decodes about ten tokens a second, so every token after the
-answer is a tenth of a second a user waits for nothing. Every text prompt of the agent asks for
-one fenced ```python block; what a small model writes after that block (an explanation, a usage
-example, the same test again and again until ``max_tokens``) is read by nobody: the code is
-read out of the first complete block. Two rules end a reply early, and both only cut what
-comes after the text the agent reads, so greedy replies keep the same code:
+answer is a tenth of a second a user waits for nothing. Two rules end a reply early:
 
-- **the block is complete**: a fenced block in Python (or with no language) has closed, and
+- **the block is complete** (only for calls made inside :func:`code_replies`: drafts,
+  retries, witnesses and contracts, whose prompts ask for the implementation alone, or the
+  tests alone, in one block): a fenced block in Python (or with no language) has closed, and
   its code parses and holds a definition, an assert or a ``with`` statement (a first block
-  holding only an import or a shell command does not count);
-- **the reply loops**: its last lines repeat, as a group, lines it already wrote twice, or
-  each of its last lines is the line before with a few characters more (greedy decoding of a
-  small model can repeat a test, or count up a test case, until the token limit).
+  holding only an import or a shell command does not count). What follows is an explanation
+  or a usage example nobody reads. The plain prompt is not cut there: asked for code *and*
+  tests, a small model sometimes writes a second, fuller module after the first block, and
+  the plain call must stay exactly what one plain call gives;
+- **the reply loops** (every call): its last lines repeat, as a group, lines it already wrote
+  twice, or each of its last lines is the line before with a few characters more (greedy
+  decoding of a small model can repeat a test, or count up a test case, until the token limit).
 
-Tool calls and structured replies (grammar-constrained JSON) are never cut.
+A looping reply would only have run on to ``max_tokens`` with more of the same, so the code
+read from it is the same. Tool calls and structured replies (grammar-constrained JSON) are
+never cut.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Literal
+
+Expecting = Literal["", "code", "tests"]
+_EXPECTING: ContextVar[Expecting] = ContextVar("atom_code_replies", default="")
+
+
+@contextmanager
+def code_replies(expecting: Expecting = "code") -> Iterator[None]:
+    """Model calls inside the block ask for one code block and nothing else.
+
+    `expecting` ``"code"``: the block is complete once it defines something; ``"tests"``:
+    once it holds an assert or a ``with`` statement (a model asked for tests may write the
+    code under test first). A model that can (the embedded one) ends such a reply there;
+    other models ignore it.
+    """
+    token = _EXPECTING.set(expecting)
+    try:
+        yield
+    finally:
+        _EXPECTING.reset(token)
+
+
+def expecting_now() -> Expecting:
+    """What the current call's one code block must hold ('' outside :func:`code_replies`)."""
+    return _EXPECTING.get()
+
 
 _BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
 _PYTHON_TAGS = frozenset({"", "python", "py", "python3"})
@@ -33,12 +65,14 @@ _MIN_GROUP_CHARS = 24
 """A group shorter than this (blank lines, closing brackets) is no evidence of a loop."""
 
 
-def block_complete(text: str) -> bool:
+def block_complete(text: str, expecting: Expecting = "code") -> bool:
     """Whether `text` holds a closed Python block whose code parses and says something.
 
-    "Says something": a function or class definition, an assert or a ``with`` statement
-    (a test's ``with pytest.raises(...)``), at any depth.
+    "Says something": for ``code``, a function or class definition, an assert or a ``with``
+    statement; for ``tests``, an assert or a ``with`` statement (``pytest.raises``); at any
+    depth.
     """
+    wanted = _TESTS if expecting == "tests" else _SUBSTANTIVE
     for match in _BLOCK.finditer(text):
         if match.group(1).lower() not in _PYTHON_TAGS:
             continue
@@ -46,12 +80,13 @@ def block_complete(text: str) -> bool:
             tree = ast.parse(match.group(2))
         except (SyntaxError, ValueError):
             continue
-        if any(isinstance(n, _SUBSTANTIVE) for n in ast.walk(tree)):
+        if any(isinstance(n, wanted) for n in ast.walk(tree)):
             return True
     return False
 
 
-_SUBSTANTIVE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assert, ast.With)
+_TESTS = (ast.Assert, ast.With)
+_SUBSTANTIVE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, *_TESTS)
 
 
 GROWING_LINES = 6
@@ -100,12 +135,14 @@ def _repeats(lines: list[str]) -> bool:
 
 @dataclass
 class ReplyWatch:
-    """Watches a reply as it is decoded; says when it is complete or looping.
+    """Watches a reply as it is decoded; says when it loops, or (code only) is complete.
 
     Feed it the reply's text so far (:meth:`done`); it only looks again when a new line or
     a fence arrived, so watching costs next to nothing per token.
     """
 
+    expecting: Expecting = ""
+    """End the reply at its first complete block of this kind too ('': only when it loops)."""
     checked_len: int = 0
     reason: str = ""
     _last_lines: int = field(default=0, repr=False)
@@ -119,7 +156,7 @@ class ReplyWatch:
             return False
         self._last_lines = lines
         self.checked_len = len(text)
-        if "```" in text and block_complete(text):
+        if self.expecting and "```" in text and block_complete(text, self.expecting):
             self.reason = "code block complete"
         elif text.endswith("\n") and looping(text):
             self.reason = "reply repeats itself"

@@ -53,7 +53,10 @@ def write_contracts(
             available += step.defines
             continue
         reply = sample(
-            model, [HumanMessage(contract_prompt(task, plan, step))], CONTRACT_TEMPERATURE
+            model,
+            [HumanMessage(contract_prompt(task, plan, step))],
+            CONTRACT_TEMPERATURE,
+            code_only="tests",
         )
         spent.append(reply)
         # The model's checks prove the step's one prose criterion (the others are code's).

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from atom_agent.models.stopping import ReplyWatch, block_complete, looping
+from atom_agent.models.stopping import (
+    ReplyWatch,
+    block_complete,
+    code_replies,
+    expecting_now,
+    looping,
+)
 
 CODE = "```python\ndef f(x):\n    return x * 2\n```"
 
@@ -27,8 +33,25 @@ def test_a_block_that_does_not_parse_does_not_count() -> None:
 
 
 def test_asserts_and_with_statements_count_for_a_contract() -> None:
-    assert block_complete("```python\nassert f(2) == 4\n```")
-    assert block_complete("```python\nwith pytest.raises(ValueError):\n    f(-1)\n```")
+    assert block_complete("```python\nassert f(2) == 4\n```", "tests")
+    assert block_complete("```python\nwith pytest.raises(ValueError):\n    f(-1)\n```", "tests")
+
+
+def test_a_block_of_code_alone_does_not_complete_a_request_for_tests() -> None:
+    assert block_complete(CODE, "code")
+    assert not block_complete(CODE, "tests")
+    assert block_complete(CODE + "\n```python\nassert f(2) == 4\n```", "tests")
+
+
+def test_outside_code_replies_only_a_loop_ends_a_reply() -> None:
+    assert expecting_now() == ""
+    watch = ReplyWatch(expecting=expecting_now())
+    assert not watch.done(CODE + "\n\nThis doubles x.\n")
+    with code_replies("tests"):
+        assert expecting_now() == "tests"
+    with code_replies():
+        assert ReplyWatch(expecting=expecting_now()).done(CODE + "\n")
+    assert expecting_now() == ""
 
 
 def test_a_group_of_lines_written_three_times_is_a_loop() -> None:
@@ -47,7 +70,7 @@ def test_different_cases_are_no_loop() -> None:
 
 
 def test_the_watch_ends_at_the_closing_fence_and_says_why() -> None:
-    watch = ReplyWatch()
+    watch = ReplyWatch(expecting="code")
     text = ""
     ended_at = None
     for piece in ["```py", "thon\n", "def f(x):\n", "    return x * 2\n", "``", "`", "\nThis"]:
@@ -84,3 +107,26 @@ def test_growing_lines_that_change_elsewhere_are_no_loop() -> None:
         f'    ("{w}", {len(w) % 2 == 0}),\n' for w in ["a", "ab", "abc", "abcd", "ab", "a"]
     )
     assert not looping(cases)
+
+
+def test_drafts_and_contracts_ask_for_code_only_and_the_plain_call_does_not() -> None:
+    from langchain_core.messages import AIMessage, BaseMessage
+
+    from atom_agent.drafting import sample
+    from atom_agent.nodes.planner import finalize_plan, single_step_plan
+    from atom_agent.testing import ScriptedChatModel
+    from atom_agent.verification.candidates import ask_plain
+    from atom_agent.verification.contracts import write_contracts
+
+    seen: list[str] = []
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        seen.append(expecting_now())
+        return AIMessage(content="```python\nassert f(1) == 1\n```")
+
+    model = ScriptedChatModel(respond=respond)
+    task = "Write f(x) that returns x."
+    ask_plain(model, task, ["f"])
+    sample(model, [], 0.0, code_only="code")
+    write_contracts(model, task, finalize_plan(single_step_plan(task), task))
+    assert seen == ["", "code", "tests"]

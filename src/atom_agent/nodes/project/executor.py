@@ -79,7 +79,7 @@ def make_project_executor(res: Resources) -> Any:
             project, state["task"], step, _feedback(res.workspace, step_ref, attempt), previous
         )
         for temperature in ladder:
-            reply = sample(model, messages, temperature)
+            reply = sample(model, messages, temperature, code_only="code")
             spent.append(reply)
             trial: dict[str, Any] = {"temperature": temperature}
             trials.append(trial)
