@@ -132,10 +132,25 @@ def test_a_prompt_that_begins_like_an_earlier_one_prefills_only_what_is_new() ->
     first = [HumanMessage("Write a Python function cube(x) that returns x cubed.")]
     reply = chat.invoke(first)
     chat.invoke([HumanMessage("Write a Python function that reverses a string.")])
-    again = chat.invoke([*first, reply, HumanMessage("Now make it accept floats only.")])
+    follow_up = [*first, reply, HumanMessage("Now make it accept floats only.")]
+    again = chat.invoke(follow_up, temperature=0.4)  # a warm retry continues the saved prefix
     meta = again.response_metadata
     assert again.usage_metadata is not None
     assert meta["prefix_restored"] == 1
     assert 0 < meta["prefill_computed"] < again.usage_metadata["input_tokens"] // 2
     # Without the saved prefixes only the previous call's KV would be reused: most of it again.
     assert meta["prefill_without_prefix_cache"] > 2 * meta["prefill_computed"]
+
+
+def test_a_greedy_request_gives_the_same_reply_whatever_ran_before() -> None:
+    chat = LocalChatModel(max_tokens=160, stop_early=True, prefix_cache_mb=256)
+    ask = [HumanMessage("Write a Python function that returns the n-th Fibonacci number.")]
+    first = chat.invoke(ask)
+    # Other calls leave other KV states and saved prefixes, one of them this very prompt's.
+    chat.invoke([*ask, first, HumanMessage("Make it iterative.")], temperature=0.7)
+    chat.invoke([HumanMessage("Write a function that reverses a list.")])
+    again = chat.invoke(ask)
+    assert again.text == first.text
+    assert again.response_metadata["prefix_restored"] == 0
+    assert again.usage_metadata is not None
+    assert again.response_metadata["prefill_computed"] == again.usage_metadata["input_tokens"]

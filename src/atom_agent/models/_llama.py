@@ -8,6 +8,13 @@ Imported only when the local model loads (llama-cpp-python is an optional extra)
 - ``stopping_with(criterion)`` adds a stopping criterion to the calls made inside it: the
   chat API takes none, and the chat handler passes only its template's own to
   ``create_completion``.
+- ``from_scratch()``: calls inside it evaluate their prompt from the first token, in the same
+  batches every time, and restore no saved prefix. llama.cpp's logits depend slightly on how
+  a prompt was split into batches, so a greedy reply continued from another call's KV state
+  can differ from the same request asked fresh (seen: the agent's "one plain call" of a task
+  came out as other code than the baseline's identical call). Greedy calls are made so: the
+  same request gives the same reply, whatever ran before. Their state is still saved for
+  the calls that continue them.
 - ``save_state`` keeps one row of logits instead of llama-cpp-python's ``n_batch × vocab``
   copy (311 MB for Qwen2.5's 151,936-token vocabulary): a restored state's logits are never
   sampled from, because ``generate`` evaluates a prompt's last token again after a prefix
@@ -34,6 +41,7 @@ class MeteredLlama(Llama):
         self.restored = 0
         self.without_prefix_cache = 0
         self._extra_stop: Callable[[Any, Any], bool] | None = None
+        self._scratch = False
 
     @contextmanager
     def stopping_with(self, criterion: Callable[[Any, Any], bool]) -> Iterator[None]:
@@ -43,6 +51,15 @@ class MeteredLlama(Llama):
             yield
         finally:
             self._extra_stop = None
+
+    @contextmanager
+    def from_scratch(self) -> Iterator[None]:
+        """Calls inside the block prefill their whole prompt (see the module docstring)."""
+        self._scratch = True
+        try:
+            yield
+        finally:
+            self._scratch = False
 
     def create_completion(self, *args: Any, **kwargs: Any) -> Any:
         """``Llama.create_completion``, with the criterion of :meth:`stopping_with` added.
@@ -59,7 +76,19 @@ class MeteredLlama(Llama):
         if self._extra_stop is not None:
             given = kwargs.get("stopping_criteria") or []
             kwargs["stopping_criteria"] = StoppingCriteriaList([*given, self._extra_stop])
-        return super().create_completion(*args, **kwargs)
+        if not self._scratch:
+            return super().create_completion(*args, **kwargs)
+        if isinstance(prompt, list) and prompt:
+            self.without_prefix_cache = len(prompt)
+        cache, self.cache = self.cache, None
+        self.reset()  # type: ignore[no-untyped-call]
+        try:
+            out = super().create_completion(*args, **kwargs)
+        finally:
+            self.cache = cache
+        if cache is not None and self.n_tokens:
+            cache[self._input_ids[: self.n_tokens].tolist()] = self.save_state()
+        return out
 
     def eval(self, tokens: Sequence[int]) -> None:
         """Evaluate `tokens` (recording how many)."""

@@ -220,8 +220,14 @@ class LocalChatModel(BaseChatModel):
                 if watch is not None and hasattr(llama, "stopping_with")
                 else nullcontext()
             )
+            # A greedy reply must not depend on what ran before (see models/_llama.py).
+            fresh = (
+                llama.from_scratch()
+                if temperature == 0.0 and hasattr(llama, "from_scratch")
+                else nullcontext()
+            )
             try:
-                with stopping:
+                with stopping, fresh:
                     out = llama.create_chat_completion(**request)
             except ValueError as exc:  # llama.cpp checks the prompt's length before decoding
                 if "context window" in str(exc):

@@ -40,8 +40,10 @@ def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 240) -
 @pytest.mark.integration
 def test_a_second_process_on_a_running_run_is_refused(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
+    # The first run holds its lock while its second step runs (≈ 5 s a model call): time for
+    # two more CLI processes to start even on a loaded machine.
     env = env_for(
-        ws, ATOM_MODELS_FACTORY="tests.unit.graph.factory:two_slow_steps", ATOM_TEST_LATENCY="2"
+        ws, ATOM_MODELS_FACTORY="tests.unit.graph.factory:two_slow_steps", ATOM_TEST_LATENCY="5"
     )
     first = subprocess.Popen(
         [*CLI, "run", "two things", "--run-id", "held", "--json"], env=env,
