@@ -20,7 +20,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
 
 from atom_agent.errors import AtomAgentError
-from atom_agent.models._tools import openai_tool
+from atom_agent.models.tool_schemas import openai_tool
 
 Reply = AIMessage | str | BaseModel
 """What a script may hold: a message, plain text, or a structured-output instance."""

@@ -16,7 +16,7 @@ CONTAINERS = {"dict", "OrderedDict", "defaultdict", "set", "list", "WeakValueDic
               "WeakKeyDictionary"}  # fmt: skip
 ALLOWED = {
     # tool → OpenAI schema: a pure function of the tool's name, description and argument model
-    ("models/_tools.py", "_CACHE"),
+    ("models/tool_schemas.py", "_CACHE"),
     # what this machine's kernel and binaries can do (probed once; they do not change)
     ("sandbox/bubblewrap.py", "probe_bubblewrap"),
     ("sandbox/bubblewrap.py", "_python_binds"),  # the interpreter's and pytest's install paths

@@ -35,8 +35,8 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from atom_agent.errors import ContextWindowError, ModelError, ModelUnavailableError
-from atom_agent.models._tools import openai_tool
 from atom_agent.models.stopping import ReplyWatch, expecting_now
+from atom_agent.models.tool_schemas import openai_tool
 from atom_agent.models.weights import INSTALL_HINT, resolve_local_weights
 
 logger = logging.getLogger(__name__)
