@@ -50,7 +50,11 @@ RETRY_NOTE = (
 def _load(draft: bool) -> Any:
     from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 
-    return load_llama(draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10) if draft else None)
+    if not draft:
+        return load_llama()
+    # llama-cpp-python sizes its logits buffer by the logits_all *argument* (a draft model
+    # only sets the flag): without it, a verified batch past n_batch tokens overflows it.
+    return load_llama(draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10), logits_all=True)
 
 
 def _ask(llama: Any, messages: list[dict[str, str]]) -> tuple[str, int, float]:
