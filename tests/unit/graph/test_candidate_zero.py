@@ -34,17 +34,8 @@ def fenced(code: str) -> AIMessage:
 
 
 def executor(plain: str, drafts: list[str]) -> ScriptedChatModel:
-    """Answers the plain request with `plain`, draft requests with `drafts` in turn."""
-    queue = list(drafts)
-
-    def respond(messages: list[BaseMessage]) -> AIMessage:
-        first = next(m for m in messages if isinstance(m, HumanMessage))
-        if PLAIN_REQUEST in str(first.content):
-            return fenced(plain)
-        assert queue, f"an unexpected draft request: {str(first.content)[:300]}"
-        return fenced(queue.pop(0) if len(queue) > 1 else queue[0])
-
-    return ScriptedChatModel(respond=respond, model_name=SMALL_NAME)
+    """Answers every plain request with `plain`, draft requests with `drafts` in turn."""
+    return plains_then_drafts([plain], drafts)
 
 
 def roles(plain: str, drafts: list[str], plans: list[Plan] | None = None) -> dict[str, object]:
