@@ -25,7 +25,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from atom_agent import prompts
+from atom_agent import prompts, repair
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.names import code_blocks, defined_in_code, free_names
 from atom_agent.models.stopping import Expecting, code_replies
@@ -255,6 +255,8 @@ class Drafts:
 
     messages: list[BaseMessage] = field(default_factory=list)
     side: list[AIMessage] = field(default_factory=list)
+    repairs: list[BaseMessage] = field(default_factory=list)
+    """Focused repairs (:mod:`atom_agent.repair`): each request and its reply."""
     candidates: list[Candidate] = field(default_factory=list)
     suspect: dict[int, str] = field(default_factory=dict)
     """Checks every independent witness contradicted (index → why): they decide nothing."""
@@ -314,7 +316,7 @@ class Drafts:
     @property
     def spent(self) -> list[BaseMessage]:
         """Every message of the drafting, witnesses' replies last (history and usage)."""
-        return [*self.messages, *self.side]
+        return [*self.messages, *self.side, *self.repairs]
 
     @property
     def best(self) -> Candidate | None:
@@ -425,7 +427,10 @@ def write_drafts(
     drafts = Drafts(messages=[HumanMessage(prompt)])
 
     def add(reply: AIMessage, temperature: float, informed: bool) -> Candidate:
-        source = complete_from_task(extract_code(reply.text), task, defines)
+        return add_source(complete_from_task(extract_code(reply.text), task, defines),
+                          temperature, informed)  # fmt: skip
+
+    def add_source(source: str, temperature: float, informed: bool) -> Candidate:
         if defines and not set(defines) & set(defined_in_code(source)):
             source = ""  # tests or prose: nothing the step defines, so not a candidate
         candidate = Candidate(
@@ -472,19 +477,51 @@ def write_drafts(
             return drafts
     last = draft
     for temperature in temps[1:]:
-        note = (
-            retry_note(last.report, set(drafts.suspect))
-            if last.report
-            else missing_note(drafts.messages[-1], defines)
+        best = drafts.best
+        repaired = (
+            _focused_repair(model, task, best, drafts, temperature)
+            if best is not None and best.report is not None
+            else None
         )
-        drafts.messages.append(HumanMessage(note))
-        reply = sample(model, drafts.messages, temperature, code_only="code")
-        drafts.messages.append(reply)
-        last = add(reply, temperature, informed=True)
+        if repaired is not None:
+            last = add_source(repaired, temperature, informed=True)
+        else:
+            note = (
+                retry_note(last.report, set(drafts.suspect))
+                if last.report
+                else missing_note(drafts.messages[-1], defines)
+            )
+            drafts.messages.append(HumanMessage(note))
+            reply = sample(model, drafts.messages, temperature, code_only="code")
+            drafts.messages.append(reply)
+            last = add(reply, temperature, informed=True)
         if drafts.passes(last):
             break
     drafts.agree()
     return drafts
+
+
+def _focused_repair(
+    model: BaseChatModel, task: str, best: Candidate, drafts: Drafts, temperature: float
+) -> str | None:
+    """The best candidate with the function its failed checks point at written again.
+
+    None when no failed check points at a function of it, or the reply gives no function of
+    that name (the caller then retries the whole file). The exchange is kept in
+    ``drafts.repairs`` (history and usage).
+    """
+    assert best.report is not None
+    found = repair.focus(best.source, best.report, ignore=set(drafts.suspect))
+    if found is None:
+        return None
+    request = HumanMessage(repair.repair_prompt(task, best.source, found))
+    reply = sample(model, [request], temperature, code_only="code")
+    drafts.repairs += [request, reply]
+    spliced = repair.splice(best.source, found.target, extract_code(reply.text))
+    emit("executor.repair", target=found.target, spliced=spliced is not None)
+    if spliced is None or spliced == best.source:
+        return None
+    return with_module_imports(spliced)
 
 
 NO_CODE_NOTE = prompts.DRAFT_NO_CODE
@@ -506,7 +543,8 @@ def retry_note(report: ContractReport, suspect: set[int] | None = None) -> str:
         :_FAILURES_SHOWN
     ]:
         why = result.reason or f"got {result.got}"
-        lines.append(f"- {result.check.describe()[:200]}: {why[:200]}")
+        where = f" (at {result.line})" if result.line else ""
+        lines.append(f"- {result.check.describe()[:200]}: {why[:200]}{where}")
     if report.error and not lines:
         lines.append(f"- {report.error[:300]}")
     return prompts.DRAFT_RETRY.format(summary=report.summary(), failures="\n".join(lines))

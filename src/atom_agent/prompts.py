@@ -155,6 +155,24 @@ DRAFT_EARLIER = """
 An earlier attempt was rejected: {feedback}
 """
 
+REPAIR_FUNCTION = """\
+{prompt}
+
+This is impl.py so far, with the body of {where} left out:
+```python
+{module}
+```
+An earlier version of `{name}` failed these checks:
+{failed}
+{kept}Write `{name}` again so that it does everything the task asks and passes these checks. \
+Reply with only the complete `{name}` (its `def` line and body) in one ```python block, nothing \
+else."""
+"""A focused repair (:mod:`atom_agent.repair`): one function written again, its old body unseen."""
+
+REPAIR_KEPT = """It must keep passing these:
+{kept}
+"""
+
 DRAFT_RETRY = """\
 That code was run against the step's checks: {summary}.
 {failures}

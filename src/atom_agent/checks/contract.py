@@ -80,6 +80,10 @@ class CheckResult:
     status: CheckStatus
     got: str = ""
     reason: str = ""
+    function: str = ""
+    """Where the code under test raised or was stopped: its function (qualified name) …"""
+    line: str = ""
+    """… and its line (``"line 31: decoded += count * s[i]"``); empty when it returned."""
 
     @property
     def executed(self) -> bool:
@@ -96,6 +100,7 @@ class CheckResult:
             "status": self.status,
             "got": self.got,
             "reason": self.reason,
+            **({"function": self.function, "line": self.line} if self.function else {}),
         }
 
 
@@ -212,6 +217,21 @@ try:
 except BaseException as exc:
     out({"import_error": f"{type(exc).__name__}: {exc}"[:300]})
     raise SystemExit(0)
+def located(exc):
+    # The innermost frame of the code under test: its function and line (where to repair).
+    path, found = getattr(impl, "__file__", None), None
+    tb = exc.__traceback__
+    while tb is not None:
+        if path and tb.tb_frame.f_code.co_filename == path:
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return {}
+    import linecache
+    code = found.tb_frame.f_code
+    text = linecache.getline(path, found.tb_lineno).strip()[:160]
+    return {"function": getattr(code, "co_qualname", code.co_name),
+            "line": f"line {found.tb_lineno}: {text}"}
 class CheckTimeout(BaseException):
     pass
 def alarm(signum, frame):
@@ -248,8 +268,9 @@ for i, check in enumerate(checks):
         else:
             out({"i": i, "status": "failed", "got": short(got),
                  "reason": f"expected {short(want)}, got {short(got)}"})
-    except CheckTimeout:
-        out({"i": i, "status": "timeout", "reason": f"did not finish in {per:g} s (a loop?)"})
+    except CheckTimeout as exc:
+        out({"i": i, "status": "timeout", "reason": f"did not finish in {per:g} s (a loop?)",
+             **located(exc)})
     except BaseException as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)
         names = [c.__name__ for c in type(exc).__mro__]
@@ -259,7 +280,7 @@ for i, check in enumerate(checks):
             out({"i": i, "status": "passed", "got": got})
         else:
             reason = f"raised {got}" + (f" instead of {wanted}" if wanted else "")
-            out({"i": i, "status": "error", "got": got, "reason": reason})
+            out({"i": i, "status": "error", "got": got, "reason": reason, **located(exc)})
 """
 
 
@@ -338,6 +359,8 @@ def run_contract(
             data.get("status", "error"),
             got=str(data.get("got", "")),
             reason=str(data.get("reason", "")),
+            function=str(data.get("function", "")),
+            line=str(data.get("line", "")),
         )
     unfinished = [i for i in runnable if report.results[i].status == "not_run"]
     if unfinished:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import Any
@@ -106,18 +107,29 @@ def make_planner(res: Resources) -> Any:
         spent: list[BaseMessage] = []
         problems: list[str] = []
         plan: Plan | None = None
+        answers: list[str] = []
         for attempt in range(1, MAX_PLAN_TRIES + 1):
             reply = invoke_structured(structured, messages)
             raw = reply.raw
             if raw is not None:
                 spent.append(raw)
             parsed = reply.parsed
+            if parsed is not None:
+                # A model that sends back the plan it was told is invalid will do so again:
+                # another ask costs a call for the same answer.
+                answer = json.dumps(parsed.model_dump(exclude={"rationale"}), sort_keys=True)
+                if answer in answers:
+                    emit("plan.repeated", run_id=state["run_id"], attempt=attempt)
+                    break
+                answers.append(answer)
             if parsed is None:
                 problems = [f"the answer did not match the Plan schema: {reply.error}"]
             else:
                 candidate = _proposed(parsed, raw)
                 if res.ctx.max_plan_steps == 1 and not committed:
                     candidate = merge_into_one_step(candidate)
+                elif not committed:
+                    candidate = fold_repeated_steps(candidate)
                 candidate = finalize_plan(candidate, state["task"], committed=committed)
                 merged = _keep_committed(committed, candidate)
                 problems = plan_problems(merged, max_steps=res.ctx.max_plan_steps)
@@ -359,6 +371,50 @@ def merge_into_one_step(plan: Plan) -> Plan:
         ],
         rationale=plan.rationale,
     )
+
+
+def fold_repeated_steps(plan: Plan) -> Plan:
+    """A step that defines only names earlier steps define, folded into the first of those.
+
+    Small models often give "encode" and "decode" steps that both define both functions; the
+    plan is invalid as proposed (a step that adds nothing new), and re-asking tends to return
+    the same plan. Folding keeps every criterion and check of the repeated step and costs no
+    call; a step depending on the folded one depends on the step it joined.
+    """
+    owner: dict[str, str] = {}
+    kept: list[PlanStep] = []
+    folded: dict[str, str] = {}
+    for step in plan.steps:
+        if step.defines and all(n in owner for n in step.defines):
+            into = owner[step.defines[0]]
+            i = next(k for k, s in enumerate(kept) if s.id == into)
+            target = kept[i]
+            kept[i] = target.model_copy(
+                update={
+                    "acceptance_criteria": list(
+                        dict.fromkeys([*target.acceptance_criteria, *step.acceptance_criteria])
+                    ),
+                    "checks": list(
+                        {c.describe(): c for c in [*target.checks, *step.checks]}.values()
+                    ),
+                    "expected_files": list(
+                        dict.fromkeys([*target.expected_files, *step.expected_files])
+                    ),
+                }
+            )
+            folded[step.id] = into
+            continue
+        for name in step.defines:
+            owner.setdefault(name, step.id)
+        kept.append(step)
+    if not folded:
+        return plan
+    steps = []
+    for step in kept:
+        deps = [folded.get(d, d) for d in step.depends_on]
+        deps = [d for d in dict.fromkeys(deps) if d != step.id]
+        steps.append(step.model_copy(update={"depends_on": deps}))
+    return Plan(steps=steps, rationale=plan.rationale, clauses=plan.clauses)
 
 
 def _keep_committed(committed: list[PlanStep], plan: Plan) -> Plan:

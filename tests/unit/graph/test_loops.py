@@ -10,8 +10,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent import Context, run_task
 from atom_agent.errors import WorkspaceError
+from atom_agent.nodes.planner import fold_repeated_steps
 from atom_agent.run import resume_run
-from atom_agent.state import CriterionVerdict, Judgement, Plan, PlanStep
+from atom_agent.state import CriterionVerdict, Judgement, Plan, PlanStep, plan_problems
 from atom_agent.testing import ScriptedChatModel, tool_call
 from atom_agent.workspace import Workspace
 
@@ -174,6 +175,37 @@ def test_an_invalid_plan_is_sent_back_with_the_reasons(ctx: Context) -> None:
     assert "the dependencies form a cycle: a -> b -> a" in str(retry.content)
 
 
+def test_a_planner_that_repeats_an_invalid_plan_is_not_asked_a_third_time(ctx: Context) -> None:
+    cyclic = Plan(steps=[step("a", depends_on=["b"]), step("b", depends_on=["a"])])
+    never = Plan(steps=[step("adder")])  # would be valid, but a model that repeats is not re-asked
+    both = ADD_IMPL + "\n\ndef sub(a, b):\n    return a - b\n"
+    executor = ExecutorScript({("step1", 1): passing_attempt(impl=both)})
+    roles = models([cyclic, cyclic, never], executor)
+    outcome = run_task("Write add(a, b) and sub(a, b).", ctx, models=roles)
+
+    assert outcome.status == "done", outcome
+    assert len([c for c in roles["planner"].calls if c.tool_names]) == 2
+    ws = Workspace(ctx.workspace)
+    (revision,) = ws.plan_revisions(ws.run(outcome.run_id))
+    assert revision["reason"].startswith("initial plan: one step, the planner's plans were invalid")
+
+
+def test_a_step_that_only_repeats_earlier_names_is_folded_into_their_step() -> None:
+    encode = step("encode", criteria=["encode works"], defines=["enc", "dec"])
+    decode = step(
+        "decode", depends_on=["encode"], criteria=["decode works"], defines=["dec", "enc"]
+    )
+    later = step("later", depends_on=["decode"], defines=["stats"])
+    assert plan_problems(Plan(steps=[encode, decode, later]))  # invalid as proposed
+    folded = fold_repeated_steps(Plan(steps=[encode, decode, later]))
+    assert [s.id for s in folded.steps] == ["encode", "later"]
+    assert folded.steps[0].acceptance_criteria == ["encode works", "decode works"]
+    assert folded.steps[1].depends_on == ["encode"]
+    assert plan_problems(folded) == []
+    valid = Plan(steps=[encode, step("more", depends_on=["encode"], defines=["enc", "x"])])
+    assert fold_repeated_steps(valid) == valid  # a step that adds a name is its own step
+
+
 def test_a_planner_that_never_gives_a_valid_plan_leaves_the_task_as_one_step(
     ctx: Context,
 ) -> None:
@@ -232,7 +264,8 @@ def test_a_replan_with_invalid_plans_continues_on_the_old_plan_and_commits(
 
     assert outcome.status == "done", outcome
     assert outcome.step_status == {"base": "committed", "hard": "committed"}
-    assert len([c for c in roles["planner"].calls if c.tool_names]) == 4  # plan + 3 invalid
+    # the plan, then the invalid one twice: a model repeating itself is not asked a third time
+    assert len([c for c in roles["planner"].calls if c.tool_names]) == 3
     prompt = executor.prompts[("hard", 4)]
     assert "Earlier attempts failed: step 'hard' (Step hard) failed 2 attempts" in prompt
     ws = Workspace(ctx.workspace)

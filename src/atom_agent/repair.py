@@ -1,0 +1,265 @@
+"""Focused repair: the one function failing checks point at is written again, the rest kept.
+
+Asked to correct a whole file it has just written, a small model tends to send the same file
+back (the devtasks drafts: two retries at rising temperature, three identical modules). So a
+retry localises first (Agentless: file → function → line): the function a failed check raised
+in (its innermost frame in the module under test), else the function or method the check's
+expression calls last. That function's body is left out of the module the model sees, and the
+model writes the function again, told which checks the earlier version failed, where it
+raised, and which checks it must keep passing. The reply's function is spliced back into the
+module (its new imports and helper functions too); the result is one more candidate, chosen by
+execution like every other.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from collections import Counter
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from atom_agent import prompts
+from atom_agent.checks.contract import CheckResult, ContractReport
+
+_OPERATORS = {
+    ast.Add: "__add__",
+    ast.Sub: "__sub__",
+    ast.Mult: "__mul__",
+    ast.MatMult: "__matmul__",
+    ast.Div: "__truediv__",
+    ast.FloorDiv: "__floordiv__",
+    ast.Mod: "__mod__",
+    ast.Pow: "__pow__",
+}
+_COMPARISONS = {ast.Eq: "__eq__", ast.Lt: "__lt__", ast.In: "__contains__"}
+_SHOWN = 4
+
+
+@dataclass
+class Focus:
+    """The function to write again and the evidence about it."""
+
+    target: str
+    """``"name"`` for a module-level function, ``"Class.method"`` for a method."""
+    failed: list[CheckResult] = field(default_factory=list)
+    kept: list[CheckResult] = field(default_factory=list)
+
+
+def functions_of(source: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The module's functions and methods by qualified name (``f``, ``C.m``)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found[f"{node.name}.{item.name}"] = item
+    return found
+
+
+def pointed_at(result: CheckResult, functions: Collection[str]) -> str | None:
+    """The function `result` implicates: where it raised, else what its expression calls last."""
+    if result.function:
+        name = result.function.split(".<locals>")[0]
+        if name in functions:
+            return name
+    try:
+        tree = ast.parse(result.check.call.strip())
+    except (SyntaxError, ValueError):
+        return None
+    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
+        return None
+    return _operation(tree.body[-1].value, functions)
+
+
+def _operation(node: ast.expr, functions: Collection[str]) -> str | None:
+    """The function or method that computes `node`'s value (its outermost operation)."""
+    wanted: str | None = None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        name = node.func.id
+        if name == "len" and name not in functions:
+            wanted = "__len__"
+        elif name in functions:
+            return name
+        else:  # a class called: its constructor
+            return f"{name}.__init__" if f"{name}.__init__" in functions else None
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        wanted = node.func.attr
+    elif isinstance(node, ast.Attribute):
+        wanted = node.attr
+    elif isinstance(node, ast.BinOp):
+        wanted = _OPERATORS.get(type(node.op))
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+        wanted = _COMPARISONS.get(type(node.ops[0]))
+    if not wanted:
+        return None
+    owners = [f for f in functions if f.rpartition(".")[2] == wanted and "." in f]
+    return owners[0] if len(owners) == 1 else None
+
+
+def focus(source: str, report: ContractReport, ignore: Collection[int] = ()) -> Focus | None:
+    """What to rewrite in `source`, given its contract `report` (None: nothing to point at)."""
+    functions = functions_of(source)
+    if not functions or report.error:
+        return None
+    failed: dict[str, list[CheckResult]] = {}
+    for i, result in enumerate(report.results):
+        if i in ignore or result.status not in ("failed", "error", "timeout"):
+            continue
+        target = pointed_at(result, functions)
+        if target is not None:
+            failed.setdefault(target, []).append(result)
+    if not failed:
+        return None
+    target = Counter({t: len(r) for t, r in failed.items()}).most_common(1)[0][0]
+    kept = [
+        r for r in report.results if r.status == "passed" and pointed_at(r, functions) == target
+    ]
+    return Focus(target=target, failed=failed[target][:_SHOWN], kept=kept[:_SHOWN])
+
+
+def stubbed(source: str, target: str) -> str:
+    """`source` with `target`'s body replaced by ``...`` (its header and docstring kept)."""
+    node = functions_of(source)[target]
+    lines = source.splitlines(keepends=True)
+    body = node.body
+    keep = 1 if _docstring(node) and len(body) > 1 else 0
+    first = body[keep] if len(body) > keep else body[0]
+    start = first.lineno - 1
+    if keep == 0 and first.lineno == node.lineno:  # ``def f(): return 1`` on one line
+        return source
+    indent = " " * first.col_offset
+    end = node.end_lineno or first.lineno
+    return "".join(lines[:start] + [f"{indent}...\n"] + lines[end:])
+
+
+def _docstring(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    head = node.body[0] if node.body else None
+    return (
+        isinstance(head, ast.Expr)
+        and isinstance(head.value, ast.Constant)
+        and isinstance(head.value.value, str)
+    )
+
+
+def _line(result: CheckResult) -> str:
+    if result.status == "passed":
+        return f"- {result.check.describe()[:200]}"
+    why = result.reason or f"got {result.got}"
+    where = f" (at {result.line})" if result.line else ""
+    return f"- {result.check.describe()[:200]}: {why[:200]}{where}"
+
+
+def repair_prompt(prompt: str, source: str, found: Focus) -> str:
+    """The request to write `found.target` again, its old body left out."""
+    owner, _, name = found.target.rpartition(".")
+    where = f"the method `{name}` of class `{owner}`" if owner else f"the function `{name}`"
+    kept = (
+        prompts.REPAIR_KEPT.format(kept="\n".join(_line(r) for r in found.kept))
+        if found.kept
+        else ""
+    )
+    return prompts.REPAIR_FUNCTION.format(
+        prompt=prompt.strip(),
+        where=where,
+        name=name,
+        module=stubbed(source, found.target).rstrip(),
+        failed="\n".join(_line(r) for r in found.failed),
+        kept=kept,
+    )
+
+
+def splice(source: str, target: str, reply_code: str) -> str | None:
+    """`source` with `target` replaced by the reply's function of that name (None: no such)."""
+    try:
+        reply = ast.parse(reply_code)
+    except (SyntaxError, ValueError):
+        return None
+    name = target.rpartition(".")[2]
+    new = _find(reply, name)
+    old = functions_of(source).get(target)
+    if new is None or old is None:
+        return None
+    reply_lines = reply_code.splitlines(keepends=True)
+    start = min([d.lineno for d in new.decorator_list] + [new.lineno]) - 1
+    text = textwrap.dedent("".join(reply_lines[start : new.end_lineno]))
+    indent = " " * old.col_offset
+    body = textwrap.indent(text, indent, lambda line: bool(line.strip()))
+    lines = source.splitlines(keepends=True)
+    old_start = min([d.lineno for d in old.decorator_list] + [old.lineno]) - 1
+    if not body.endswith("\n"):
+        body += "\n"
+    spliced = lines[:old_start] + [body] + lines[old.end_lineno :]
+    joined = _with_additions("".join(spliced), reply, reply_lines, name, source)
+    try:
+        ast.parse(joined)
+    except (SyntaxError, ValueError):
+        return None
+    return joined
+
+
+def _find(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return node
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
+                    return item
+    return None
+
+
+def _with_additions(
+    module: str, reply: ast.Module, reply_lines: Sequence[str], name: str, original: str
+) -> str:
+    """`module` with the reply's new imports at the top and new helper functions at the end."""
+    try:
+        present = ast.parse(original)
+    except (SyntaxError, ValueError):
+        return module
+    had = {ast.unparse(n) for n in present.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    defined = {
+        n.name
+        for n in present.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+    imports = [
+        ast.unparse(n) + "\n"
+        for n in reply.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        and ast.unparse(n) not in had
+        and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")
+    ]
+    helpers = [
+        "".join(reply_lines[n.lineno - 1 : n.end_lineno])
+        for n in reply.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.name != name
+        and n.name not in defined
+    ]
+    head = _after_header(present)
+    lines = module.splitlines(keepends=True)
+    out = lines[:head] + imports + lines[head:]
+    text = "".join(out)
+    if helpers:
+        text = text.rstrip("\n") + "\n\n\n" + "\n\n".join(h.rstrip("\n") + "\n" for h in helpers)
+    return text
+
+
+def _after_header(tree: ast.Module) -> int:
+    """The line after a module docstring and ``from __future__`` imports (0-based index)."""
+    after = 0
+    for node in tree.body:
+        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if not (docstring or future):
+            break
+        after = node.end_lineno or node.lineno
+    return after

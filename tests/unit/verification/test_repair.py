@@ -1,0 +1,143 @@
+"""Focused repair: the function failing checks point at, written again and spliced back."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from atom_agent import repair
+from atom_agent.checks.contract import CheckResult, ContractReport, run_contract
+from atom_agent.sandbox import Limits, default_runner
+from atom_agent.state import Check
+
+RLE = '''import re
+
+
+def rle_encode(s: str) -> str:
+    """Runs as count + char."""
+    out = []
+    for m in re.finditer(r"(.)\\1*", s):
+        out.append(f"{len(m.group(0))}{m.group(1)}")
+    return "".join(out)
+
+
+def rle_decode(s: str) -> str:
+    """The inverse."""
+    out, i = "", 0
+    while i < len(s):
+        j = i
+        while s[j].isdigit():
+            j += 1
+        out += int(s[i:j]) * s[j]
+        i = j + 1
+    return out
+'''
+
+MATRIX = """class Matrix:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def __add__(self, other):
+        return Matrix([[a - b for a, b in zip(x, y)] for x, y in zip(self.rows, other.rows)])
+
+    def __eq__(self, other):
+        return self.rows == other.rows
+"""
+
+
+def test_a_check_that_raised_points_at_the_function_it_raised_in(tmp_path: Path) -> None:
+    (tmp_path / "impl.py").write_text(RLE)
+    checks = [
+        Check(call="rle_decode('3')", raises="ValueError"),
+        Check(call="rle_encode('aab')", expect="'2a1b'"),
+        Check(call="rle_decode('2a1b')", expect="'aab'"),
+    ]
+    report = run_contract(
+        checks, staging=tmp_path, runner=default_runner(), limits=Limits(timeout_s=30.0)
+    )
+    failed = report.results[0]
+    # The sandbox says where: the innermost frame in the module under test.
+    assert failed.status == "error" and failed.function == "rle_decode"
+    assert failed.line == "line 17: while s[j].isdigit():"
+    found = repair.focus(RLE, report)
+    assert found is not None and found.target == "rle_decode"
+    assert [r.check.call for r in found.kept] == ["rle_decode('2a1b')"]
+
+
+def _report(*results: CheckResult) -> ContractReport:
+    return ContractReport(results=list(results))
+
+
+def test_a_wrong_value_points_at_what_the_expression_computes_last() -> None:
+    functions = repair.functions_of(MATRIX)
+    assert set(functions) == {"Matrix.__init__", "Matrix.__add__", "Matrix.__eq__"}
+    added = CheckResult(Check(call="a = Matrix([[1]])\na + a", expect="Matrix([[2]])"), "failed")
+    assert repair.pointed_at(added, functions) == "Matrix.__add__"
+    built = CheckResult(Check(call="Matrix([])", raises="ValueError"), "failed")
+    assert repair.pointed_at(built, functions) == "Matrix.__init__"
+    missing = CheckResult(Check(call="Matrix([[1]]).shape", expect="(1, 1)"), "error")
+    assert repair.pointed_at(missing, functions) is None  # nothing of the module to rewrite
+    assert repair.focus(MATRIX, _report(missing)) is None
+    # The function most failures point at is the one rewritten; suspect checks count for nothing.
+    report = _report(built, added, added)
+    assert repair.focus(MATRIX, report).target == "Matrix.__add__"  # type: ignore[union-attr]
+    assert repair.focus(MATRIX, report, ignore={1, 2}).target == "Matrix.__init__"  # type: ignore[union-attr]
+    assert repair.focus(MATRIX, ContractReport(results=[added], error="impl.py raises")) is None
+
+
+def test_the_prompt_leaves_the_old_body_out_and_names_the_evidence() -> None:
+    failed = CheckResult(
+        Check(call="rle_decode('a3')", raises="ValueError"), "error",
+        reason="raised IndexError: string index out of range instead of ValueError",
+        function="rle_decode", line="line 18: while s[j].isdigit():",
+    )  # fmt: skip
+    kept = CheckResult(Check(call="rle_decode('2a')", expect="'aa'"), "passed", got="'aa'")
+    found = repair.focus(RLE, _report(failed, kept))
+    assert found is not None
+    prompt = repair.repair_prompt("Write rle_encode and rle_decode.", RLE, found)
+    assert prompt.startswith("Write rle_encode and rle_decode.")
+    assert "int(s[i:j]) * s[j]" not in prompt  # nothing of the failing body to copy
+    assert 'def rle_decode(s: str) -> str:\n    """The inverse."""\n    ...\n' in prompt
+    assert "re.finditer" in prompt  # the rest of the module stays in view
+    assert ("- rle_decode('a3') raises ValueError: raised IndexError: string index out of range "
+            "instead of ValueError (at line 18: while s[j].isdigit():)") in prompt  # fmt: skip
+    assert "It must keep passing these:\n- rle_decode('2a') == 'aa'\n" in prompt
+
+
+def test_the_reply_is_spliced_in_with_its_imports_and_helpers() -> None:
+    reply = (
+        "import string\n\n"
+        "def rle_decode(s):\n    if not _valid(s):\n        raise ValueError(s)\n"
+        "    return ''.join(int(n) * c for n, c in re.findall(r'(\\d+)(\\D)', s))\n\n"
+        "def _valid(s):\n    return all(c in string.digits + string.ascii_letters for c in s) "
+        "and (not s or s[-1].isalpha()) and (not s or s[0].isdigit())\n"
+    )
+    spliced = repair.splice(RLE, "rle_decode", reply)
+    assert spliced is not None
+    scope: dict[str, object] = {}
+    exec(compile(spliced, "impl.py", "exec"), scope)  # noqa: S102 - our own test input
+    decode, encode = scope["rle_decode"], scope["rle_encode"]
+    assert decode(encode("aaabcc")) == "aaabcc"  # type: ignore[operator]
+    assert "re.finditer" in spliced and spliced.count("def rle_decode") == 1
+    try:
+        decode("a3")  # type: ignore[operator]
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("the spliced decoder should reject 'a3'")
+
+
+def test_a_method_is_spliced_at_its_indentation_whatever_the_reply_wrote() -> None:
+    as_function = "def __add__(self, other):\n    return Matrix([[a + b for a, b in zip(x, y)]"
+    as_function += " for x, y in zip(self.rows, other.rows)])\n"
+    as_class = "class Matrix:\n" + "".join(f"    {line}\n" for line in as_function.splitlines())
+    for reply in (as_function, as_class):
+        spliced = repair.splice(MATRIX, "Matrix.__add__", reply)
+        assert spliced is not None
+        scope: dict[str, object] = {}
+        exec(compile(spliced, "impl.py", "exec"), scope)  # noqa: S102 - our own test input
+        m = scope["Matrix"]
+        assert m([[1, 2]]) + m([[3, 4]]) == m([[4, 6]])  # type: ignore[operator]
+        assert [n.name for n in ast.parse(spliced).body] == ["Matrix"]
+    assert repair.splice(MATRIX, "Matrix.__add__", "def other():\n    pass\n") is None
+    assert repair.splice(MATRIX, "Matrix.__add__", "def __add__(self, o):\n  return (") is None
