@@ -36,9 +36,9 @@ from atom_agent.checks.names import (
     without_shorthands,
 )
 from atom_agent.state import Check, Clause
+from atom_agent.verification.conditions import ERROR_CRITERION, Stated, condition_checks
 
 PROPERTY_CRITERION = "the properties the task states hold over generated inputs"
-ERROR_CRITERION = "the errors the task states are raised"
 CODE_CRITERIA = frozenset(
     {SIGNATURE_CRITERION, PROPERTY_CRITERION, ERROR_CRITERION, TASK_CRITERION}
 )
@@ -73,10 +73,19 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
     signed = list(dict.fromkeys([*names, *mentioned]))
     clauses: list[Clause] = []
     seen: set[str] = set()
-    for text, start in split_clauses(task):
+    parts = split_clauses(task)
+    stated = _stated(task, parts, signed, classes)
+    examples = _example_arguments(task, names)
+    constructible = [c for c in classes if c in stated or re.search(rf"\b{c}\(\)", task)]
+    for text, start in parts:
         if _META.match(text):
             continue
         checks = _clause_checks(task, text, start, names, classes, signed)
+        checks += [
+            c
+            for c in condition_checks(text, stated, examples, constructible)
+            if not check_problems(c, defines=names)
+        ]
         fresh = list({c.describe(): c for c in checks if c.describe() not in seen}.values())
         seen |= {c.describe() for c in fresh}
         clause_id = f"c{len(clauses) + 1}"
@@ -106,6 +115,47 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
             )
         )
     return clauses
+
+
+def _stated(
+    task: str, parts: Sequence[tuple[str, int]], signed: Sequence[str], classes: Sequence[str]
+) -> dict[str, Stated]:
+    """Every signature the task states, by qualified name (``f``, ``C``, ``C.m``)."""
+    found: dict[str, Stated] = {}
+    for text, start in parts:
+        for sig in stated_signatures(task, text, start, signed, classes):
+            qualified = f"{sig.owner}.{sig.name}" if sig.owner else sig.name
+            found.setdefault(
+                qualified,
+                Stated(
+                    name=sig.name,
+                    owner=sig.owner,
+                    params=tuple(p for p, _ in sig.params),
+                    annotations=sig.annotations,
+                    defaults=tuple(d for _, d in sig.params),
+                ),
+            )
+    return found
+
+
+def _example_arguments(task: str, names: Sequence[str]) -> dict[str, list[str]]:
+    """The positional arguments of each function's first worked example (a valid call)."""
+    found: dict[str, list[str]] = {}
+    for check in task_checks(task, names=list(names)):
+        if check.raises or "\n" in check.call.strip():
+            continue
+        try:
+            node = ast.parse(check.call.strip(), mode="eval").body
+        except (SyntaxError, ValueError):
+            continue
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and not node.keywords
+            and all(_is_literal(ast.unparse(a)) for a in node.args)
+        ):
+            found.setdefault(node.func.id, [ast.unparse(a) for a in node.args])
+    return found
 
 
 def split_clauses(task: str) -> list[tuple[str, int]]:
@@ -191,6 +241,8 @@ class Signature:
     owner: str
     params: tuple[tuple[str, str | None], ...]
     """(name, repr of the default or None) per parameter, ``self`` left out."""
+    annotations: tuple[str, ...] = ()
+    """Each parameter's annotation as written ('' where none)."""
 
 
 def stated_signatures(
@@ -228,7 +280,12 @@ def stated_signatures(
         if params is None:
             continue
         owner = owner_class(task, at, name, list(classes))
-        found.append(Signature(name, owner, params))
+        annotations = tuple(
+            ast.unparse(a.annotation) if a.annotation is not None else ""
+            for a in args.args
+            if a.arg not in ("self", "cls")
+        )
+        found.append(Signature(name, owner, params, annotations))
     return found
 
 
