@@ -236,6 +236,10 @@ class Candidate:
     temperature: float
     informed: bool
     """Whether it was written after seeing check results (then not independent of them)."""
+    origin: str = "draft"
+    """How it was written: ``plain`` (candidate zero), ``draft``, ``witness``, ``repair`` (one
+    function written again), ``retry`` (the whole file re-asked), ``earlier`` (a previous
+    attempt's best)."""
     report: ContractReport | None = None
     path: Path | None = None
 
@@ -284,7 +288,7 @@ class Drafts:
         have seen check results) so it never testifies as an independent witness.
         """
         candidate = Candidate(k=len(self.candidates), source=source, temperature=-1.0,
-                              informed=True)  # fmt: skip
+                              informed=True, origin="earlier")  # fmt: skip
         self.candidates.append(candidate)
         run_candidate(candidate, folder, checks, defines, available, python_path, runner, limits)
         self.keep_satisfiable()
@@ -426,15 +430,19 @@ def write_drafts(
     """
     drafts = Drafts(messages=[HumanMessage(prompt)])
 
-    def add(reply: AIMessage, temperature: float, informed: bool) -> Candidate:
+    def add(reply: AIMessage, temperature: float, informed: bool, origin: str) -> Candidate:
         return add_source(complete_from_task(extract_code(reply.text), task, defines),
-                          temperature, informed)  # fmt: skip
+                          temperature, informed, origin)  # fmt: skip
 
-    def add_source(source: str, temperature: float, informed: bool) -> Candidate:
+    def add_source(source: str, temperature: float, informed: bool, origin: str) -> Candidate:
         if defines and not set(defines) & set(defined_in_code(source)):
             source = ""  # tests or prose: nothing the step defines, so not a candidate
         candidate = Candidate(
-            k=len(drafts.candidates), source=source, temperature=temperature, informed=informed
+            k=len(drafts.candidates),
+            source=source,
+            temperature=temperature,
+            informed=informed,
+            origin=origin,
         )
         drafts.candidates.append(candidate)
         if not source.strip():
@@ -457,14 +465,14 @@ def write_drafts(
         else sample(model, drafts.messages, temps[0], code_only="code")
     )
     drafts.messages.append(reply)
-    draft = add(reply, temps[0], informed=False)
+    draft = add(reply, temps[0], informed=False, origin="plain" if first else "draft")
     if drafts.passes(draft) or not checks:
         return drafts
     heard = 0
     for _ in range(witnesses + 1 if witnesses else 0):  # one spare for a reply without code
         reply = sample(model, [HumanMessage(prompt)], WITNESS_TEMPERATURE, code_only="code")
         drafts.side.append(reply)
-        witness = add(reply, WITNESS_TEMPERATURE, informed=False)
+        witness = add(reply, WITNESS_TEMPERATURE, informed=False, origin="witness")
         if drafts.passes(witness):
             return drafts
         heard += bool(witness.source.strip())
@@ -484,7 +492,7 @@ def write_drafts(
             else None
         )
         if repaired is not None:
-            last = add_source(repaired, temperature, informed=True)
+            last = add_source(repaired, temperature, informed=True, origin="repair")
         else:
             note = (
                 retry_note(last.report, set(drafts.suspect))
@@ -494,7 +502,7 @@ def write_drafts(
             drafts.messages.append(HumanMessage(note))
             reply = sample(model, drafts.messages, temperature, code_only="code")
             drafts.messages.append(reply)
-            last = add(reply, temperature, informed=True)
+            last = add(reply, temperature, informed=True, origin="retry")
         if drafts.passes(last):
             break
     drafts.agree()

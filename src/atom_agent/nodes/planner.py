@@ -45,6 +45,7 @@ from atom_agent.usage import model_name_of, usage_of
 from atom_agent.verification.candidates import ask_plain, best_of, meets_clauses
 from atom_agent.verification.clauses import placed, task_clauses
 from atom_agent.verification.contracts import write_contracts
+from atom_agent.workspace.atomic import atomic_write_json
 
 from .common import plan_of, run_ref
 
@@ -205,6 +206,12 @@ def _candidate_zero(res: Resources, run: Any, task: str) -> dict[str, Any]:
         res.workspace.write_plain(run, choice.source, choice.reply_text)
     report = choice.report
     meets = report is not None and report.task_checks_hold() and report.all_passed()
+    if choice.replies:  # which whole-task sample won, for the calls-that-counted benchmark
+        atomic_write_json(
+            folder / "samples" / "choice.json",
+            {"samples": len(choice.replies), "chosen": choice.index,
+             "checks": report.summary() if report is not None else None},
+        )  # fmt: skip
     emit(
         "plan.candidate_zero",
         run_id=run.run_id,

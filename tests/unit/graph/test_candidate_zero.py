@@ -6,6 +6,7 @@ issue's "the plain answer is candidate zero" and "select by execution".
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -226,6 +227,8 @@ def test_a_sampled_answer_that_meets_the_stated_checks_replaces_a_failing_plain_
     # The plain answer failed sub(5, 3) == 2; the first warm sample met every stated check,
     # so it is candidate zero, the task is one step, and no draft or planner call follows.
     assert (run.path / "plain" / "impl.py").read_text().strip() == BOTH.strip()
+    choice = json.loads((run.path / "plain" / "samples" / "choice.json").read_text())
+    assert (choice["samples"], choice["chosen"]) == (1, 1)
     (revision,) = ws.plan_revisions(run)
     assert "the plain answer meets every check the task states" in revision["reason"]
     calls = models["executor"].calls  # type: ignore[attr-defined]

@@ -134,11 +134,11 @@ def test_a_failing_draft_is_cross_examined_then_retried_with_the_evidence_warmer
     run = ws.run(outcome.run_id)
     assert (ws.step(run, "adder").artifacts / "impl.py").read_text() == RIGHT
     record = json.loads((ws.attempt(ws.step(run, "adder"), 1).path / "drafts.json").read_text())
-    assert [(c["passed"], c["informed"]) for c in record["candidates"]] == [
-        (False, False),
-        (False, False),
-        (False, False),
-        (True, True),
+    assert [(c["passed"], c["informed"], c["origin"]) for c in record["candidates"]] == [
+        (False, False, "draft"),
+        (False, False, "witness"),
+        (False, False, "witness"),
+        (True, True, "repair"),
     ]
     assert record["suspect"] == {}
 

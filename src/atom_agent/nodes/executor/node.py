@@ -326,6 +326,7 @@ def _draft(
                     "k": c.k,
                     "temperature": c.temperature,
                     "informed": c.informed,
+                    "origin": c.origin,
                     "passed": drafts.passes(c),
                     "contract": c.report.summary() if c.report is not None else None,
                     "path": str(c.path) if c.path is not None else None,
