@@ -73,9 +73,32 @@ def pointed_at(result: CheckResult, functions: Collection[str]) -> str | None:
         tree = ast.parse(result.check.call.strip())
     except (SyntaxError, ValueError):
         return None
-    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
-        return None
-    return _operation(tree.body[-1].value, functions)
+    last = tree.body[-1] if tree.body else None
+    found = _operation(last.value, functions) if isinstance(last, ast.Expr) else None
+    return found or _outermost(tree, functions)
+
+
+def _outermost(tree: ast.AST, functions: Collection[str]) -> str | None:
+    """The one module function the check calls outside any other such call.
+
+    A property check (``assert decode(encode(s)) == s`` inside a Hypothesis test) compares
+    what its outermost call returns: that function is the one to rewrite.
+    """
+    found: set[str] = set()
+
+    def visit(node: ast.AST, inside: bool) -> None:
+        called = (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in functions
+        )
+        if called and not inside:
+            found.add(node.func.id)  # type: ignore[attr-defined]
+        for child in ast.iter_child_nodes(node):
+            visit(child, inside or called)
+
+    visit(tree, False)
+    return found.pop() if len(found) == 1 else None
 
 
 def _operation(node: ast.expr, functions: Collection[str]) -> str | None:

@@ -75,6 +75,13 @@ def test_a_wrong_value_points_at_what_the_expression_computes_last() -> None:
     assert repair.pointed_at(added, functions) == "Matrix.__add__"
     built = CheckResult(Check(call="Matrix([])", raises="ValueError"), "failed")
     assert repair.pointed_at(built, functions) == "Matrix.__init__"
+    prop = (
+        "from hypothesis import given\n@given(st.text())\ndef p(s):\n    assert dec(enc(s)) == s\n"
+    )
+    held = CheckResult(Check(call=prop + "holds(p)", expect="'holds'"), "failed")
+    assert repair.pointed_at(held, ["enc", "dec"]) == "dec"  # what the property compares
+    both = CheckResult(Check(call="dec('a') + enc('b')", expect="'ab'"), "failed")
+    assert repair.pointed_at(both, ["enc", "dec"]) is None  # two outermost: not certain
     missing = CheckResult(Check(call="Matrix([[1]]).shape", expect="(1, 1)"), "error")
     assert repair.pointed_at(missing, functions) is None  # nothing of the module to rewrite
     assert repair.focus(MATRIX, _report(missing)) is None
