@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from atom_agent.checks.exercised import not_exercised
@@ -20,7 +21,8 @@ from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, RunStatus, State
 from atom_agent.telemetry import emit
-from atom_agent.verification.clauses import Coverage, coverage
+from atom_agent.verification.candidates import floor
+from atom_agent.verification.clauses import Coverage, coverage, task_clauses
 from atom_agent.workspace.deliverable import (
     build_deliverable,
     deliverable_markdown,
@@ -28,6 +30,7 @@ from atom_agent.workspace.deliverable import (
 )
 
 from .common import exhausted_budget, run_ref
+from .planner import task_names
 from .project.common import load_project
 
 logger = logging.getLogger(__name__)
@@ -51,9 +54,14 @@ def make_finish(res: Resources) -> Any:
                 deliverable = _deliverable(res, run, state, statuses)
             finally:
                 promoted = learning.result()  # waits; re-raises what the write raised
+        deliverable, floor_note = _floor(res, run, state, deliverable)
         if status not in ("failed", "rejected"):  # else the planner already said why
             status, reason = _outcome(statuses, budget, reason)
             status, reason = package_outcome(status, reason, deliverable)
+        if floor_note:
+            # What the run hands back is the plain answer: nothing handed back is verified.
+            status = "failed" if status == "done" else status
+            reason += floor_note
         if deliverable is None and state.get("plain") and status != "rejected":
             # Nothing committed: the user still gets what one plain call gave, labelled.
             why = f"the run ended {status}: {reason[:300]}"
@@ -128,6 +136,33 @@ def _deliverable(
     return build_deliverable(res.workspace, run, plan, statuses, task=state.get("task") or "",
                              runner=res.runner, limits=res.limits,
                              leave_out_tests=_suspect_tests(res, run, statuses))  # fmt: skip
+
+
+def _floor(
+    res: Any, run: Any, state: State, deliverable: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, str]:
+    """The result package, or the plain answer when it executes better on the task's checks.
+
+    Returns the deliverable and the note for the outcome ('' when the package stays).
+    """
+    plain = str(state.get("plain") or "")
+    if deliverable is None or res.ctx.repo or not plain.strip() or deliverable.get("unverified"):
+        return deliverable, ""
+    task = state.get("task") or ""
+    names = task_names(task)
+    found = floor(
+        plain, Path(deliverable["path"]), str(deliverable["package"]),
+        task_clauses(task, names=names), folder=res.workspace.plain_dir(run) / "floor",
+        runner=res.runner, limits=res.limits, defines=names,
+    )  # fmt: skip
+    if found.package is None:
+        return deliverable, ""
+    emit("run.floor", run_id=state["run_id"], plain_wins=found.plain_wins, why=found.summary())
+    if not found.plain_wins:
+        return deliverable, ""
+    why = found.summary()
+    note = f"; result/ holds the model's plain answer instead, unverified: {why}"
+    return plain_deliverable(run, plain, why, committed=True), note
 
 
 def _project_result(res: Any, run: Any, statuses: Mapping[str, str]) -> dict[str, Any] | None:

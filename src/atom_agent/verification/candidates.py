@@ -131,3 +131,60 @@ def _worth_sampling(source: str, report: ContractReport | None) -> bool:
 
 def _rank(report: ContractReport | None) -> tuple[int, int]:
     return report.rank() if report is not None else (-1, -1)
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The task's checks run on what the run hands back and on the plain answer."""
+
+    package: ContractReport | None
+    plain: ContractReport | None
+
+    @property
+    def plain_wins(self) -> bool:
+        """The plain answer executes strictly better on the task's checks than the package."""
+        return _rank(self.plain) > _rank(self.package)
+
+    def summary(self) -> str:
+        """``the committed steps pass 2 of the task's 7 checks, the plain answer 5``."""
+
+        def passed(report: ContractReport | None) -> int:
+            return _rank(report)[0] if report is not None else 0
+
+        ran = [r for r in (self.package, self.plain) if r is not None]
+        total = max((sum(1 for x in r.results if x.check.origin == "task") for r in ran), default=0)
+        return (
+            f"the committed steps pass {passed(self.package)} of the task's {total} checks, "
+            f"the plain answer {passed(self.plain)}"
+        )
+
+
+def floor(
+    plain: str,
+    package_dir: Path,
+    package: str,
+    clauses: Sequence[Clause],
+    *,
+    folder: Path,
+    runner: SandboxRunner,
+    limits: Limits,
+    defines: Sequence[str],
+) -> Floor:
+    """Run the task's checks on the result package and on the plain answer.
+
+    The package is imported as `package` from `package_dir`; the plain answer is written to
+    `folder`. The plain answer is the floor of what a run hands back: a package of committed
+    steps that passes fewer of the task's checks (a step left uncommitted, a name the task
+    states never written) is not better than asking once.
+    """
+    checks: list[Check] = [c for clause in clauses for c in clause.checks]
+    if not checks or not plain.strip():
+        return Floor(None, None)
+    mine = run_contract(
+        checks, staging=package_dir, runner=runner, limits=limits, python_path=[package_dir],
+        defines=defines, module=package,
+    )  # fmt: skip
+    other = meets_clauses(
+        plain, clauses, folder=folder, runner=runner, limits=limits, defines=defines
+    )
+    return Floor(mine, other)

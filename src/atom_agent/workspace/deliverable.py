@@ -451,20 +451,30 @@ PLAIN_MODULE = "plain_answer"
 """The module of an unverified plain answer in ``result/`` (a run that committed nothing)."""
 
 
-def plain_deliverable(run: RunRef, source: str, why: str) -> dict[str, Any]:
+def plain_deliverable(
+    run: RunRef, source: str, why: str, *, committed: bool = False
+) -> dict[str, Any]:
     """``result/`` of a run that committed nothing: the model's plain answer, unverified.
 
     Never worse than asking the model once: the user gets the code one plain call gave, with
-    a README that says it is not verified and why (the checks it fails).
+    a README that says it is not verified and why (the checks it fails). With `committed`, the
+    run committed steps whose package executed worse on the task's checks than this answer
+    (they stay under ``steps/``).
     """
+    headline = (
+        "The steps this run committed (under `steps/*/committed/`) pass fewer of the task's "
+        "own checks than the code one plain call of the model gave, so that code is handed "
+        "back instead. It is not verified."
+        if committed
+        else "No step of this run was committed, so nothing here is verified. This is the code "
+        "one plain call of the model gave for the whole task."
+    )
     staging = run.path / f".result-{uuid.uuid4().hex[:8]}"
     try:
         atomic_write_text(staging / f"{PLAIN_MODULE}.py", source)
         atomic_write_text(
             staging / "README.md",
-            "# Unverified: the model's plain answer\n\n"
-            "No step of this run was committed, so nothing here is verified. This is the code "
-            f"one plain call of the model gave for the whole task.\n\nWhy: {why}\n",
+            f"# Unverified: the model's plain answer\n\n{headline}\n\nWhy: {why}\n",
         )
         _swap_in(staging, result_dir(run))
     finally:

@@ -13,7 +13,7 @@ from atom_agent.state import Check, Plan
 from atom_agent.testing import ScriptedChatModel
 from atom_agent.workspace import Workspace
 
-from .scripts import ADD_IMPL, ExecutorScript, models, passing_attempt, step
+from .scripts import ADD_IMPL, ExecutorScript, failing_attempt, models, passing_attempt, step
 
 # Passes beside impl.py in the staging area; in the package impl.py is `<package>.<module>`.
 PLACE_BOUND_TEST = """\
@@ -139,3 +139,74 @@ def test_code_meeting_the_tasks_checks_is_committed_unverified_when_attempts_are
         outcome.stop_reason
     )
     assert " verified" not in json.loads(run.run_json.read_text())["verification"]
+
+
+THREE = (
+    "Write add(a, b), sub(a, b) and mul(a, b): add(2, 3) == 5, sub(5, 3) == 2 and "
+    "mul(2, 3) == 6. Include pytest tests."
+)
+# One plain call gets add and sub right and mul wrong: better than a package of add alone.
+PLAIN_THREE = ADD_IMPL + (
+    "\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n"
+)
+
+
+def test_a_package_that_executes_worse_than_the_plain_answer_is_not_handed_back(
+    tmp_path: Path,
+) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"), sandbox_timeout_s=30, max_attempts=1,
+                  max_replans=0)  # fmt: skip
+    plan = Plan(
+        steps=[
+            step("adder", defines=["add"]),
+            step("rest", ["adder"], ["sub(5, 3) == 2", "mul(2, 3) == 6"], ["sub", "mul"]),
+        ]
+    )
+    executor = ExecutorScript(
+        {("adder", 1): passing_attempt(), ("rest", 1): failing_attempt()},
+        plain=f"```python\n{PLAIN_THREE}```\n",
+    )
+
+    def no_witness(messages: list[BaseMessage]) -> AIMessage:
+        if "Reply with the whole file" in str(messages[-1].content):
+            return AIMessage(content="I cannot.")  # a witness for the failed step: no code
+        return executor(messages)
+
+    roles = models([plan], executor)
+    roles["executor"] = ScriptedChatModel(respond=no_witness)
+    outcome = run_task(THREE, ctx, models=roles)
+
+    assert outcome.step_status["adder"] == "committed"
+    assert outcome.step_status["rest"] != "committed"
+    assert outcome.status == "failed"
+    assert "result/ holds the model's plain answer instead, unverified" in outcome.stop_reason
+    # Signatures of add, sub, mul and their three values: the package has add's two.
+    assert "the committed steps pass 2 of the task's 6 checks, the plain answer 5" in (
+        outcome.stop_reason
+    )
+    run = Workspace(ctx.workspace).run(outcome.run_id)
+    result = run.path / "result"
+    assert (result / "plain_answer.py").read_text().strip() == PLAIN_THREE.strip()
+    assert "pass fewer of the task's own checks" in (result / "README.md").read_text()
+    # The committed step stays where it was.
+    assert (run.path / "steps" / "adder" / "committed" / "artifacts" / "impl.py").is_file()
+
+
+def test_a_package_that_executes_better_than_the_plain_answer_is_handed_back(
+    tmp_path: Path,
+) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"), sandbox_timeout_s=30, max_attempts=1,
+                  max_replans=0)  # fmt: skip
+    plan = Plan(steps=[step("all", defines=["add", "sub", "mul"])])
+    right = PLAIN_THREE.replace(
+        "def mul(a, b):\n    return a + b", "def mul(a, b):\n    return a * b"
+    )
+    executor = ExecutorScript(
+        {("all", 1): passing_attempt(right)}, plain=f"```python\n{PLAIN_THREE}```\n"
+    )
+    outcome = run_task(THREE, ctx, models=models([plan], executor))
+
+    assert outcome.status == "done", outcome
+    info = json.loads(Workspace(ctx.workspace).run(outcome.run_id).run_json.read_text())
+    assert not info["deliverable"].get("unverified")
+    assert "plain answer instead" not in outcome.stop_reason
