@@ -37,6 +37,7 @@ from atom_agent.checks.names import (
 )
 from atom_agent.state import Check, Clause
 from atom_agent.verification.conditions import ERROR_CRITERION, Stated, condition_checks
+from atom_agent.verification.outcomes import outcome_checks
 
 PROPERTY_CRITERION = "the properties the task states hold over generated inputs"
 CODE_CRITERIA = frozenset(
@@ -77,13 +78,21 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
     stated = _stated(task, parts, signed, classes)
     examples = _example_arguments(task, names)
     constructible = [c for c in classes if c in stated or re.search(rf"\b{c}\(\)", task)]
-    for text, start in parts:
+    for i, (text, start) in enumerate(parts):
         if _META.match(text):
             continue
+        before = parts[i - 1][0] if i else ""
+        same_sentence = before if before.rstrip().endswith((";", ":", ",")) else ""
+        after = parts[i + 1][0] if i + 1 < len(parts) else ""
+        # "The word must be a non-empty string …; otherwise add raises ValueError": one rule.
+        rule = f"{text} {after}" if re.match(r"otherwise\b", after, re.I) else text
         checks = _clause_checks(task, text, start, names, classes, signed)
         checks += [
             c
-            for c in condition_checks(text, stated, examples, constructible)
+            for c in [
+                *condition_checks(rule, stated, examples, constructible),
+                *outcome_checks(text, stated, examples, constructible, same_sentence),
+            ]
             if not check_problems(c, defines=names)
         ]
         fresh = list({c.describe(): c for c in checks if c.describe() not in seen}.values())

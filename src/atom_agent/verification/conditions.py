@@ -117,6 +117,19 @@ def _rules(p: str, others: Sequence[str]) -> list[tuple[str, Rule]]:
             rf"\b(?:any|an?|one) {one} is negative\b",
             lambda m, a, b, v: _list_with(b, "-1") if a.startswith(("list", "List")) else None,
         ),
+        (rf"\b{p} must be (?:a |an )?non-?empty\b", lambda m, a, b, v: _empty(a)),
+        (
+            rf"\b{p} must be (?:a |an )?positive\b",
+            lambda m, a, b, v: "0" if a in ("int", "float") else None,
+        ),
+        (
+            rf"\b{p} must be (?:a |an )?non-?negative\b",
+            lambda m, a, b, v: "-1" if a in ("int", "float") else None,
+        ),
+        (
+            rf"\b{p} must be (?:between|from) {_NUMBER} (?:and|to)\b",
+            lambda m, a, b, v: str(int(m.group(1)) - 1) if a == "int" else None,
+        ),
         (rf"\ball {p} are (?:0|zero)\b", lambda m, a, b, v: _zeros(b)),
         (rf"\b{p} is (?:0|zero)\b", lambda m, a, b, v: "0" if a == "int" else None),
         (
@@ -180,7 +193,7 @@ def condition_checks(
         if sig.owner and sig.owner not in constructible:
             continue
         for violation in _violations(text, sig, stated, examples, qualified, mentioned):
-            call = _call(sig, violation, stated)
+            call = call_source(sig, violation, stated)
             if call is not None:
                 checks.append(
                     Check(call=call, raises=exc, criterion=ERROR_CRITERION, origin="task")
@@ -201,7 +214,7 @@ def _violations(
     mentioned: Sequence[str],
 ) -> list[dict[str, str]]:
     """Argument sets (every parameter by name) that each meet one condition of `text`."""
-    base = _base(sig, examples.get(qualified, ()))
+    base = base_arguments(sig, examples.get(qualified, ()))
     if base is None:
         return []
     found: list[dict[str, str]] = []
@@ -225,7 +238,7 @@ def _violations(
     return found
 
 
-def _base(sig: Stated, example: Sequence[str]) -> dict[str, str] | None:
+def base_arguments(sig: Stated, example: Sequence[str]) -> dict[str, str] | None:
     """A valid call's arguments: the worked example's, else defaults and plain typed values."""
     if example and len(example) <= len(sig.params):
         values = dict(zip(sig.params, example, strict=False))
@@ -245,7 +258,13 @@ def _base(sig: Stated, example: Sequence[str]) -> dict[str, str] | None:
     return values
 
 
-def _call(sig: Stated, arguments: Mapping[str, str], stated: Mapping[str, Stated]) -> str | None:
+def call_source(
+    sig: Stated, arguments: Mapping[str, str], stated: Mapping[str, Stated]
+) -> str | None:
+    """The call of `sig` with every parameter by name; a method on a newly built object.
+
+    None when the object cannot be built (its stated construction has no safe arguments).
+    """
     args = ", ".join(f"{p}={arguments[p]}" for p in sig.params)
     if not sig.owner:
         return f"{sig.name}({args})"
@@ -253,7 +272,7 @@ def _call(sig: Stated, arguments: Mapping[str, str], stated: Mapping[str, Stated
     if ctor is None:
         built = f"{sig.owner}()"
     else:
-        base = _base(ctor, ())
+        base = base_arguments(ctor, ())
         if base is None:
             return None
         built = f"{sig.owner}({', '.join(f'{p}={base[p]}' for p in ctor.params)})"
