@@ -268,12 +268,16 @@ def call_source(
     args = ", ".join(f"{p}={arguments[p]}" for p in sig.params)
     if not sig.owner:
         return f"{sig.name}({args})"
-    ctor = stated.get(sig.owner)
+    built = construction(sig.owner, stated)
+    return None if built is None else f"obj = {built}\nobj.{sig.name}({args})"
+
+
+def construction(owner: str, stated: Mapping[str, Stated]) -> str | None:
+    """``C(…)`` from the class's stated construction: its defaults and plain typed values."""
+    ctor = stated.get(owner)
     if ctor is None:
-        built = f"{sig.owner}()"
-    else:
-        base = base_arguments(ctor, ())
-        if base is None:
-            return None
-        built = f"{sig.owner}({', '.join(f'{p}={base[p]}' for p in ctor.params)})"
-    return f"obj = {built}\nobj.{sig.name}({args})"
+        return f"{owner}()"
+    base = base_arguments(ctor, ())
+    if base is None:
+        return None
+    return f"{owner}({', '.join(f'{p}={base[p]}' for p in ctor.params)})"

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from atom_agent.state import Check
 
-from .conditions import Stated, base_arguments, call_source
+from .conditions import Stated, base_arguments, call_source, construction
 
 OUTCOME_CRITERION = "what the task states a call gives or raises holds"
 
@@ -108,6 +108,8 @@ def outcome_checks(
         callables = subjects(previous, stated)
     checks = _fresh(text, stated, constructible, callables)
     checks += _given(text, stated, examples, constructible, callables)
+    checks += _read_only(text, stated, constructible)
+    checks += _input_unchanged(text, stated, examples, callables)
     return list({c.describe(): c for c in checks}.values())
 
 
@@ -240,3 +242,61 @@ def _value_check(
 ) -> Check:
     call = call_source(sig, arguments, stated) or ""
     return Check(call=call, expect=_literal(literal), criterion=OUTCOME_CRITERION, origin="task")
+
+
+_READ_ONLY = re.compile(
+    r"\bread-only (?:property|attribute) (?:named |called )?`?(?P<a>[a-z_]\w*)`?"
+    r"|\b`?(?P<b>[a-z_]\w*)`? is a read-only (?:property|attribute)"
+)
+
+
+def _read_only(
+    text: str, stated: Mapping[str, Stated], constructible: Sequence[str]
+) -> list[Check]:
+    """'exposed as a read-only property named text': assigning it raises AttributeError."""
+    match = _READ_ONLY.search(text)
+    if match is None:
+        return []
+    named = [c for c in constructible if re.search(rf"\b{re.escape(c)}\b", text)]
+    owners = named or (list(constructible) if len(constructible) == 1 else [])
+    if len(owners) != 1 or (built := construction(owners[0], stated)) is None:
+        return []
+    attribute = match["a"] or match["b"]
+    return [
+        Check(
+            call=f"obj = {built}\nsetattr(obj, {attribute!r}, obj.{attribute})",
+            raises="AttributeError",
+            criterion=OUTCOME_CRITERION,
+            origin="task",
+        )  # fmt: skip
+    ]
+
+
+_UNCHANGED = re.compile(
+    r"\b(?:leaves|keeps) (?:the|its) (?:input|argument)s?(?: \w+)? unchanged"
+    r"|\bdoes not (?:modify|mutate|change) (?:the|its) (?:input|argument)",
+    re.IGNORECASE,
+)
+
+
+def _input_unchanged(
+    text: str,
+    stated: Mapping[str, Stated],
+    examples: Mapping[str, Sequence[str]],
+    callables: list[str],
+) -> list[Check]:
+    """'leaves the input list unchanged': the worked example's list is equal after the call."""
+    if _UNCHANGED.search(text) is None:
+        return []
+    functions = [q for q in stated if not stated[q].owner]
+    subject = [q for q in callables if q in functions] or (functions if len(functions) == 1 else [])
+    if len(subject) != 1 or not examples.get(subject[0]):
+        return []
+    arguments = list(examples[subject[0]])
+    mutable = [i for i, a in enumerate(arguments) if a.startswith(("[", "{"))]
+    if len(mutable) != 1:
+        return []
+    given = arguments[mutable[0]]
+    arguments[mutable[0]] = "given"
+    call = f"given = {given}\n{stated[subject[0]].name}({', '.join(arguments)})\ngiven"
+    return [Check(call=call, expect=given, criterion=OUTCOME_CRITERION, origin="task")]

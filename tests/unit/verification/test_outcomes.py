@@ -123,3 +123,62 @@ def test_nothing_is_read_from_a_clause_without_a_subject_a_literal_or_a_safe_cal
     # put's other argument has no default (a placeholder could be invalid); the second
     # sentence names no callable; "something sensible" is no literal.
     assert outcomes(vague) == []
+
+
+COUNTER = (
+    "Write a Counter class; Counter(start: int = 0) begins at start. The current count is "
+    "exposed as a read-only property named value. tick() -> int adds one and returns the count."
+)
+DEDUPE = (
+    "Write dedupe(items: list[int]) -> list[int] that returns the items without repeats, first "
+    "occurrences in order, and leaves the input list unchanged. For example, dedupe([3, 1, 3, "
+    "2]) returns [3, 1, 2]."
+)
+GUARDED = """
+class Counter:
+    def __init__(self, start=0):
+        self._value = start
+
+    @property
+    def value(self):
+        return self._value
+
+    def tick(self):
+        self._value += 1
+        return self._value
+
+
+def dedupe(items):
+    seen = set()
+    return [i for i in items if not (i in seen or seen.add(i))]
+"""
+# A plain attribute anyone can overwrite; a dedupe that empties its argument as it goes.
+OPEN = GUARDED.replace("self._value", "self.value").replace(
+    "    @property\n    def value(self):\n        return self.value\n\n", ""
+) + (
+    "\n\ndef dedupe(items):\n    out = []\n    while items:\n        i = items.pop(0)\n"
+    "        if i not in out:\n            out.append(i)\n    return out\n"
+)
+
+
+def test_a_read_only_property_and_an_unchanged_input_are_executed(tmp_path: Path) -> None:
+    found = [
+        c
+        for task in (COUNTER, DEDUPE)
+        for clause in task_clauses(task)
+        for c in clause.checks
+        if c.criterion == OUTCOME_CRITERION
+    ]
+    assert [c.describe() for c in found] == [
+        "obj = Counter(start=0) ; setattr(obj, 'value', obj.value) raises AttributeError",
+        "given = [3, 1, 3, 2] ; dedupe(given) ; given == [3, 1, 3, 2]",
+    ]
+    statuses = {}
+    for name, source in (("guarded", GUARDED), ("open", OPEN)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "impl.py").write_text(source)
+        report = run_contract(
+            found, staging=tmp_path / name, runner=default_runner(), limits=Limits(timeout_s=30.0)
+        )
+        statuses[name] = [r.status for r in report.results]
+    assert statuses == {"guarded": ["passed", "passed"], "open": ["failed", "failed"]}
