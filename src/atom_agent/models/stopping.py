@@ -12,8 +12,10 @@ answer is a tenth of a second a user waits for nothing. Two rules end a reply ea
   tests, a small model sometimes writes a second, fuller module after the first block, and
   the plain call must stay exactly what one plain call gives;
 - **the reply loops** (every call): its last lines repeat, as a group, lines it already wrote
-  twice, or each of its last lines is the line before with a few characters more (greedy
-  decoding of a small model can repeat a test, or count up a test case, until the token limit).
+  twice, or each of its last lines is the line before with a few characters more, or its last
+  lines share one shape (numbers aside) and each is longer than the one before (greedy
+  decoding of a small model can repeat a test, or count up a test case, until the token limit:
+  ``assert f([1, 2, -3])``, ``assert f([1, 2, 3, -4])`` …).
 
 A looping reply would only have run on to ``max_tokens`` with more of the same, so the code
 read from it is the same. Tool calls and structured replies (grammar-constrained JSON) are
@@ -99,7 +101,7 @@ def looping(text: str) -> bool:
     """Whether the end of `text` repeats itself (see the module docstring)."""
     lines = [line.rstrip() for line in text.splitlines()]
     lines = [line for line in lines if line.strip()]
-    return _repeats(lines) or _grows(lines)
+    return _repeats(lines) or _grows(lines) or _counts(lines)
 
 
 def _grows(lines: list[str]) -> bool:
@@ -117,6 +119,23 @@ def _grows(lines: list[str]) -> bool:
         if before[head:] != after[head + extra :]:
             return False
     return True
+
+
+COUNTING_LINES = 8
+"""Consecutive lines of one shape, each longer than the one before, that mark a loop."""
+
+
+def _shape(line: str) -> str:
+    """The line with every number 0 and every run of numbers ``0, 0, -0`` one ``0``."""
+    return re.sub(r"-?0(?:,\s*-?0)*", "0", re.sub(r"\d+", "0", line))
+
+
+def _counts(lines: list[str]) -> bool:
+    """The last COUNTING_LINES lines share one shape and grow: a counted-up test case."""
+    tail = lines[-COUNTING_LINES:]
+    if len(tail) < COUNTING_LINES or len({_shape(line) for line in tail}) != 1:
+        return False
+    return all(len(a) < len(b) for a, b in zip(tail, tail[1:], strict=False))
 
 
 def _repeats(lines: list[str]) -> bool:

@@ -100,9 +100,24 @@ def test_lines_that_each_grow_by_a_few_characters_are_a_loop() -> None:
     assert looping('@pytest.mark.parametrize("s, expected", [\n' + rows)
 
 
-def test_growing_lines_that_change_elsewhere_are_no_loop() -> None:
+def test_lines_of_one_shape_that_count_up_are_a_loop() -> None:
+    # Numbers aside, one line, longer each time: a test case counted up to the token limit.
     rows = "".join(f"    assert total([{', '.join(['1'] * i)}]) == {i}\n" for i in range(1, 9))
+    assert looping(rows)
+    lows = "".join(
+        f"assert below([{', '.join(str(k) for k in range(1, i))}, -{i}]) == True\n"
+        for i in range(2, 10)
+    )
+    assert looping("def test_below():\n" + lows)
+    assert not looping("def test_below():\n" + "".join(lows.splitlines(True)[:7]))
+
+
+def test_same_shaped_lines_that_do_not_grow_are_no_loop() -> None:
+    rows = "".join(f"    assert double({i}) == {2 * i}\n" for i in range(1, 10))
     assert not looping(rows)
+
+
+def test_growing_lines_that_change_elsewhere_are_no_loop() -> None:
     cases = "".join(
         f'    ("{w}", {len(w) % 2 == 0}),\n' for w in ["a", "ab", "abc", "abcd", "ab", "a"]
     )
