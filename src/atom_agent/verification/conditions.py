@@ -24,7 +24,7 @@ from atom_agent.state import Check
 
 ERROR_CRITERION = "the errors the task states are raised"
 
-_EXC = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b")
+EXCEPTION_NAME = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b")
 _NUMBER = r"(-?\d+)"
 
 
@@ -181,7 +181,7 @@ def condition_checks(
         examples: for a function, the argument sources of a worked example (a valid call).
         constructible: classes whose construction the task states (methods get checks).
     """
-    excs = set(_EXC.findall(text))
+    excs = set(EXCEPTION_NAME.findall(text))
     if len(excs) != 1 or not re.search(r"\brais|\berror\b|\bwhen\b|\bif\b", text, re.I):
         return []
     exc = excs.pop()
@@ -201,7 +201,8 @@ def condition_checks(
     return list({c.describe(): c for c in checks}.values())
 
 
-def _owners_of(param: str, stated: Mapping[str, Stated]) -> list[str]:
+def owners_of(param: str, stated: Mapping[str, Stated]) -> list[str]:
+    """The stated callables with a parameter named `param`."""
     return [q for q, s in stated.items() if param in s.params]
 
 
@@ -219,7 +220,7 @@ def _violations(
         return []
     found: list[dict[str, str]] = []
     for i, p in enumerate(sig.params):
-        owners = _owners_of(p, stated)
+        owners = owners_of(p, stated)
         # The clause's condition is on this callable's parameter: the callable is the one
         # the clause names, or the only one with a parameter of that name.
         if qualified not in mentioned and owners != [qualified]:

@@ -21,7 +21,14 @@ from collections.abc import Mapping, Sequence
 
 from atom_agent.state import Check
 
-from .conditions import Stated, base_arguments, call_source, construction
+from .conditions import (
+    EXCEPTION_NAME,
+    Stated,
+    base_arguments,
+    call_source,
+    construction,
+    owners_of,
+)
 
 OUTCOME_CRITERION = "what the task states a call gives or raises holds"
 
@@ -41,7 +48,6 @@ _LITERALS = {
     "an empty dict": "{}",
     "an empty tuple": "()",
 }
-_EXC = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b")
 
 _NOUN = r"(?P<noun>[a-z_]+)"
 _FRESH = (
@@ -144,7 +150,7 @@ def _fresh(
                     origin="task",
                 )  # fmt: skip
             )
-        elif match["exc"] in _EXC.findall(text):
+        elif match["exc"] in EXCEPTION_NAME.findall(text):
             checks.append(
                 Check(call=call, raises=match["exc"], criterion=OUTCOME_CRITERION, origin="task")
             )
@@ -199,7 +205,7 @@ def _given(
         if base is None:
             continue
         for i, p in enumerate(sig.params):
-            owners = [q for q, s in stated.items() if p in s.params]
+            owners = owners_of(p, stated)
             if qualified not in callables and owners != [qualified]:
                 continue
             pattern = (
