@@ -113,12 +113,24 @@ def _method_parts(
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name not in methods
     ]
     others = sorted(methods.values(), key=lambda m: abs(m.lineno - target.lineno))
+    # The same method written for another class of the module (TLRUCache.expire beside
+    # TTLCache.expire, another type's convert): how this project does that job.
+    analogues = [
+        _class_head(lines, cls) | _span(stmt)
+        for cls in classes.values()
+        if cls is not owner
+        for stmt in cls.body
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
+        and stmt.name == target.name
+        and not _source.is_stub(stmt)
+    ]
     return [
         head,
         *assignments,
         *init,
         *calls,
         *nested,
+        *analogues[:2],
         *(_summary(lines, m) for m in others),
         *inherited,
         *_module_parts(lines, tree, target),

@@ -1,11 +1,18 @@
-"""Executable checks of a change to a project: the target's docstring examples and the task's.
+"""Executable checks of a change to a project: examples of the target, the task's, the project's.
 
 A docstring example (``>>> underscore("DeviceType")`` / ``'device_type'``) is the project's own
 statement of what the target does: it becomes a check run in the target module's namespace,
-earlier example lines without output becoming its setup. A check must be able to fail for
-the right reason: :func:`runnable_on_baseline` drops checks that cannot even run against the
-project as it is (a name no module defines, an import the sandbox lacks), and keeps those
-that fail because the target is not written yet.
+earlier example lines without output becoming its setup; a printed example
+(``>>> print(tabulate(rows, tablefmt="pipe"))`` and its lines of text) compares the text. A
+check must be able to fail for the right reason: :func:`runnable_on_baseline` drops checks that
+cannot even run against the project as it is (a name no module defines, an import the sandbox
+lacks), and keeps those that fail because the target is not written yet.
+
+Examples elsewhere in the project — other docstrings of the target's module, the README and
+the docs — often run the target through the code that calls it. :func:`project_examples`
+gathers them; :func:`reproducing` keeps those whose run on the unchanged project fails *inside
+the target* (Agentless's reproduction tests, here taken from the project's own documentation
+instead of written by a model): they say what the target must make true.
 """
 
 from __future__ import annotations
@@ -14,12 +21,21 @@ import ast
 import builtins
 import doctest
 import re
+from pathlib import Path
 
 from atom_agent.checks.contract import ContractReport
 from atom_agent.state import Check
 
 MAX_DOC_CHECKS = 12
 """Docstring examples kept per target (the first ones: docstrings order them simple first)."""
+MAX_PROJECT_EXAMPLES = 8
+"""Documented examples elsewhere in the project kept per target (shortest first)."""
+MAX_CANDIDATE_EXAMPLES = 300
+"""Examples tried on the unchanged project to find those that reach the target (one run)."""
+DOC_SUFFIXES = (".md", ".rst", ".txt")
+MAX_DOC_BYTES = 300_000
+"""A documentation file larger than this is not read for examples."""
+_DOC_DIRS = ("doc", "docs", "documentation")
 
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
 _UNRUNNABLE = ("NameError", "ImportError", "ModuleNotFoundError", "SyntaxError")
@@ -33,11 +49,15 @@ def _expression(text: str) -> bool:
     return True
 
 
-def docstring_checks(doc: str, *, origin: str = "docstring") -> list[Check]:
+def docstring_checks(
+    doc: str, *, origin: str = "docstring", limit: int = MAX_DOC_CHECKS
+) -> list[Check]:
     """The examples of `doc` as checks (``call`` with its setup lines, ``expect`` or ``raises``).
 
-    Outputs that are not Python values (``<object at …>``, ellipses, printed text) and
-    examples after a line that failed to parse are left out: code cannot compare them.
+    A ``print(value)`` example compares the value's text with the lines it shows (trailing
+    spaces aside). Outputs that are neither a Python value nor printed text (``<object at …>``,
+    ellipses) and examples after a line that failed to parse are left out: code cannot compare
+    them. At most `limit` checks.
     """
     try:
         examples = doctest.DocTestParser().get_examples(doc)
@@ -56,25 +76,64 @@ def docstring_checks(doc: str, *, origin: str = "docstring") -> list[Check]:
         if not want:
             setup.append(source)
             continue
+        printed = _printed(source)
+        if printed is not None and not want.startswith("Traceback"):
+            if example.options.get(doctest.ELLIPSIS) or example.options.get(
+                doctest.NORMALIZE_WHITESPACE
+            ):
+                continue
+            text = _text(example.want)
+            call = "\n".join([*setup, _TEXT_OF.format(printed)])
+            checks.append(Check(call=call, expect=repr(text),
+                                criterion=f"{origin}: {source} prints {text[:80]!r}",
+                                origin="task"))  # fmt: skip
+            if len(checks) >= limit:
+                break
+            continue
         if "\n" in source or not _expression(source) or source.startswith("print("):
-            continue  # statements, and printed text (not a value)
+            continue  # statements, and printed text of more than one value
         call = "\n".join([*setup, source])
         if want.startswith("Traceback"):
             last = want.splitlines()[-1].strip()
             match = _EXCEPTION.match(last)
             name = match.group(1).split(".")[-1] if match else ""
             if _exception_name(name):
-                checks.append(Check(call=call, raises=name, criterion=f"docstring: {source}",
+                checks.append(Check(call=call, raises=name, criterion=f"{origin}: {source}",
                                     origin="task"))  # fmt: skip
             continue
-        if "..." in want or "\n" in want or not _expression(want) or want.startswith("<"):
+        if "..." in want or not _expression(want) or want.startswith("<"):
             continue
         checks.append(
             Check(call=call, expect=want, criterion=f"{origin}: {source} -> {want}", origin="task")
         )
-        if len(checks) >= MAX_DOC_CHECKS:
+        if len(checks) >= limit:
             break
     return checks
+
+
+_TEXT_OF = "'\\n'.join(line.rstrip() for line in str({}).splitlines())"
+"""A printed value as the check compares it: its text, trailing spaces of each line dropped."""
+
+
+def _printed(source: str) -> str | None:
+    """The one value a ``print(value)`` line prints, as source (None for anything else)."""
+    try:
+        node = ast.parse(source, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return None
+    if node.func.id != "print" or len(node.args) != 1 or node.keywords:
+        return None
+    if isinstance(node.args[0], ast.Starred):
+        return None
+    return ast.unparse(node.args[0])
+
+
+def _text(want: str) -> str:
+    """Doctest's expected output as text: ``<BLANKLINE>`` is an empty line, trailing spaces go."""
+    lines = [line.rstrip() for line in want.rstrip("\n").splitlines()]
+    return "\n".join("" if line == "<BLANKLINE>" else line for line in lines)
 
 
 def _exception_name(name: str) -> bool:
@@ -95,3 +154,89 @@ def runnable_on_baseline(checks: list[Check], baseline: ContractReport) -> list[
             continue
         kept.append(check)
     return kept
+
+
+def project_examples(root: Path, path: str, qualname: str) -> list[Check]:
+    """Documented examples of the project other than the target's own docstring, as checks.
+
+    From the docstrings of the module at `path` (the checks run in its namespace) and from
+    the README and documentation files (``README*``, ``doc*/**/*.md|rst|txt``), which import
+    what they use; each check's criterion names where it was found. At most
+    :data:`MAX_CANDIDATE_EXAMPLES`; which of them concern the target only running tells
+    (:func:`reproducing`).
+    """
+    checks: list[Check] = []
+    module = root / path
+    try:
+        tree = ast.parse(module.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        tree = None
+    own = qualname.split(".")
+    if tree is not None:
+        for owner, node in _documented(tree):
+            if owner == own:
+                continue  # the target's own examples are the docstring checks
+            doc = ast.get_docstring(node, clean=True)  # type: ignore[arg-type]
+            if doc and ">>>" in doc:
+                name = ".".join(owner) or "module"
+                checks += docstring_checks(
+                    doc, origin=f"{path}, docstring of {name}", limit=MAX_CANDIDATE_EXAMPLES
+                )
+    for doc_file in _doc_files(root):
+        text = doc_file.read_text(encoding="utf-8", errors="replace")
+        if ">>>" in text:
+            where = str(doc_file.relative_to(root))
+            checks += docstring_checks(text, origin=where, limit=MAX_CANDIDATE_EXAMPLES)
+    unique = list({c.describe(): c for c in checks}.values())
+    return unique[:MAX_CANDIDATE_EXAMPLES]
+
+
+def _documented(tree: ast.Module) -> list[tuple[list[str], ast.AST]]:
+    """The module and every class and function in it, with its qualified name's parts."""
+    found: list[tuple[list[str], ast.AST]] = [([], tree)]
+
+    def walk(node: ast.AST, prefix: list[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                name = [*prefix, child.name]
+                found.append((name, child))
+                walk(child, name)
+
+    walk(tree, [])
+    return found
+
+
+def _doc_files(root: Path) -> list[Path]:
+    """The README files at the top and the documentation under ``doc``/``docs``, sorted."""
+    files = [p for p in root.glob("README*") if p.is_file()]
+    for folder in _DOC_DIRS:
+        base = root / folder
+        if base.is_dir() and not base.is_symlink():
+            files += [p for p in base.rglob("*") if p.suffix in DOC_SUFFIXES]
+    return sorted(
+        p
+        for p in set(files)
+        if p.is_file() and not p.is_symlink() and p.stat().st_size <= MAX_DOC_BYTES
+    )
+
+
+def reproducing(checks: list[Check], baseline: ContractReport, qualname: str) -> list[Check]:
+    """The checks whose run on the unchanged project raised inside the target, shortest first.
+
+    The target is a stub or wrong: an example that fails there is one the change must make
+    pass. Examples that pass already, or fail elsewhere, say nothing about the target.
+    """
+    kept = [
+        check
+        for check, result in zip(checks, baseline.results, strict=True)
+        if result.status in ("error", "timeout") and _inside(result.function, qualname)
+    ]
+    kept.sort(key=lambda c: len(c.call) + len(c.expect))
+    return kept[:MAX_PROJECT_EXAMPLES]
+
+
+def _inside(function: str, qualname: str) -> bool:
+    """Whether a traceback's innermost frame (``Class.method``, ``f.<locals>.g``) is the target."""
+    if not function:
+        return False
+    return function == qualname or function.startswith(qualname + ".<locals>")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from atom_agent.project.checks import docstring_checks
+from pathlib import Path
+
+from atom_agent.checks.contract import run_contract
+from atom_agent.project.checks import docstring_checks, project_examples, reproducing
+from atom_agent.sandbox import Limits, default_runner
 
 DOC = """Peek at things.
 
@@ -32,6 +36,8 @@ def test_examples_become_checks_with_their_setup() -> None:
         "p = Peekable([1, 2, 3]) ; p.peek() == 1",
         "p = Peekable([1, 2, 3]) ; p[1:] == [2, 3]",
         "p = Peekable([1, 2, 3]) ; Peekable([]).peek() raises StopIteration",
+        "p = Peekable([1, 2, 3]) ; '\\n'.join(line.rstrip() for line in str('a\\nb').splitlines())"
+        " == 'a\\nb'",
         "p = Peekable([1, 2, 3]) ; len(list(p)) == 3",
     ]
     assert all(c.origin == "task" for c in checks)
@@ -40,3 +46,116 @@ def test_examples_become_checks_with_their_setup() -> None:
 def test_no_examples_no_checks() -> None:
     assert docstring_checks("Just prose.\n\nNo examples here.") == []
     assert docstring_checks(">>> broken(\n") == []
+
+
+MODULE = '''"""Render rows as a box.
+
+>>> print(render([1, 22]))
++----+
+| 1  |
+| 22 |
++----+
+>>> width([1, 22])
+2
+"""
+
+
+def _cell(value, width):
+    """One cell: the value left-aligned in `width` characters."""
+    raise NotImplementedError
+
+
+def width(values):
+    """The widest value's length.
+
+    >>> width(["a", "bbb"])
+    3
+    """
+    return max(len(str(v)) for v in values)
+
+
+def render(values):
+    """The box around the values, one per line.
+
+    >>> print(render(["x"]))
+    +---+
+    | x |
+    +---+
+    """
+    w = width(values)
+    rule = "+" + "-" * (w + 2) + "+"
+    return "\\n".join([rule, *("| " + _cell(v, w) + " |" for v in values), rule])
+
+
+def broken():
+    """An example that fails, but not in _cell.
+
+    >>> broken()
+    1
+    """
+    return {}["missing"]
+'''
+
+README = """# box
+
+    >>> from box import render
+    >>> rows = ["ab", "c"]
+    >>> print(render(rows))
+    +----+
+    | ab |
+    | c  |
+    +----+
+    >>> render(rows).count("+")  # the corners
+    4
+"""
+
+
+def _project(root: Path) -> Path:
+    (root / "box").mkdir(parents=True)
+    (root / "box" / "__init__.py").write_text(MODULE)
+    (root / "README.md").write_text(README)
+    return root
+
+
+def test_examples_that_fail_inside_the_target_are_kept_the_others_dropped(tmp_path: Path) -> None:
+    root = _project(tmp_path / "proj")
+    examples = project_examples(root, "box/__init__.py", "_cell")
+    # The module's docstrings (the target's own has none) and the README, printed text included.
+    assert {c.criterion.split(":")[0] for c in examples} == {
+        "box/__init__.py, docstring of module",
+        "box/__init__.py, docstring of width",
+        "box/__init__.py, docstring of render",
+        "box/__init__.py, docstring of broken",
+        "README.md",
+    }
+    report = run_contract(examples, staging=root, runner=default_runner(),
+                          limits=Limits(timeout_s=30.0), python_path=[root],
+                          module="box")  # fmt: skip
+    kept = reproducing(examples, report, "_cell")
+    # width() passes already and broken() fails elsewhere: neither says anything about _cell.
+    assert sorted(c.criterion.split(":")[0] for c in kept) == [
+        "README.md",
+        "README.md",
+        "box/__init__.py, docstring of module",
+        "box/__init__.py, docstring of render",
+    ]
+    right = MODULE.replace("raise NotImplementedError", "return str(value).ljust(width)")
+    (root / "box" / "__init__.py").write_text(right)
+    after = run_contract(kept, staging=root, runner=default_runner(),
+                         limits=Limits(timeout_s=30.0), python_path=[root],
+                         module="box")  # fmt: skip
+    assert [r.status for r in after.results] == ["passed"] * 4
+    wrong = right.replace("ljust", "rjust")
+    (root / "box" / "__init__.py").write_text(wrong)
+    after = run_contract(kept, staging=root, runner=default_runner(),
+                         limits=Limits(timeout_s=30.0), python_path=[root],
+                         module="box")  # fmt: skip
+    # Right-aligned cells print another box where widths differ; a one-cell box and the
+    # count of corners do not tell them apart.
+    assert sorted(r.status for r in after.results) == ["failed", "failed", "passed", "passed"]
+
+
+def test_no_documentation_no_examples(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("def f():\n    raise NotImplementedError\n")
+    assert project_examples(tmp_path, "m.py", "f") == []
+    assert project_examples(tmp_path, "missing.py", "f") == []

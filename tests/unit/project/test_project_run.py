@@ -158,3 +158,57 @@ def test_a_retry_keeps_the_previous_choice_unless_a_sample_does_better(tmp_path:
         "committed unverified: 1-mul (no regression, but 1 of 2 checks fail" in outcome.stop_reason
     )
     assert "return abs(a * b)" in git(repo, "show", f"atom/{outcome.run_id}:calc/__init__.py")
+
+
+BOX = '''"""Boxes of text."""
+
+
+def _cell(value, width):
+    """One cell: the value left-aligned in `width` characters."""
+    raise NotImplementedError
+
+
+def render(values):
+    """The box around the values, one per line."""
+    w = max(len(str(v)) for v in values)
+    rule = "+" + "-" * (w + 2) + "+"
+    return "\\n".join([rule, *("| " + _cell(v, w) + " |" for v in values), rule])
+'''
+BOX_README = """# box
+
+    >>> from box import render
+    >>> print(render(["ab", "c"]))
+    +----+
+    | ab |
+    | c  |
+    +----+
+"""
+
+
+@pytest.mark.parametrize(("body", "verified"), [("ljust", True), ("rjust", False)])
+def test_the_readme_example_that_reaches_the_target_is_a_check(
+    tmp_path: Path, body: str, verified: bool
+) -> None:
+    repo = tmp_path / "proj"
+    (repo / "box").mkdir(parents=True)
+    (repo / "box" / "__init__.py").write_text(BOX)
+    (repo / "README.md").write_text(BOX_README)
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_box.py").write_text("def test_nothing():\n    assert True\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "start")
+    cell = f"def _cell(value, width):\n    return str(value).{body}(width)\n"
+    outcome = run_task("Implement `box._cell` as its docstring says.", ctx(tmp_path, repo),
+                       models=answers(_cell=cell))  # fmt: skip
+    run = tmp_path / "ws" / "runs" / outcome.run_id
+    plan = json.loads((run / "plan.json").read_text())["revisions"][-1]["plan"]
+    (check,) = plan["steps"][0]["checks"]
+    # The task names no example and the docstring has none: the README's printed box, which
+    # fails inside _cell on the project as it is, is the step's check, under its own clause.
+    assert check["criterion"].startswith("README.md: print(render(['ab', 'c'])) prints")
+    clause = next(c for c in plan["clauses"] if c["id"] == check["clause"])
+    assert clause["text"] == "the project's documented examples that run _cell (README.md)"
+    verdict = json.loads((run / "steps" / "1-cell" / "attempts" / "1" / "verdict.json").read_text())
+    assert verdict["verified"] is verified
+    assert verdict["checks"]["results"][0]["status"] == ("passed" if verified else "failed")

@@ -390,3 +390,31 @@ def test_mentioned_finds_the_target_of_real_project_tasks(task: dict[str, str]) 
     defs = scan(REPOTASKS / task["repo"])
     found = [(d.path, d.qualname) for d in mentioned(task["task"], defs)]
     assert (target["file"], target["qualname"]) in found
+
+
+def test_excerpt_of_a_method_shows_the_same_method_of_another_class(tmp_path: Path) -> None:
+    (tmp_path / "caches.py").write_text(
+        "class Timed:\n"
+        "    def expire(self, time=None):\n"
+        '        """Remove expired items."""\n'
+        "        raise NotImplementedError\n"
+        "\n\n"
+        "class Stub:\n"
+        "    def expire(self, time=None):\n"
+        "        pass\n"
+        "\n\n"
+        "class Heap:\n"
+        "    def expire(self, time=None):\n"
+        '        """Remove expired items."""\n'
+        "        while self.order and self.order[0] <= time:\n"
+        "            self.order.pop(0)\n"
+        "\n"
+        "    def other(self):\n"
+        "        return 1\n"
+    )
+    text = excerpt(tmp_path, definition(tmp_path, "Timed.expire"), budget_tokens=10_000)
+    # How the project does the same job elsewhere: Heap.expire in full, under its class line;
+    # a stub of the same name shows nothing, nor do Heap's other methods.
+    assert "   12| class Heap:" in text
+    assert "   15|         while self.order and self.order[0] <= time:" in text
+    assert "class Stub" not in text and "def other" not in text

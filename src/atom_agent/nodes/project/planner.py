@@ -10,9 +10,14 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from atom_agent import prompts
-from atom_agent.checks.contract import run_contract
+from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.project.checkout import open_checkout
-from atom_agent.project.checks import docstring_checks, runnable_on_baseline
+from atom_agent.project.checks import (
+    docstring_checks,
+    project_examples,
+    reproducing,
+    runnable_on_baseline,
+)
 from atom_agent.project.environment import dependencies
 from atom_agent.project.knowledge import (
     baseline_key,
@@ -147,23 +152,36 @@ def _locate(
 
 
 def _step(res: Resources, project: ProjectRun, task: str, target: Definition, n: int) -> PlanStep:
-    """The step that rewrites `target`, with the checks its docstring and the task state."""
+    """The step that rewrites `target`, with its checks.
+
+    Its docstring's examples and the task's, and the project's documented examples that fail
+    inside it as it is (:func:`~atom_agent.project.checks.reproducing`).
+    """
     module = module_of(target.path, project.command.python_path)
     name = target.qualname.split(".")[-1]
     checks = docstring_checks(_docstring(project, target))
     checks += [c for cl in task_clauses(task, names=[name]) for c in cl.checks if c.call]
     checks = list({c.describe(): c for c in checks}.values())
-    if checks:
+    examples = [
+        c
+        for c in project_examples(project.checkout.root, target.path, target.qualname)
+        if c.describe() not in {k.describe() for k in checks}
+    ]
+    if checks or examples:
         baseline = run_contract(
-            checks,
+            [*checks, *examples],
             staging=project.checkout.root,
             runner=runner_of(res, project),
             limits=res.limits,
             python_path=project.python_path(),
             module=module,
         )
-        checks = runnable_on_baseline(checks, baseline)
         project.checkout.reset()
+        own = ContractReport(baseline.results[: len(checks)], baseline.error)
+        found = ContractReport(baseline.results[len(checks) :], baseline.error)
+        reproduced = reproducing(examples, found, target.qualname)
+        checks = runnable_on_baseline(checks, own) + reproduced
+        emit("project.examples", target=target.qualname, tried=len(examples), kept=len(reproduced))
     slug = re.sub(r"[^a-z0-9]+", "-", target.qualname.lower()).strip("-")[:36] or "change"
     return PlanStep(
         id=f"{n}-{slug}"[:40],
@@ -184,21 +202,35 @@ def _attributed(step: PlanStep, clauses: list[Clause]) -> PlanStep:
     """`step` with each check naming the clause it executes.
 
     A check the task's clauses gave keeps its clause; the docstring's examples become a
-    clause of their own ("the examples in the docstring of X"), so coverage counts them.
+    clause of their own ("the examples in the docstring of X"), and so do the project's
+    documented examples that run the target, so coverage counts them.
     """
     by_check = {c.describe(): cl.id for cl in clauses for c in cl.checks}
-    doc = [c for c in step.checks if c.describe() not in by_check]
-    if doc:
+    qualname = step.target.partition("::")[2]
+    loose = [c for c in step.checks if c.describe() not in by_check]
+    own = [c for c in loose if c.criterion.startswith("docstring")]
+    groups = [
+        (f"the examples in the docstring of {qualname}", own),
+        (
+            f"the project's documented examples that run {qualname} ("
+            + ", ".join(sorted({c.criterion.split(":")[0] for c in loose if c not in own}))
+            + ")",
+            [c for c in loose if c not in own],
+        ),
+    ]
+    for text, group in groups:
+        if not group:
+            continue
         clause_id = f"c{len(clauses) + 1}"
         clauses.append(
             Clause(
                 id=clause_id,
-                text=f"the examples in the docstring of {step.target.partition('::')[2]}",
+                text=text,
                 kind="example",
-                checks=[c.model_copy(update={"clause": clause_id}) for c in doc],
+                checks=[c.model_copy(update={"clause": clause_id}) for c in group],
             )
         )
-        by_check |= {c.describe(): clause_id for c in doc}
+        by_check |= {c.describe(): clause_id for c in group}
     checks = [c.model_copy(update={"clause": by_check.get(c.describe(), "")}) for c in step.checks]
     return step.model_copy(update={"checks": checks})
 
