@@ -240,3 +240,66 @@ def _inside(function: str, qualname: str) -> bool:
     if not function:
         return False
     return function == qualname or function.startswith(qualname + ".<locals>")
+
+
+_UNMUTATED = re.compile(
+    r"\b(?:never|not|without) (?:mutat|modif|chang)\w*\s+`?([A-Za-z_]\w*)`?"
+    r"|\bleaves?\s+`?([A-Za-z_]\w*)`?\s+(?:unchanged|untouched|as it is)",
+    re.IGNORECASE,
+)
+MAX_UNMUTATED_CHECKS = 3
+
+
+def unmutated_checks(
+    clause: str, name: str, params: list[str], examples: list[Check]
+) -> list[Check]:
+    """'never mutates `d`': the target's own examples, the argument for `d` equal after the call.
+
+    For each example whose last line calls `name` with a literal list, dict or set for the
+    parameter the clause names (by position among `params` or by keyword), the check binds the
+    literal to ``given``, makes the call and compares ``given`` with the literal. The check's
+    criterion is the clause.
+    """
+    wanted = {m.group(1) or m.group(2) for m in _UNMUTATED.finditer(clause)} & set(params)
+    checks: list[Check] = []
+    for example in examples:
+        *setup, last = example.call.splitlines()
+        try:
+            node = ast.parse(last, mode="eval").body
+        except (SyntaxError, ValueError):
+            continue
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id != name:
+            continue
+        bound: dict[str, ast.expr] = dict(zip(params, node.args, strict=False))
+        bound |= {k.arg: k.value for k in node.keywords if k.arg}
+        for param in sorted(wanted):
+            value = bound.get(param)
+            if not isinstance(value, ast.Dict | ast.List | ast.Set):
+                continue
+            literal = ast.unparse(value)
+            call = ast.unparse(_with_given(node, value))
+            checks.append(
+                Check(
+                    call="\n".join([*setup, f"given = {literal}", call, "given"]),
+                    expect=literal,
+                    criterion=clause,
+                    origin="task",
+                )
+            )
+    unique = list({c.describe(): c for c in checks}.values())
+    return unique[:MAX_UNMUTATED_CHECKS]
+
+
+def _with_given(call: ast.Call, value: ast.expr) -> ast.Call:
+    """`call` with the argument node `value` replaced by the name ``given``."""
+    given = ast.Name(id="given", ctx=ast.Load())
+    return ast.Call(
+        func=call.func,
+        args=[given if a is value else a for a in call.args],
+        keywords=[
+            ast.keyword(arg=k.arg, value=given if k.value is value else k.value)
+            for k in call.keywords
+        ],
+    )

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from atom_agent.checks.contract import run_contract
-from atom_agent.project.checks import docstring_checks, project_examples, reproducing
+from atom_agent.project.checks import (
+    docstring_checks,
+    project_examples,
+    reproducing,
+    unmutated_checks,
+)
 from atom_agent.sandbox import Limits, default_runner
 
 DOC = """Peek at things.
@@ -159,3 +166,49 @@ def test_no_documentation_no_examples(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("def f():\n    raise NotImplementedError\n")
     assert project_examples(tmp_path, "m.py", "f") == []
     assert project_examples(tmp_path, "missing.py", "f") == []
+
+
+SET_IN = '''def set_in(d, key, value, factory=dict):
+    """A copy of d with key set to value.
+
+    >>> set_in({"a": 1}, "b", 2)
+    {'a': 1, 'b': 2}
+    >>> set_in(d={}, key="a", value=0)
+    {'a': 0}
+    >>> set_in(dict(a=1), "a", 2)
+    {'a': 2}
+    """
+    raise NotImplementedError
+'''
+
+
+@pytest.mark.parametrize(
+    ("body", "statuses"),
+    [
+        ("out = factory(d)\n    out[key] = value\n    return out", ["passed", "passed"]),
+        ("d[key] = value\n    return d", ["failed", "failed"]),
+    ],
+)
+def test_never_mutates_d_reruns_the_examples_and_compares_d(
+    tmp_path: Path, body: str, statuses: list[str]
+) -> None:
+    (tmp_path / "m.py").write_text(SET_IN.replace("raise NotImplementedError", body))
+    examples = docstring_checks(SET_IN)
+    clause = "Implement it so that it never mutates `d`."
+    checks = unmutated_checks(clause, "set_in", ["d", "key", "value", "factory"], examples)
+    # Literal dicts by position and by keyword; `dict(a=1)` is a call, not a literal: no check.
+    assert [c.describe() for c in checks] == [
+        "given = {'a': 1} ; set_in(given, 'b', 2) ; given == {'a': 1}",
+        "given = {} ; set_in(d=given, key='a', value=0) ; given == {}",
+    ]
+    assert all(c.criterion == clause for c in checks)
+    report = run_contract(checks, staging=tmp_path, runner=default_runner(),
+                          limits=Limits(timeout_s=30.0), module="m")  # fmt: skip
+    assert [r.status for r in report.results] == statuses
+
+
+def test_no_mutation_clause_or_no_such_parameter_no_check() -> None:
+    examples = docstring_checks(SET_IN)
+    params = ["d", "key", "value", "factory"]
+    assert unmutated_checks("It returns a copy.", "set_in", params, examples) == []
+    assert unmutated_checks("It never mutates `other`.", "set_in", params, examples) == []

@@ -17,6 +17,7 @@ from atom_agent.project.checks import (
     project_examples,
     reproducing,
     runnable_on_baseline,
+    unmutated_checks,
 )
 from atom_agent.project.environment import dependencies
 from atom_agent.project.knowledge import (
@@ -160,7 +161,10 @@ def _step(res: Resources, project: ProjectRun, task: str, target: Definition, n:
     module = module_of(target.path, project.command.python_path)
     name = target.qualname.split(".")[-1]
     checks = docstring_checks(_docstring(project, target))
-    checks += [c for cl in task_clauses(task, names=[name]) for c in cl.checks if c.call]
+    clauses = task_clauses(task, names=[name])
+    params = _parameters(project, target)
+    checks += [c for cl in clauses for c in unmutated_checks(cl.text, name, params, checks)]
+    checks += [c for cl in clauses for c in cl.checks if c.call]
     checks = list({c.describe(): c for c in checks}.values())
     examples = [
         c
@@ -206,6 +210,8 @@ def _attributed(step: PlanStep, clauses: list[Clause]) -> PlanStep:
     documented examples that run the target, so coverage counts them.
     """
     by_check = {c.describe(): cl.id for cl in clauses for c in cl.checks}
+    by_text = {cl.text: cl.id for cl in clauses}
+    by_check |= {c.describe(): by_text[c.criterion] for c in step.checks if c.criterion in by_text}
     qualname = step.target.partition("::")[2]
     loose = [c for c in step.checks if c.describe() not in by_check]
     own = [c for c in loose if c.criterion.startswith("docstring")]
@@ -235,14 +241,30 @@ def _attributed(step: PlanStep, clauses: list[Clause]) -> PlanStep:
     return step.model_copy(update={"checks": checks})
 
 
-def _docstring(project: ProjectRun, target: Definition) -> str:
-    """The target's docstring, read from its source."""
+def _parameters(project: ProjectRun, target: Definition) -> list[str]:
+    """The target's parameter names in order (``self`` included for a method)."""
+    node = _node(project, target)
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return []
+    args = node.args
+    return [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+
+
+def _node(project: ProjectRun, target: Definition) -> ast.stmt | None:
+    """The target's definition, parsed from its source."""
     text = (project.checkout.root / target.path).read_text(encoding="utf-8", errors="replace")
     lines = text.splitlines()
     source = "\n".join(lines[target.lineno - 1 : target.end_lineno])
     try:
         tree = ast.parse(textwrap.dedent(source))
     except SyntaxError:
+        return None
+    return tree.body[0] if tree.body else None
+
+
+def _docstring(project: ProjectRun, target: Definition) -> str:
+    """The target's docstring, read from its source."""
+    node = _node(project, target)
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return ""
-    node = tree.body[0] if tree.body else None
-    return (ast.get_docstring(node) or "") if node is not None else ""  # type: ignore[arg-type]
+    return ast.get_docstring(node) or ""
