@@ -131,6 +131,7 @@ def _method_parts(
         *calls,
         *nested,
         *analogues[:2],
+        *_callers(tree, target)[:2],
         *(_summary(lines, m) for m in others),
         *inherited,
         *_module_parts(lines, tree, target),
@@ -158,9 +159,31 @@ def _module_parts(lines: list[str], tree: ast.Module, target: _source.DefNode) -
     return [
         *imports,
         *(lines_ for _, lines_ in constants),
+        *_callers(tree, target)[:2],
         *(_summary(lines, d) for _, d in definitions),
         *(_span(d) for _, d in definitions),
     ]
+
+
+def _callers(tree: ast.Module, target: _source.DefNode) -> list[Lines]:
+    """The functions and methods of the module that call the target, shortest first.
+
+    How the code around it uses what the target returns (a stub says nothing of that).
+    """
+    found: list[Lines] = []
+    for node, _, _ in _source.walk_definitions(tree.body):
+        if node is target or isinstance(node, ast.ClassDef):
+            continue
+        if any(
+            isinstance(sub, ast.Call)
+            and (
+                (isinstance(sub.func, ast.Name) and sub.func.id == target.name)
+                or (isinstance(sub.func, ast.Attribute) and sub.func.attr == target.name)
+            )
+            for sub in ast.walk(node)
+        ):
+            found.append(_span(node))
+    return sorted(found, key=len)
 
 
 def _mentioned_names(node: _source.DefNode) -> dict[str, int]:

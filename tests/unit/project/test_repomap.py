@@ -418,3 +418,22 @@ def test_excerpt_of_a_method_shows_the_same_method_of_another_class(tmp_path: Pa
     assert "   12| class Heap:" in text
     assert "   15|         while self.order and self.order[0] <= time:" in text
     assert "class Stub" not in text and "def other" not in text
+
+
+def test_excerpt_of_a_stub_shows_the_code_that_calls_it(tmp_path: Path) -> None:
+    (tmp_path / "fmt.py").write_text(
+        "def _segment(align, width):\n"
+        '    """One segment of the rule."""\n'
+        "    raise NotImplementedError\n"
+        "\n\n"
+        "def _rule(widths, aligns):\n"
+        "    segments = [_segment(a, w) for a, w in zip(aligns, widths)]\n"
+        '    return "|" + "|".join(segments) + "|"\n'
+        "\n\n"
+        "def unrelated():\n"
+        "    return 1\n"
+    )
+    text = excerpt(tmp_path, definition(tmp_path, "_segment"), budget_tokens=10_000)
+    # What the stub's result is used for: its caller in full; code that does not call it, not.
+    assert "    7|     segments = [_segment(a, w) for a, w in zip(aligns, widths)]" in text
+    assert "def unrelated" not in text
