@@ -212,3 +212,46 @@ def test_the_readme_example_that_reaches_the_target_is_a_check(
     verdict = json.loads((run / "steps" / "1-cell" / "attempts" / "1" / "verdict.json").read_text())
     assert verdict["verified"] is verified
     assert verdict["checks"]["results"][0]["status"] == ("passed" if verified else "failed")
+
+
+SET_IN = '''def set_in(d, key, value):
+    """A copy of d with key set to value.
+
+    >>> set_in({"a": 1}, "b", 2)
+    {'a': 1, 'b': 2}
+    """
+    raise NotImplementedError
+'''
+
+
+@pytest.mark.parametrize(
+    ("body", "verified"),
+    [("out = dict(d)\n    out[key] = value\n    return out", True),
+     ("d[key] = value\n    return d", False)],
+)  # fmt: skip
+def test_never_mutates_is_checked_on_the_docstring_example(
+    tmp_path: Path, body: str, verified: bool
+) -> None:
+    repo = tmp_path / "proj"
+    (repo / "dicts").mkdir(parents=True)
+    (repo / "dicts" / "__init__.py").write_text(SET_IN)
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_dicts.py").write_text("def test_nothing():\n    assert True\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "start")
+    task = "Implement `dicts.set_in` as its docstring says. It never mutates `d`."
+    answer = f"def set_in(d, key, value):\n    {body}\n"
+    outcome = run_task(task, ctx(tmp_path, repo), models=answers(set_in=answer))
+    run = tmp_path / "ws" / "runs" / outcome.run_id
+    plan = json.loads((run / "plan.json").read_text())["revisions"][-1]["plan"]
+    clause = next(c for c in plan["clauses"] if c["text"] == "It never mutates `d`.")
+    mutation = [c for c in plan["steps"][0]["checks"] if c["clause"] == clause["id"]]
+    assert [c["call"].splitlines()[-1] for c in mutation] == ["given"]
+    verdict = json.loads(
+        (run / "steps" / "1-set-in" / "attempts" / "1" / "verdict.json").read_text()
+    )
+    # The mutating version gives the docstring's value and fails only the clause's check.
+    statuses = {r["clause"]: r["status"] for r in verdict["checks"]["results"]}
+    assert statuses[clause["id"]] == ("passed" if verified else "failed")
+    assert verdict["verified"] is verified
