@@ -23,7 +23,7 @@ import doctest
 import re
 from pathlib import Path
 
-from atom_agent.checks.contract import ContractReport
+from atom_agent.checks.contract import CheckResult, ContractReport
 from atom_agent.state import Check
 
 MAX_DOC_CHECKS = 12
@@ -303,3 +303,26 @@ def _with_given(call: ast.Call, value: ast.expr) -> ast.Call:
             for k in call.keywords
         ],
     )
+
+
+def explain(result: CheckResult) -> str:
+    """One failed check as the model is told it: what ran, and where the text first differs.
+
+    A documented example is named by where it was found and what it runs (its criterion), not
+    by its setup lines; a text result is compared line by line, so the first wrong line of a
+    printed table is shown whole rather than cut inside a long repr.
+    """
+    check = result.check
+    where = check.criterion.split(" prints ")[0].split(" -> ")[0] if check.criterion else ""
+    what = where if ":" in where else check.describe()
+    try:
+        want, got = ast.literal_eval(check.expect), ast.literal_eval(result.got)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return f"- {what[:300]}: {result.reason[:300]}"
+    if not (isinstance(want, str) and isinstance(got, str)) or "\n" not in want + got:
+        return f"- {what[:300]}: {result.reason[:300]}"
+    wanted, gave = want.split("\n"), got.split("\n")
+    for n, (a, b) in enumerate(zip(wanted, gave, strict=False), 1):
+        if a != b:
+            return f"- {what[:300]}: line {n} should be {a[:200]!r}, it is {b[:200]!r}"
+    return f"- {what[:300]}: {len(wanted)} lines expected, {len(gave)} given"

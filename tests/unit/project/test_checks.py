@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from atom_agent.checks.contract import run_contract
+from atom_agent.checks.contract import CheckResult, run_contract
 from atom_agent.project.checks import (
     docstring_checks,
+    explain,
     project_examples,
     reproducing,
     unmutated_checks,
@@ -212,3 +213,15 @@ def test_no_mutation_clause_or_no_such_parameter_no_check() -> None:
     params = ["d", "key", "value", "factory"]
     assert unmutated_checks("It returns a copy.", "set_in", params, examples) == []
     assert unmutated_checks("It never mutates `other`.", "set_in", params, examples) == []
+
+
+def test_a_failed_printed_example_is_explained_by_its_first_wrong_line() -> None:
+    (check,) = docstring_checks(">>> rows = [1]\n>>> print(box(rows))\n+--+\n|1 |\n+--+\n",
+                                origin="README.md")  # fmt: skip
+    result = CheckResult(check, "failed", got=repr("+--+\n| 1|\n+--+"), reason="expected …")
+    assert explain(result) == "- README.md: print(box(rows)): line 2 should be '|1 |', it is '| 1|'"
+    short = CheckResult(check, "failed", got=repr("+--+"), reason="expected …")
+    assert explain(short) == "- README.md: print(box(rows)): 3 lines expected, 1 given"
+    (value,) = docstring_checks(">>> f(2)\n4\n")
+    wrong = CheckResult(value, "failed", got="5", reason="expected 4, got 5")
+    assert explain(wrong) == "- docstring: f(2): expected 4, got 5"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.project.checks import explain
 from atom_agent.project.knowledge import project_space, remember_change
 from atom_agent.project.suite import Gate, SuiteResult, gate, run_suite
 from atom_agent.resources import Resources
@@ -282,8 +283,7 @@ def _feedback(
     if decision.action == "commit" and decision.verified:
         return ""
     lines = [decision.reason]
-    for failed in (contract.failed if contract else [])[:5]:
-        lines.append(f"- {failed.check.describe()[:200]}: {failed.reason[:200]}")
+    lines += [explain(failed) for failed in (contract.failed if contract else [])[:5]]
     for test in (result.regressions if result else [])[:5]:
         lines.append(f"- the test {test} passed before your change and fails now")
     if after is not None and not after.collected_ok:
