@@ -35,6 +35,8 @@ MAX_CANDIDATE_EXAMPLES = 300
 DOC_SUFFIXES = (".md", ".rst", ".txt")
 MAX_DOC_BYTES = 300_000
 """A documentation file larger than this is not read for examples."""
+MAX_DOC_FILES = 200
+"""Documentation files read for examples (README first, then ``docs/`` in path order)."""
 _DOC_DIRS = ("doc", "docs", "documentation")
 
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
@@ -207,17 +209,27 @@ def _documented(tree: ast.Module) -> list[tuple[list[str], ast.AST]]:
 
 
 def _doc_files(root: Path) -> list[Path]:
-    """The README files at the top and the documentation under ``doc``/``docs``, sorted."""
-    files = [p for p in root.glob("README*") if p.is_file()]
+    """The README files at the top, then the documentation under ``doc``/``docs``, sorted."""
+    readmes = sorted(p for p in root.glob("README*") if _readable(p))
+    found: list[Path] = []
     for folder in _DOC_DIRS:
         base = root / folder
-        if base.is_dir() and not base.is_symlink():
-            files += [p for p in base.rglob("*") if p.suffix in DOC_SUFFIXES]
-    return sorted(
-        p
-        for p in set(files)
-        if p.is_file() and not p.is_symlink() and p.stat().st_size <= MAX_DOC_BYTES
-    )
+        if not base.is_dir() or base.is_symlink():
+            continue
+        for p in base.rglob("*"):
+            if p.suffix in DOC_SUFFIXES and _readable(p):
+                found.append(p)
+            if len(found) >= 10 * MAX_DOC_FILES:
+                break  # a generated tree of thousands of pages: enough to choose from
+    return [*readmes, *sorted(set(found))][:MAX_DOC_FILES]
+
+
+def _readable(path: Path) -> bool:
+    """A regular file (no symlink, no device) small enough to read for examples."""
+    try:
+        return path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_DOC_BYTES
+    except OSError:
+        return False
 
 
 def reproducing(checks: list[Check], baseline: ContractReport, qualname: str) -> list[Check]:

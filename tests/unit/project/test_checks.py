@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,17 @@ def test_a_failed_printed_example_is_explained_by_its_first_wrong_line() -> None
     (value,) = docstring_checks(">>> f(2)\n4\n")
     wrong = CheckResult(value, "failed", got="5", reason="expected 4, got 5")
     assert explain(wrong) == "- docstring: f(2): expected 4, got 5"
+
+
+def test_documentation_that_is_a_link_a_fifo_or_huge_is_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "docs").mkdir(parents=True)
+    (root / "m.py").write_text("def f():\n    raise NotImplementedError\n")
+    outside = tmp_path / "secret.md"
+    outside.write_text(">>> f()\n1\n")
+    (root / "README.md").symlink_to(outside)
+    os.mkfifo(root / "docs" / "pipe.md")  # reading it would block forever
+    (root / "docs" / "huge.rst").write_text(">>> f()\n1\n" + "x" * 400_000)
+    (root / "docs" / "ok.rst").write_text(">>> f()\n2\n")
+    (root / "doc").symlink_to(tmp_path)  # a folder link out of the project
+    assert [c.criterion for c in project_examples(root, "m.py", "f")] == ["docs/ok.rst: f() -> 2"]
