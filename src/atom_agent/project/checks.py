@@ -185,6 +185,8 @@ def project_examples(root: Path, path: str, qualname: str) -> list[Check]:
                     doc, origin=f"{path}, docstring of {name}", limit=MAX_CANDIDATE_EXAMPLES
                 )
     for doc_file in _doc_files(root):
+        if len(checks) >= 2 * MAX_CANDIDATE_EXAMPLES:
+            break  # enough to choose from (duplicates go below)
         text = doc_file.read_text(encoding="utf-8", errors="replace")
         if ">>>" in text:
             where = str(doc_file.relative_to(root))
