@@ -334,4 +334,12 @@ It was not accepted:
 {why}
 Fix what failed.
 """
-"""What a retry of a project step is told about the previous attempt."""
+"""What a retry of a project step is told about the previous attempt (a repair)."""
+
+PROJECT_ANEW = """
+An earlier version was not accepted:
+{why}
+Write it anew, so that these hold.
+"""
+"""A retry's fresh samples: what failed, without the rejected code (a small model shown its
+previous version tends to hand it back unchanged)."""

@@ -255,3 +255,27 @@ def test_never_mutates_is_checked_on_the_docstring_example(
     statuses = {r["clause"]: r["status"] for r in verdict["checks"]["results"]}
     assert statuses[clause["id"]] == ("passed" if verified else "failed")
     assert verdict["verified"] is verified
+
+
+def test_a_retry_repairs_once_then_samples_anew_told_what_failed(tmp_path: Path) -> None:
+    repo = project(tmp_path / "proj")
+    half = "def mul(a, b):\n    return abs(a * b)\n"  # mul(2, 3) right, mul(-1, 4) wrong
+    asked: list[str] = []
+
+    def respond(messages: list[BaseMessage]) -> str:
+        text = str(messages[-1].content)
+        asked.append("repair" if "Your previous version" in text else
+                     "anew" if "Write it anew" in text else "first")  # fmt: skip
+        # A small model's repair hands its old code back; told only what failed, it does better.
+        return "```python\n" + (GOOD_MUL if asked[-1] == "anew" else half) + "```"
+
+    outcome = run_task("Implement `calc.mul` as its docstring says.", ctx(tmp_path, repo),
+                       models=ScriptedChatModel(respond=respond))  # fmt: skip
+    assert outcome.status == "done", outcome.stop_reason
+    assert asked == ["first", "first", "repair", "anew"]
+    attempt = tmp_path / "ws" / "runs" / outcome.run_id / "steps" / "1-mul" / "attempts" / "2"
+    trials = json.loads((attempt / "candidates.json").read_text())["candidates"]
+    assert trials[1]["checks"] == "the same code as an earlier candidate"
+    assert trials[2] == {"temperature": 0.0, "prompt": "anew", "checks": "2 passed, 0 failed"}
+    assert json.loads((attempt / "verdict.json").read_text())["verified"] is True
+    assert "return a * b" in git(repo, "show", f"atom/{outcome.run_id}:calc/__init__.py")

@@ -75,13 +75,21 @@ def make_project_executor(res: Resources) -> Any:
                 trials.append({"incumbent": True, "checks": report.summary()})
                 ladder = [] if report.all_passed() else ladder
         previous = source_of(incumbent, qualname) if incumbent else ""
-        messages = _prompt(
-            project, state["task"], step, _feedback(res.workspace, step_ref, attempt), previous
-        )
-        for temperature in ladder:
-            reply = sample(model, messages, temperature, code_only="code")
+        feedback = _feedback(res.workspace, step_ref, attempt)
+        messages = _prompt(project, state["task"], step, feedback, previous)
+        requests = [(messages, t) for t in ladder]
+        if feedback and previous and len(ladder) > 1:
+            # One repair of the previous version, then fresh samples told only what failed:
+            # resampling finds what a small model's repair (often its old code again) does not.
+            anew = _prompt(project, state["task"], step, feedback)
+            requests = [(messages, ladder[0]), (anew, 0.0), *((anew, t) for t in ladder[1:-1])]
+        seen = {incumbent} if incumbent is not None and best is not None else set()
+        for prompt, temperature in requests:
+            reply = sample(model, prompt, temperature, code_only="code")
             spent.append(reply)
             trial: dict[str, Any] = {"temperature": temperature}
+            if prompt is not messages:
+                trial["prompt"] = "anew"
             trials.append(trial)
             try:
                 edited = apply_edit(
@@ -90,6 +98,10 @@ def make_project_executor(res: Resources) -> Any:
             except EditError as exc:
                 trial["error"] = str(exc)
                 continue
+            if edited in seen:
+                trial["checks"] = "the same code as an earlier candidate"
+                continue
+            seen.add(edited)
             report = _try(res, project, path, edited, step, module)
             trial["checks"] = report.summary() if report else "no checks"
             emit(
@@ -108,7 +120,8 @@ def make_project_executor(res: Resources) -> Any:
         if best is not None:
             atomic_write_text(attempt.staging / path, best[1])
         atomic_write_json(attempt.path / CANDIDATES_FILE, {"candidates": trials})
-        res.workspace.write_history(attempt, [*messages, *spent])
+        anew_asked = [m for p, _ in requests for m in p[-1:] if p is not messages][:1]
+        res.workspace.write_history(attempt, [*messages, *anew_asked, *spent])
         emit(
             "executor.done",
             run_id=state["run_id"],
@@ -148,8 +161,10 @@ def _prompt(
         path=path,
         excerpt=around,
         documents=documents_for(project.checkout.root, task, qualname),
-        feedback=prompts.PROJECT_FEEDBACK.format(
-            previous=previous.strip() or "(none)", why=feedback
+        feedback=(
+            prompts.PROJECT_FEEDBACK.format(previous=previous.strip(), why=feedback)
+            if previous.strip()
+            else prompts.PROJECT_ANEW.format(why=feedback)
         )
         if feedback
         else "",
