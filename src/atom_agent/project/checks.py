@@ -327,8 +327,11 @@ def explain(result: CheckResult) -> str:
     printed table is shown whole rather than cut inside a long repr.
     """
     check = result.check
-    where = check.criterion.split(" prints ")[0].split(" -> ")[0] if check.criterion else ""
-    what = where if ":" in where else check.describe()
+    last = check.call.strip().splitlines()[-1] if check.call.strip() else ""
+    origin, _, source = check.criterion.partition(": ")
+    documented = bool(source) and (source.startswith(last) or source.startswith("print("))
+    where = check.criterion.split(" prints ")[0].split(" -> ")[0]
+    what = where if documented else check.describe()
     try:
         want, got = ast.literal_eval(check.expect), ast.literal_eval(result.got)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

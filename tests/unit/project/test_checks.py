@@ -240,3 +240,13 @@ def test_documentation_that_is_a_link_a_fifo_or_huge_is_not_read(tmp_path: Path)
     (root / "docs" / "ok.rst").write_text(">>> f()\n2\n")
     (root / "doc").symlink_to(tmp_path)  # a folder link out of the project
     assert [c.criterion for c in project_examples(root, "m.py", "f")] == ["docs/ok.rst: f() -> 2"]
+
+
+def test_a_clause_check_is_explained_by_its_call_not_by_the_clause() -> None:
+    examples = docstring_checks(SET_IN)
+    clause = "Implement it as described: it never mutates `d`."
+    check = unmutated_checks(clause, "set_in", ["d", "key", "value", "factory"], examples)[0]
+    result = CheckResult(check, "failed", got="{'a': 1, 'b': 2}", reason="expected …, got …")
+    assert explain(result) == (
+        "- given = {'a': 1} ; set_in(given, 'b', 2) ; given == {'a': 1}: expected …, got …"
+    )
