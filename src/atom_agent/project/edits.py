@@ -14,6 +14,7 @@ import textwrap
 from dataclasses import dataclass
 
 from atom_agent.drafting import extract_code
+from atom_agent.project import _source
 
 
 class EditError(ValueError):
@@ -65,6 +66,10 @@ def definition_of(reply: str, qualname: str) -> str:
                     break
     if node is None:
         raise EditError(f"the code defines no `{name}`: write its whole definition")
+    if isinstance(node, _source.DefNode) and _source.is_stub(node):
+        # "# Implementation goes here / pass" replaces a stub with a stub.
+        raise EditError(f"the code's `{name}` has no body (only pass, ... or a raise of "
+                        "NotImplementedError): write the code that does the work")  # fmt: skip
     lines = textwrap.dedent(code).splitlines()
     first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])  # type: ignore[attr-defined]
     end = node.end_lineno or node.lineno  # type: ignore[attr-defined]

@@ -58,6 +58,9 @@ def test_new_names_are_added_to_their_class_or_module() -> None:
         ("no code here", "no code block"),
         ("```python\ndef helper(x:\n```", "does not parse"),
         ("```python\ndef other(x):\n    return 1\n```", "defines no `helper`"),
+        ("```python\ndef helper(x):\n    # Implementation goes here\n    pass\n```", "no body"),
+        ('```python\ndef helper(x):\n    """Doc."""\n    raise NotImplementedError\n```', "body"),
+        ("```python\ndef helper(x):\n    ...\n```", "no body"),
     ],
 )
 def test_replies_that_cannot_be_an_edit_say_why(reply: str, message: str) -> None:

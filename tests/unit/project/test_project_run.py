@@ -279,3 +279,20 @@ def test_a_retry_repairs_once_then_samples_anew_told_what_failed(tmp_path: Path)
     assert trials[2] == {"temperature": 0.0, "prompt": "anew", "checks": "2 passed, 0 failed"}
     assert json.loads((attempt / "verdict.json").read_text())["verified"] is True
     assert "return a * b" in git(repo, "show", f"atom/{outcome.run_id}:calc/__init__.py")
+
+
+def test_a_stub_reply_is_no_candidate_the_next_sample_is_taken(tmp_path: Path) -> None:
+    repo = project(tmp_path / "proj")
+    replies = iter(["def double(x):\n    # Implementation goes here\n    pass\n",
+                    "def double(x):\n    return x + x\n"])  # fmt: skip
+
+    def respond(messages: list[BaseMessage]) -> str:
+        return "```python\n" + next(replies) + "```"
+
+    outcome = run_task("Rewrite `calc.double` without multiplication.", ctx(tmp_path, repo),
+                       models=ScriptedChatModel(respond=respond))  # fmt: skip
+    assert outcome.status == "done", outcome.stop_reason
+    attempt = tmp_path / "ws" / "runs" / outcome.run_id / "steps" / "1-double" / "attempts" / "1"
+    trials = json.loads((attempt / "candidates.json").read_text())["candidates"]
+    assert "no body" in trials[0]["error"] and trials[1]["checks"] == "no checks"
+    assert "return x + x" in git(repo, "show", f"atom/{outcome.run_id}:calc/__init__.py")

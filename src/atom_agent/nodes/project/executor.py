@@ -4,8 +4,10 @@ Each candidate is the model's definition of the step's target spliced into its f
 (:mod:`atom_agent.project.edits`). With checks (the target's docstring examples, the task's
 examples) the candidates are run on them in the run's checkout, greedy first and warmer
 samples after, until one passes them all; the best goes to the attempt's staging area as the
-edited file. Without checks only the greedy candidate is written: nothing could tell samples
-apart. The checkout is reset after every trial; the reflector proves the chosen one.
+edited file. Without checks the first usable candidate is written: nothing could tell samples
+apart. A reply without a usable definition (no code, another name, a stub body) is no
+candidate: the next temperature is asked. The checkout is reset after every trial; the
+reflector proves the chosen one.
 """
 
 from __future__ import annotations
@@ -64,7 +66,9 @@ def make_project_executor(res: Resources) -> Any:
         spent: list[BaseMessage] = []
         trials: list[dict[str, Any]] = []
         best: tuple[tuple[int, int], str] | None = None
-        ladder = temperatures(profile.warming, attempt.n) if step.checks else [0.0]
+        # Without checks the first usable candidate is taken (nothing tells samples apart);
+        # the warmer ones are asked only when a reply gave no usable definition.
+        ladder = temperatures(profile.warming, attempt.n)
         # The previous attempt's choice stays a candidate: a retry replaces it only with code
         # that does better on the checks, and the model is shown it with what failed.
         incumbent = _incumbent(res.workspace, step_ref, attempt, path)
