@@ -113,8 +113,9 @@ def _method_parts(
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name not in methods
     ]
     others = sorted(methods.values(), key=lambda m: abs(m.lineno - target.lineno))
-    # The same method written for another class of the module (TLRUCache.expire beside
-    # TTLCache.expire, another type's convert): how this project does that job.
+    # The same method written for another class of the module (another type's convert): how
+    # this project does that job. Not one built on private attributes (``self.__order``) this
+    # class lacks: a small model copies it, and it fails on the first call.
     analogues = [
         _class_head(lines, cls) | _span(stmt)
         for cls in classes.values()
@@ -123,6 +124,7 @@ def _method_parts(
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
         and stmt.name == target.name
         and not _source.is_stub(stmt)
+        and _private(stmt) <= _private(owner)
     ]
     return [
         head,
@@ -163,6 +165,19 @@ def _module_parts(lines: list[str], tree: ast.Module, target: _source.DefNode) -
         *(_summary(lines, d) for _, d in definitions),
         *(_span(d) for _, d in definitions),
     ]
+
+
+def _private(node: ast.AST) -> set[str]:
+    """The private attributes (``self.__name``, name-mangled per class) `node` uses."""
+    return {
+        sub.attr
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Attribute)
+        and isinstance(sub.value, ast.Name)
+        and sub.value.id == "self"
+        and sub.attr.startswith("__")
+        and not sub.attr.endswith("__")
+    }
 
 
 def _callers(tree: ast.Module, target: _source.DefNode) -> list[Lines]:

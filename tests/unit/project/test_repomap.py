@@ -420,6 +420,27 @@ def test_excerpt_of_a_method_shows_the_same_method_of_another_class(tmp_path: Pa
     assert "class Stub" not in text and "def other" not in text
 
 
+def test_an_analogue_built_on_private_attributes_the_class_lacks_is_not_shown(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "caches.py").write_text(
+        "class Linked:\n"
+        "    def __init__(self):\n"
+        "        self.__root = None\n"
+        "\n"
+        "    def expire(self, time=None):\n"
+        "        raise NotImplementedError\n"
+        "\n\n"
+        "class Heap:\n"
+        "    def expire(self, time=None):\n"
+        "        while self.__order and self.__order[0] <= time:\n"
+        "            self.__order.pop(0)\n"
+    )
+    text = excerpt(tmp_path, definition(tmp_path, "Linked.expire"), budget_tokens=10_000)
+    # Heap's self.__order is _Heap__order: copied into Linked it raises AttributeError.
+    assert "class Heap" not in text and "__order" not in text
+
+
 def test_excerpt_of_a_stub_shows_the_code_that_calls_it(tmp_path: Path) -> None:
     (tmp_path / "fmt.py").write_text(
         "def _segment(align, width):\n"
