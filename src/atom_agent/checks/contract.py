@@ -83,7 +83,9 @@ class CheckResult:
     function: str = ""
     """Where the code under test raised or was stopped: its function (qualified name) …"""
     line: str = ""
-    """… and its line (``"line 31: decoded += count * s[i]"``); empty when it returned."""
+    """… and its line (``"line 31: decoded += count * s[i]"``); empty when it returned …"""
+    arguments: str = ""
+    """… and the arguments that function had then (``"align='decimal', colwidth=9"``)."""
 
     @property
     def executed(self) -> bool:
@@ -101,6 +103,7 @@ class CheckResult:
             "got": self.got,
             "reason": self.reason,
             **({"function": self.function, "line": self.line} if self.function else {}),
+            **({"arguments": self.arguments} if self.arguments else {}),
         }
 
 
@@ -230,8 +233,11 @@ def located(exc):
     import linecache
     code = found.tb_frame.f_code
     text = linecache.getline(path, found.tb_lineno).strip()[:160]
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    values = found.tb_frame.f_locals
+    args = ", ".join(f"{n}={short(values[n])[:80]}" for n in names if n != "self" and n in values)
     return {"function": getattr(code, "co_qualname", code.co_name),
-            "line": f"line {found.tb_lineno}: {text}"}
+            "line": f"line {found.tb_lineno}: {text}", "arguments": args[:300]}
 class CheckTimeout(BaseException):
     pass
 def alarm(signum, frame):
@@ -361,6 +367,7 @@ def run_contract(
             reason=str(data.get("reason", "")),
             function=str(data.get("function", "")),
             line=str(data.get("line", "")),
+            arguments=str(data.get("arguments", "")),
         )
     unfinished = [i for i in runnable if report.results[i].status == "not_run"]
     if unfinished:

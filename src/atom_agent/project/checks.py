@@ -332,6 +332,9 @@ def explain(result: CheckResult) -> str:
     documented = bool(source) and (source.startswith(last) or source.startswith("print("))
     where = check.criterion.split(" prints ")[0].split(" -> ")[0]
     what = where if documented else check.describe()
+    if result.function and result.status in ("error", "timeout"):
+        called = f"{result.function}({result.arguments})" if result.arguments else result.function
+        return f"- {what[:300]}: {result.reason[:300]} in {called[:300]}, {result.line[:200]}"
     try:
         want, got = ast.literal_eval(check.expect), ast.literal_eval(result.got)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

@@ -250,3 +250,27 @@ def test_a_clause_check_is_explained_by_its_call_not_by_the_clause() -> None:
     assert explain(result) == (
         "- given = {'a': 1} ; set_in(given, 'b', 2) ; given == {'a': 1}: expected …, got …"
     )
+
+
+def test_a_check_that_raises_inside_the_target_is_explained_with_its_arguments(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "seg.py").write_text(
+        "def segment(align, width):\n"
+        '    if align == "left":\n'
+        '        return ":" + "-" * (width - 1)\n'
+        '    raise ValueError(f"Invalid alignment: {align}")\n'
+        "\n\n"
+        "def rule(aligns):\n"
+        '    return "|".join(segment(a, 4) for a in aligns)\n'
+    )
+    (check,) = docstring_checks(">>> rule(['left', 'decimal'])\n':---|---:'\n", origin="README.md")
+    report = run_contract([check], staging=tmp_path, runner=default_runner(),
+                          limits=Limits(timeout_s=30.0), module="seg")  # fmt: skip
+    (result,) = report.results
+    assert (result.function, result.arguments) == ("segment", "align='decimal', width=4")
+    assert explain(result) == (
+        "- README.md: rule(['left', 'decimal']): raised ValueError: Invalid alignment: decimal"
+        " in segment(align='decimal', width=4), line 4: "
+        'raise ValueError(f"Invalid alignment: {align}")'
+    )
