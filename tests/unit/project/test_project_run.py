@@ -59,21 +59,15 @@ def test_a_change_that_breaks_a_passing_test_is_not_committed(tmp_path: Path) ->
     assert outcome.status == "failed"
     branch = f"atom/{outcome.run_id}"
     assert git(repo, "log", "--format=%s", f"main..{branch}") == ""
-    verdict = json.loads(
-        (
-            tmp_path
-            / "ws"
-            / "runs"
-            / outcome.run_id
-            / "steps"
-            / "1-double"
-            / "attempts"
-            / "2"
-            / "verdict.json"
-        ).read_text()  # fmt: skip
-    )
+    attempt = tmp_path / "ws" / "runs" / outcome.run_id / "steps" / "1-double" / "attempts" / "2"
+    verdict = json.loads((attempt / "verdict.json").read_text())
     assert verdict["suite"]["regressions"] == ["tests/test_calc.py::test_double"]
     assert "passed before your change and fails now" in verdict["feedback"]
+    # With pytest's reason, and each candidate was tried on the suite before the gate.
+    assert "tests/test_calc.py::test_double passed before your change and fails now: " \
+        "AssertionError: assert '44' == 8" in verdict["feedback"]  # fmt: skip
+    trials = json.loads((attempt / "candidates.json").read_text())["candidates"]
+    assert trials[0]["checks"] == "no checks; 1 test(s) that passed before fail"
 
 
 def test_a_folder_without_git_gets_a_copy_and_a_patch(tmp_path: Path) -> None:
@@ -294,5 +288,6 @@ def test_a_stub_reply_is_no_candidate_the_next_sample_is_taken(tmp_path: Path) -
     assert outcome.status == "done", outcome.stop_reason
     attempt = tmp_path / "ws" / "runs" / outcome.run_id / "steps" / "1-double" / "attempts" / "1"
     trials = json.loads((attempt / "candidates.json").read_text())["candidates"]
-    assert "no body" in trials[0]["error"] and trials[1]["checks"] == "no checks"
+    assert "no body" in trials[0]["error"]
+    assert trials[1]["checks"] == "no checks; 0 test(s) that passed before fail"
     assert "return x + x" in git(repo, "show", f"atom/{outcome.run_id}:calc/__init__.py")

@@ -23,6 +23,7 @@ from atom_agent.models.profiles import profile_for
 from atom_agent.project.documents import documents_for
 from atom_agent.project.edits import Edit, EditError, apply_edit, definition_of, source_of
 from atom_agent.project.repomap import excerpt, render_map, scan
+from atom_agent.project.suite import run_suite
 from atom_agent.resources import Resources
 from atom_agent.state import PlanStep, State
 from atom_agent.telemetry import emit
@@ -31,12 +32,15 @@ from atom_agent.workspace import AttemptRef, StepRef, Workspace
 from atom_agent.workspace.atomic import atomic_write_json, atomic_write_text
 
 from ..common import plan_of, run_ref, unfinished_attempt
-from .common import ProjectRun, load_project, module_of, runner_of, target_of
+from .common import ProjectRun, limits_of, load_project, module_of, runner_of, target_of
 
 MAP_TOKENS = 700
 """Token budget of the other files' signatures in an edit prompt."""
 EXCERPT_TOKENS = 2500
 """Token budget of the code around the target."""
+SUITE_SECONDS_PER_CANDIDATE = 30.0
+"""A step without checks runs the project's suite on each candidate when the baseline run
+took at most this long (the reflector's gate runs it once more on the chosen one)."""
 CANDIDATES_FILE = "candidates.json"
 """Per attempt: every candidate's temperature, edit error and check results (a record for
 people; no node reads it back)."""
@@ -107,7 +111,14 @@ def make_project_executor(res: Resources) -> Any:
                 continue
             seen.add(edited)
             report = _try(res, project, path, edited, step, module)
-            trial["checks"] = report.summary() if report else "no checks"
+            broken = None if report is not None else _broken(res, project, path, edited)
+            trial["checks"] = (
+                report.summary()
+                if report is not None
+                else "no checks"
+                if broken is None
+                else f"no checks; {broken} test(s) that passed before fail"
+            )
             emit(
                 "executor.candidate",
                 run_id=state["run_id"],
@@ -115,10 +126,10 @@ def make_project_executor(res: Resources) -> Any:
                 temperature=temperature,
                 checks=trial["checks"],
             )
-            score = report.rank() if report else (0, 0)
+            score = report.rank() if report is not None else (-(broken or 0), 0)
             if best is None or score > best[0]:
                 best = (score, edited)
-            if report is None or report.all_passed():
+            if report.all_passed() if report is not None else not broken:
                 break
         project.checkout.reset()
         if best is not None:
@@ -195,6 +206,31 @@ def _try(
         )
     finally:
         project.checkout.reset()
+
+
+def _broken(res: Resources, project: ProjectRun, path: str, edited: str) -> int | None:
+    """How many tests that passed in the baseline do not pass with `edited` (None: not run).
+
+    For a step without checks the project's suite is what tells candidates apart; it is run
+    here only when the baseline took at most :data:`SUITE_SECONDS_PER_CANDIDATE`. A suite
+    that no longer collects counts every test it passed before.
+    """
+    baseline = project.baseline
+    if baseline.seconds > SUITE_SECONDS_PER_CANDIDATE or not baseline.passed:
+        return None
+    (project.checkout.root / path).write_text(edited, encoding="utf-8")
+    try:
+        after = run_suite(
+            project.checkout.root,
+            project.command,
+            runner=runner_of(res, project),
+            limits=limits_of(res),
+        )
+    finally:
+        project.checkout.reset()
+    if baseline.collected_ok and not after.collected_ok:
+        return len(baseline.passed)
+    return len(baseline.passed - after.passed - after.skipped)
 
 
 def _incumbent(

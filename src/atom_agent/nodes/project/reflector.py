@@ -285,7 +285,16 @@ def _feedback(
     lines = [decision.reason]
     lines += [explain(failed) for failed in (contract.failed if contract else [])[:5]]
     for test in (result.regressions if result else [])[:5]:
-        lines.append(f"- the test {test} passed before your change and fails now")
+        why = _why_failed(test, after)
+        lines.append(f"- the test {test} passed before your change and fails now{why}")
     if after is not None and not after.collected_ok:
         lines.append(after.output_tail[-800:])
     return "\n".join(lines)
+
+
+def _why_failed(test: str, after: SuiteResult | None) -> str:
+    """``": TypeError: …"``: pytest's summary line for `test` in the run's output ('' if none)."""
+    for line in (after.output_tail if after is not None else "").splitlines():
+        if line.startswith(("FAILED ", "ERROR ")) and test in line and " - " in line:
+            return ": " + line.split(" - ", 1)[1].strip()[:200]
+    return ""
