@@ -59,10 +59,15 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def project(root: Path, *, with_git: bool = True) -> Path:
-    (root / "calc").mkdir(parents=True)
-    (root / "calc" / "__init__.py").write_text(MODULE)
-    (root / "tests").mkdir()
-    (root / "tests" / "test_calc.py").write_text(TESTS)
+    files = {"calc/__init__.py": MODULE, "tests/test_calc.py": TESTS}
+    return files_project(root, files, with_git=with_git)
+
+
+def files_project(root: Path, files: dict[str, str], *, with_git: bool = True) -> Path:
+    """A project of `files` (relative path to text), committed on `main` in a new repository."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
     if with_git:
         git(root, "init", "-q", "-b", "main")
         git(root, "add", "-A")

@@ -12,7 +12,7 @@ from atom_agent import Context, run_task
 from atom_agent.nodes.project.planner import task_test_command
 from atom_agent.testing import ScriptedChatModel
 
-from .calc import GOOD_ADD, GOOD_MUL, answers, ctx, git, project
+from .calc import GOOD_ADD, GOOD_MUL, answers, ctx, files_project, git, project
 
 
 def test_two_steps_commit_on_the_runs_branch_and_the_project_is_untouched(tmp_path: Path) -> None:
@@ -154,6 +154,7 @@ def test_a_retry_keeps_the_previous_choice_unless_a_sample_does_better(tmp_path:
     assert "return abs(a * b)" in git(repo, "show", f"atom/{outcome.run_id}:calc/__init__.py")
 
 
+NO_TEST = "def test_nothing():\n    assert True\n"
 BOX = '''"""Boxes of text."""
 
 
@@ -183,15 +184,8 @@ BOX_README = """# box
 def test_the_readme_example_that_reaches_the_target_is_a_check(
     tmp_path: Path, body: str, verified: bool
 ) -> None:
-    repo = tmp_path / "proj"
-    (repo / "box").mkdir(parents=True)
-    (repo / "box" / "__init__.py").write_text(BOX)
-    (repo / "README.md").write_text(BOX_README)
-    (repo / "tests").mkdir()
-    (repo / "tests" / "test_box.py").write_text("def test_nothing():\n    assert True\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "start")
+    repo = files_project(tmp_path / "proj", {"box/__init__.py": BOX, "README.md": BOX_README,
+                                             "tests/test_box.py": NO_TEST})  # fmt: skip
     cell = f"def _cell(value, width):\n    return str(value).{body}(width)\n"
     outcome = run_task("Implement `box._cell` as its docstring says.", ctx(tmp_path, repo),
                        models=answers(_cell=cell))  # fmt: skip
@@ -226,14 +220,8 @@ SET_IN = '''def set_in(d, key, value):
 def test_never_mutates_is_checked_on_the_docstring_example(
     tmp_path: Path, body: str, verified: bool
 ) -> None:
-    repo = tmp_path / "proj"
-    (repo / "dicts").mkdir(parents=True)
-    (repo / "dicts" / "__init__.py").write_text(SET_IN)
-    (repo / "tests").mkdir()
-    (repo / "tests" / "test_dicts.py").write_text("def test_nothing():\n    assert True\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "start")
+    repo = files_project(tmp_path / "proj",
+                         {"dicts/__init__.py": SET_IN, "tests/test_dicts.py": NO_TEST})  # fmt: skip
     task = "Implement `dicts.set_in` as its docstring says. It never mutates `d`."
     answer = f"def set_in(d, key, value):\n    {body}\n"
     outcome = run_task(task, ctx(tmp_path, repo), models=answers(set_in=answer))

@@ -166,10 +166,11 @@ def _step(res: Resources, project: ProjectRun, task: str, target: Definition, n:
     checks += [c for cl in clauses for c in unmutated_checks(cl.text, name, params, checks)]
     checks += [c for cl in clauses for c in cl.checks if c.call]
     checks = list({c.describe(): c for c in checks}.values())
+    own = {k.describe() for k in checks}
     examples = [
         c
         for c in project_examples(project.checkout.root, target.path, target.qualname)
-        if c.describe() not in {k.describe() for k in checks}
+        if c.describe() not in own
     ]
     if checks or examples:
         baseline = run_contract(
@@ -181,10 +182,10 @@ def _step(res: Resources, project: ProjectRun, task: str, target: Definition, n:
             module=module,
         )
         project.checkout.reset()
-        own = ContractReport(baseline.results[: len(checks)], baseline.error)
+        mine = ContractReport(baseline.results[: len(checks)], baseline.error)
         found = ContractReport(baseline.results[len(checks) :], baseline.error)
         reproduced = reproducing(examples, found, target.qualname)
-        checks = runnable_on_baseline(checks, own) + reproduced
+        checks = runnable_on_baseline(checks, mine) + reproduced
         emit("project.examples", target=target.qualname, tried=len(examples), kept=len(reproduced))
     slug = re.sub(r"[^a-z0-9]+", "-", target.qualname.lower()).strip("-")[:36] or "change"
     return PlanStep(
