@@ -33,6 +33,7 @@ from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
 from atom_agent.telemetry import emit
 from atom_agent.verification.crossexam import consensus, suspects
+from atom_agent.verification.recombine import Scored, recombine
 from atom_agent.workspace.atomic import atomic_write_text
 
 logger = logging.getLogger(__name__)
@@ -239,7 +240,7 @@ class Candidate:
     origin: str = "draft"
     """How it was written: ``plain`` (candidate zero), ``draft``, ``witness``, ``repair`` (one
     function written again), ``retry`` (the whole file re-asked), ``earlier`` (a previous
-    attempt's best)."""
+    attempt's best), ``recombined`` (the best with functions of other candidates)."""
     report: ContractReport | None = None
     path: Path | None = None
 
@@ -261,6 +262,8 @@ class Drafts:
     side: list[AIMessage] = field(default_factory=list)
     repairs: list[BaseMessage] = field(default_factory=list)
     """Focused repairs (:mod:`atom_agent.repair`): each request and its reply."""
+    trials: int = 0
+    """Modules recombination executed (:mod:`atom_agent.verification.recombine`)."""
     candidates: list[Candidate] = field(default_factory=list)
     suspect: dict[int, str] = field(default_factory=dict)
     """Checks every independent witness contradicted (index → why): they decide nothing."""
@@ -483,6 +486,9 @@ def write_drafts(
         drafts.suspect = suspects(draft.report, reports)
         if drafts.passes(draft):
             return drafts
+    mixed = recombined(drafts, checks, defines, available, folder, python_path, runner, limits)
+    if mixed is not None and drafts.passes(mixed):
+        return drafts
     last = draft
     for temperature in temps[1:]:
         best = drafts.best
@@ -505,8 +511,60 @@ def write_drafts(
             last = add(reply, temperature, informed=True, origin="retry")
         if drafts.passes(last):
             break
+    if not any(drafts.passes(c) for c in drafts.candidates):
+        recombined(drafts, checks, defines, available, folder, python_path, runner, limits)
     drafts.agree()
     return drafts
+
+
+def recombined(
+    drafts: Drafts,
+    checks: Sequence[Check],
+    defines: Sequence[str],
+    available: Sequence[str],
+    folder: Path,
+    python_path: Sequence[Path],
+    runner: SandboxRunner,
+    limits: Limits,
+) -> Candidate | None:
+    """The best candidate with functions of the others, when that executes strictly better.
+
+    No model call: each trial is the best module with one function (and what it needs) taken
+    from a candidate that passes a check the best one fails, run on the same checks
+    (:func:`~atom_agent.verification.recombine.recombine`). The winner joins the candidates
+    (``recombined``, informed); the trials do not, so they never vote in cross-examination.
+    """
+    best = drafts.best
+    if best is None or best.report is None or drafts.passes(best):
+        return None
+    donors = [
+        Scored(c.source, c.report)
+        for c in drafts.candidates
+        if c is not best and c.report is not None and c.source.strip()
+    ]
+    if not donors:
+        return None
+    where: dict[str, Path] = {}
+
+    def run(source: str) -> ContractReport:
+        path = folder / "recombined" / str(drafts.trials)
+        drafts.trials += 1
+        atomic_write_text(path / IMPL_FILE, source)
+        where[source] = path
+        return run_contract(checks, staging=path, runner=runner, limits=limits,
+                            python_path=[path, *python_path], defines=defines,
+                            available=available)  # fmt: skip
+
+    found = recombine(Scored(best.source, best.report), donors, run, ignore=set(drafts.suspect))
+    if found is None:
+        return None
+    candidate = Candidate(k=len(drafts.candidates), source=found.source, temperature=-1.0,
+                          informed=True, origin="recombined", report=found.report,
+                          path=where.get(found.source))  # fmt: skip
+    drafts.candidates.append(candidate)
+    emit("executor.recombined", candidate=candidate.k, summary=found.report.summary(),
+         trials=drafts.trials, passed=drafts.passes(candidate))  # fmt: skip
+    return candidate
 
 
 def _focused_repair(
