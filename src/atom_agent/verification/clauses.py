@@ -582,13 +582,34 @@ def restates_task(check: Check, task: str) -> bool:
         for n in ast.walk(tree)
         if isinstance(n, ast.Constant) and n.value is not None and not isinstance(n.value, bool)
     ]
-    if not literals or len(tree.body) != 1:
+    if not literals:
         return False
-    if not all(_in_task(lit, task) for lit in literals):
+    if len(tree.body) != 1:
+        return any(_restates(check, literals, text) for text, _ in split_clauses(task))
+    return _restates(check, literals, task)
+
+
+def _restates(check: Check, literals: Sequence[str], text: str) -> bool:
+    """Every literal of the check and its result or exception appear in `text`.
+
+    A scenario (setup lines, then the expression) must restate one clause: the worked example
+    "with headers ['name', 'qty'] and the rows ('apple', 3) …, render() returns '…'" written
+    as a sequence of calls; its result must be a literal that is not a bare True/False/None.
+    """
+    if not all(_in_task(lit, text) for lit in literals):
         return False
     if check.raises:
-        return check.raises.split(".")[-1] in task
-    return bool(check.expect.strip()) and _in_task(check.expect.strip(), task)
+        return check.raises.split(".")[-1] in text
+    expect = check.expect.strip()
+    if not expect or not _in_task(expect, text):
+        return False
+    if "\n" in check.call.strip():
+        try:
+            value = ast.literal_eval(expect)
+        except (SyntaxError, ValueError):
+            return False
+        return value is not None and not isinstance(value, bool)
+    return True
 
 
 def _in_task(literal: str, task: str) -> bool:

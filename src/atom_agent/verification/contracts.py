@@ -10,6 +10,7 @@ that writes code never sees the contract until a check fails: the two stay indep
 from __future__ import annotations
 
 import logging
+import re
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -20,7 +21,7 @@ from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
 from atom_agent.checks.exercised import referenced_names
 from atom_agent.checks.names import named_in_text
 from atom_agent.drafting import extract_code, sample
-from atom_agent.state import Check, Plan, PlanStep
+from atom_agent.state import Check, Clause, Plan, PlanStep
 from atom_agent.telemetry import emit
 from atom_agent.verification.clauses import CODE_CRITERIA, placed
 
@@ -48,7 +49,7 @@ def write_contracts(
             if not check_problems(c, defines=step.defines, available=available)
         ]
         missing = unchecked(step.defines, runnable)
-        if not missing or step.id in (skip or set()):
+        if not wants_contract(plan, step, missing) or step.id in (skip or set()):
             steps.append(step)
             available += step.defines
             continue
@@ -77,7 +78,7 @@ def write_contracts(
             asserts=len(found),
             usable=len(usable),
         )
-        kept = capped(usable, missing)
+        kept = capped(usable, missing or list(step.defines))
         steps.append(step.model_copy(update={"checks": [*step.checks, *kept]}))
         available += step.defines
     return Plan(steps=steps, rationale=plan.rationale, clauses=plan.clauses), spent
@@ -117,6 +118,61 @@ def unchecked(defines: list[str], runnable: list[Check]) -> list[str]:
     return [name for name in defines if name not in used]
 
 
+_QUOTED_RESULT = re.compile(
+    r"""(?:\b(?:returns?|gives?|yields?|renders?|prints?|evaluates to|becomes)\s+"""
+    r"""|->\s*|==\s*)[\[\('"\d-]"""
+)
+
+
+def quotes_a_result(text: str) -> bool:
+    """Whether a clause states a concrete result (``render() returns 'a | b'``, ``-> [1, 2]``)."""
+    return bool(_QUOTED_RESULT.search(text))
+
+
+def open_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
+    """The task's clauses no check covers yet that belong to `step`, stated results first.
+
+    A clause belongs to the step when it names something the step defines; with one step,
+    every behaviour clause does. Clauses quoting a concrete result (a worked example in prose)
+    come first, a test can restate them word for word; a signature check does not cover one.
+    """
+    stating = {c.id for c in plan.clauses if quotes_a_result(c.text)}
+    covered = {
+        c.clause
+        for s in plan.steps
+        for c in s.checks
+        if c.clause and not (c.criterion == SIGNATURE_CRITERION and c.clause in stating)
+    }
+    found = [
+        c
+        for c in plan.clauses
+        if c.id not in covered
+        and (
+            set(named_in_text(c.text)) & set(step.defines)
+            or ((c.kind == "behaviour" or c.id in stating) and len(plan.steps) == 1)
+        )
+    ]
+    return sorted(found, key=lambda c: not quotes_a_result(c.text))
+
+
+def wants_contract(plan: Plan, step: PlanStep, missing: list[str]) -> bool:
+    """Whether the planner model is asked for `step`'s tests.
+
+    When a name it defines has no value check (`missing`); when it defines a class and a
+    clause about it has no check (a class's behaviour lives in prose: state across calls,
+    ordering rules, edge cases; ClassEval); and when an unchecked clause quotes a result.
+    """
+    if missing:
+        return True
+    opened = open_clauses(plan, step)
+    classes = any(_is_class(name) for name in step.defines)
+    return any(classes or quotes_a_result(c.text) for c in opened)
+
+
+def _is_class(name: str) -> bool:
+    return name[:1].isupper() and not name.endswith(("Error", "Exception", "Warning"))
+
+
 def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
     """The contract request of one step: the task, the step, and what it defines."""
     scope = (
@@ -124,19 +180,12 @@ def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
         if len(plan.steps) == 1
         else prompts.CONTRACT_STEP.format(title=step.title, description=step.description.strip())
     )
-    covered = {c.clause for s in plan.steps for c in s.checks if c.clause}
-    open_clauses = [
-        c
-        for c in plan.clauses
-        if c.id not in covered
-        and set(named_in_text(c.text)) & set(step.defines)
-        or (c.id not in covered and c.kind == "behaviour" and len(plan.steps) == 1)
-    ]
+    opened = open_clauses(plan, step)
     clauses = (
         prompts.CONTRACT_CLAUSES.format(
-            clauses="\n".join(f"- {' '.join(c.text.split())[:200]}" for c in open_clauses[:8])
+            clauses="\n".join(f"- {' '.join(c.text.split())[:200]}" for c in opened[:8])
         )
-        if open_clauses
+        if opened
         else ""
     )
     scenario = prompts.CONTRACT_SCENARIO if any(n[:1].isupper() for n in step.defines) else ""

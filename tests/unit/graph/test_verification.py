@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from atom_agent import Context, Resources, build_graph, run_task
-from atom_agent.nodes.planner import finalize_plan
+from atom_agent.nodes.planner import finalize_plan, single_step_plan
 from atom_agent.nodes.reflector import node as reflector_node
 from atom_agent.state import Check, Plan, PlanStep, plan_problems
 from atom_agent.testing import ScriptedChatModel
@@ -475,3 +475,46 @@ def test_the_reflector_takes_the_attempts_candidates_from_the_state_not_from_dra
     # The witnesses were the attempt's own drafts, read through the state: the reflector
     # sampled none (drafts.json was gone before it ran).
     assert drafted > 0 and len(executor.calls) == drafted
+
+
+def test_a_class_or_a_stated_result_without_a_check_gets_a_contract() -> None:
+    from atom_agent.nodes.planner import task_names
+    from atom_agent.verification.contracts import open_clauses, quotes_a_result, wants_contract
+
+    table = (
+        "Write a Table class; Table(headers: list[str]) takes the column names. "
+        "A table without rows renders only its header line and dash line. "
+        "Example: with headers ['name', 'qty'] and the rows ('apple', 3) and ('kiwi', 12), "
+        "render() returns 'name  | qty\\n------+----\\napple |   3\\nkiwi  |  12'."
+    )
+    plan = finalize_plan(single_step_plan(table), table)
+    (only,) = plan.steps
+    # Even with every name checked, a class whose prose no check covers gets a contract.
+    assert wants_contract(plan, only, [])
+    opened = open_clauses(plan, only)
+    assert opened and quotes_a_result(opened[0].text)  # the worked example first
+
+    reply = (
+        "def test_render():\n"
+        "    t = Table(['name', 'qty'])\n"
+        "    t.add_row('apple', 3)\n"
+        "    t.add_row('kiwi', 12)\n"
+        "    assert t.render() == 'name  | qty\\n------+----\\napple |   3\\nkiwi  |  12'\n"
+    )
+    model = planner_model([], contracts=[reply])
+    plan, replies = write_contracts(model, table, plan)
+    assert len(replies) == 1
+    prompt = str(model.calls[0].messages[-1].content)
+    listed = prompt[prompt.index("no test covers yet") :]
+    assert listed.index("Example: with headers") < listed.index("A table without rows")
+    (scenario,) = [c for c in plan.steps[0].checks if "add_row" in c.call]
+    assert scenario.origin == "task"  # it restates the task's example: never suspect
+    assert task_names(table) == ["Table"]
+
+    # One function, prose with no stated result and every name checked: no call.
+    slug = (
+        "Write slugify(text: str) -> str that lowercases, e.g. slugify('A b') == 'a-b'. It trims."
+    )
+    plan = finalize_plan(single_step_plan(slug), slug)
+    (only,) = plan.steps
+    assert not wants_contract(plan, only, unchecked(only.defines, only.checks))

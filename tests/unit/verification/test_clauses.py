@@ -215,3 +215,27 @@ def test_an_invalid_item_of_a_list_parameter_is_passed_in_a_list() -> None:
         if c.raises
     ]
     assert calls == ["total(['1.5.0'])", "total(['abc'])", "parse('x')"]
+
+
+TABLE = (
+    "Write a Table class with add_row(*values) and render() -> str. Cells are joined with ' | '. "
+    "Example: with headers ['name', 'qty'] and the rows ('apple', 3) and ('kiwi', 12), "
+    "render() returns 'name  | qty\\n------+----\\napple |   3\\nkiwi  |  12'."
+)
+
+
+def test_a_scenario_that_restates_one_worked_example_of_the_task_is_the_tasks() -> None:
+    expected = "'name  | qty\\n------+----\\napple |   3\\nkiwi  |  12'"
+    scenario = (
+        "t = Table(['name', 'qty'])\nt.add_row('apple', 3)\nt.add_row('kiwi', 12)\nt.render()"
+    )
+    assert restates_task(Check(call=scenario, expect=expected, origin="planner"), TABLE)
+    # A value the model worked out itself is its own, however task-like its inputs.
+    other = "'name  | qty\\n------+----\\napple | 3'"
+    assert not restates_task(Check(call=scenario, expect=other, origin="planner"), TABLE)
+    # Literals from one clause and a result from another: no clause says that.
+    mixed = "t = Table(['name', 'qty'])\nt.add_row('apple', 3)\nt.render()"
+    assert not restates_task(Check(call=mixed, expect="' | '", origin="planner"), TABLE)
+    # A bare True/False/None result restates nothing in particular.
+    flag = "t = Table(['name', 'qty'])\nt.add_row('apple', 3)\n'apple' in t.render()"
+    assert not restates_task(Check(call=flag, expect="True", origin="planner"), TABLE + " True.")
