@@ -133,24 +133,22 @@ def open_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
     """The task's clauses no check covers yet that belong to `step`, stated results first.
 
     A clause belongs to the step when it names something the step defines; with one step,
-    every behaviour clause does. Clauses quoting a concrete result (a worked example in prose)
-    come first, a test can restate them word for word; a signature check does not cover one.
+    every clause does. A signature check covers no clause here: "free_slots(room, start, end)
+    returns the maximal stretches …" states what it computes, and inspect does not check that.
+    Clauses quoting a concrete result (a worked example in prose) come first: a test can
+    restate them word for word.
     """
-    stating = {c.id for c in plan.clauses if quotes_a_result(c.text)}
     covered = {
         c.clause
         for s in plan.steps
         for c in s.checks
-        if c.clause and not (c.criterion == SIGNATURE_CRITERION and c.clause in stating)
+        if c.clause and c.criterion != SIGNATURE_CRITERION
     }
     found = [
         c
         for c in plan.clauses
         if c.id not in covered
-        and (
-            set(named_in_text(c.text)) & set(step.defines)
-            or ((c.kind == "behaviour" or c.id in stating) and len(plan.steps) == 1)
-        )
+        and (len(plan.steps) == 1 or set(named_in_text(c.text)) & set(step.defines))
     ]
     return sorted(found, key=lambda c: not quotes_a_result(c.text))
 
