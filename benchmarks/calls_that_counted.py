@@ -3,8 +3,9 @@
 Reads a workspace after a batch or an evaluation (``runs/*/``) and prints, per origin of a
 step's candidates (``drafts.json``: the plain answer, drafts, witnesses, focused repairs,
 whole-file retries, an earlier attempt's best) how many were written, how many had code, how
-many met the step's checks and how many were kept; per run, how many whole-task samples were
-drawn beside the plain answer and how often one replaced it (``plain/samples/choice.json``);
+many met the step's checks and how many were kept (``recombined``: made from the others with
+no call); per run, how many whole-task samples were drawn beside the plain answer and how often
+one, or a recombination of them, replaced it (``plain/samples/choice.json``);
 and how many attempts had a check made suspect by the witnesses. A kind of call that is drawn
 often and never kept nor decides anything is a call the agent does not need:
 
@@ -35,13 +36,14 @@ def tally(workspace: Path, prefix: str = "") -> dict[str, Any]:
     passed: Counter[str] = Counter()
     kept: Counter[str] = Counter()
     attempts = suspect_attempts = 0
-    samples = replaced = sampled_runs = 0
+    samples = replaced = recombined = sampled_runs = 0
     for run in sorted((workspace / "runs").glob(f"{prefix}*")):
         choice = _load(run / "plain" / "samples" / "choice.json")
         if choice is not None:
             sampled_runs += 1
             samples += int(choice.get("samples", 0))
             replaced += bool(choice.get("chosen"))
+            recombined += choice.get("chosen") == -1
         for record in sorted(run.glob("steps/*/attempts/*/drafts.json")):
             drafts = _load(record)
             if drafts is None:
@@ -61,7 +63,12 @@ def tally(workspace: Path, prefix: str = "") -> dict[str, Any]:
         },
         "attempts": attempts,
         "attempts_with_suspect_checks": suspect_attempts,
-        "whole_task_samples": {"runs": sampled_runs, "drawn": samples, "replaced_plain": replaced},
+        "whole_task_samples": {
+            "runs": sampled_runs,
+            "drawn": samples,
+            "replaced_plain": replaced,
+            "recombined": recombined,
+        },
     }
 
 
@@ -83,7 +90,8 @@ def main() -> None:
     s = counts["whole_task_samples"]
     print(
         f"whole-task samples: {s['drawn']} in {s['runs']} runs, "
-        f"replaced the plain answer in {s['replaced_plain']}"
+        f"replaced the plain answer in {s['replaced_plain']} "
+        f"({s['recombined']} by recombining it with them, no model call)"
     )
 
 

@@ -38,6 +38,8 @@ def test_candidates_are_counted_by_origin_and_samples_by_whether_they_won(tmp_pa
     _write(run / "plain" / "samples" / "choice.json", {"samples": 2, "chosen": 1})
     _write(tmp_path / "runs" / "other.b" / "plain" / "samples" / "choice.json",
            {"samples": 2, "chosen": 0})  # fmt: skip
+    _write(tmp_path / "runs" / "tasks.d" / "plain" / "samples" / "choice.json",
+           {"samples": 2, "chosen": -1})  # fmt: skip
     # A record from before origins were written: informed candidates were retries.
     _write(
         tmp_path / "runs" / "tasks.c" / "steps" / "s1" / "attempts" / "1" / "drafts.json",
@@ -52,4 +54,9 @@ def test_candidates_are_counted_by_origin_and_samples_by_whether_they_won(tmp_pa
         "witness": {"drawn": 2, "code": 1, "passed": 0, "kept": 0},
     }
     assert got["attempts"] == 2 and got["attempts_with_suspect_checks"] == 1
-    assert got["whole_task_samples"] == {"runs": 1, "drawn": 2, "replaced_plain": 1}
+    assert got["whole_task_samples"] == {
+        "runs": 2,
+        "drawn": 4,
+        "replaced_plain": 2,
+        "recombined": 1,  # the plain answer and its samples recombined, no call
+    }
