@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from atom_agent.checks.contract import SIGNATURE_CRITERION
 from atom_agent.checks.exercised import not_exercised
 from atom_agent.errors import AtomAgentError
 from atom_agent.memory.changes import MemoryChanges
@@ -22,7 +23,7 @@ from atom_agent.session import SessionContext
 from atom_agent.state import Plan, RunStatus, State
 from atom_agent.telemetry import emit
 from atom_agent.verification.candidates import floor
-from atom_agent.verification.clauses import Coverage, coverage, task_clauses
+from atom_agent.verification.clauses import SIGNATURE_PASSED, Coverage, coverage, task_clauses
 from atom_agent.workspace.deliverable import (
     build_deliverable,
     deliverable_markdown,
@@ -300,7 +301,10 @@ def clause_coverage(
         }
         for result in (verdict.get("contract") or {}).get("results") or []:
             if result.get("clause") and result.get("check") not in suspect:
-                results.setdefault(result["clause"], []).append(str(result.get("status")))
+                status = str(result.get("status"))
+                if status == "passed" and result.get("criterion") == SIGNATURE_CRITERION:
+                    status = SIGNATURE_PASSED
+                results.setdefault(result["clause"], []).append(status)
     return coverage(plan.clauses, results)
 
 

@@ -192,6 +192,26 @@ def test_coverage_lists_verified_failed_not_run_and_unchecked_clauses() -> None:
     assert '1 unchecked ("three")' in cov.summary()
 
 
+def test_a_passing_signature_check_verifies_only_a_clause_that_is_just_a_signature() -> None:
+    from atom_agent.verification.clauses import SIGNATURE_PASSED
+
+    sig = Check(call="f", expect="[]", criterion="signature")
+    bare = Clause(id="c1", text="Autocomplete() takes no arguments.", kind="signature",
+                  checks=[sig])  # fmt: skip
+    more = Clause(
+        id="c2",
+        text="free_slots(room: str, start: int, end: int) -> list[tuple[int, int]] returns the "
+        "maximal stretches of [start, end) not covered by any booking",
+        kind="signature",
+        checks=[sig],
+    )
+    cov = coverage([bare, more], {"c1": [SIGNATURE_PASSED], "c2": [SIGNATURE_PASSED]})
+    assert (cov.verified, cov.unchecked) == (["c1"], ["c2"])
+    # What it computes, executed, verifies it; a failing signature fails it either way.
+    assert coverage([more], {"c2": [SIGNATURE_PASSED, "passed"]}).verified == ["c2"]
+    assert coverage([bare], {"c1": ["failed"]}).failed == ["c1"]
+
+
 @pytest.mark.parametrize(
     "text",
     ["the result of decode(encode(s)) is s", "returns f('x') for each input", "see g(1, 2)"],
