@@ -1,35 +1,42 @@
-"""Prompt-lookup decoding on the embedded model: decode speed with and without, side by side.
+"""Prompt-lookup decoding on the embedded model: decode speed with and without, by kind of call.
 
-Run (idle machine; ~5 min): .venv/bin/python benchmarks/prompt_lookup.py [--calls 4]
+Run (idle machine; ~10 min): .venv/bin/python benchmarks/prompt_lookup.py [--calls 2]
+[--workspace DIR]
 
-llama-cpp-python's ``LlamaPromptLookupDecoding`` drafts tokens from n-gram matches in the
-prompt and has the model verify them in one batch: it pays when the reply copies from the
-prompt (a retry that rewrites the previous candidate with a fix) and costs when it does not
-(a fresh draft). Two kinds of call, each asked greedy of the same weights loaded twice (one
-with the draft model, which llama-cpp-python runs with ``logits_all=True``), alternating:
+The agent's own model (``LocalChatModel(prompt_lookup=10)``) and its own switch: a call made
+inside :func:`atom_agent.models.lookup.copying` drafts tokens from its prompt's n-grams
+(llama.cpp's ``LlamaPromptLookupDecoding``) on the same instance; the same request outside it
+decodes token by token. Greedy, alternating, the same weights in memory. Kinds of call:
 
-- retry: the plain prompt of a task, the model's own answer, and a note that one check
-  failed; the reply is the whole module again (mostly copied);
-- fresh: the plain prompt alone.
+- retry: the plain prompt of a task, the model's answer, and "one check failed: write the
+  whole module again" (the new-code path's whole-file retry, marked copying);
+- project repair: a run on a project's repair request (its previous version shown with why
+  it was rejected), read from ``--workspace DIR`` (a workspace with project runs; marked
+  copying);
+- project edit: the first edit request of such a run (the target's code around it, not
+  marked);
+- fresh: the plain prompt alone (not marked).
 
-Prints tokens/s per call and the median ratio per kind; greedy replies must be identical
-(speculative decoding only changes the speed), which the script checks.
+Prints decode tokens/s (prefill excluded: ``response_metadata["decode_s"]``) per call and the
+median ratio per kind, and whether the two replies are the same (verified batches change the
+numerics slightly, as batch splits do, so a greedy reply can differ).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.local_model_speed import load_llama  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 
+from atom_agent.models.local import LocalChatModel  # noqa: E402
+from atom_agent.models.lookup import copying  # noqa: E402
 from atom_agent.prompts import PLAIN_TASK  # noqa: E402
 
 TASKS = [
@@ -45,55 +52,72 @@ RETRY_NOTE = (
     "Your code was run against the task's checks: 1 of them failed (the first example gave "
     "a different result). Write the whole module again, fixed, in one ```python block."
 )
+LOOKUP_TOKENS = 10
 
 
-def _load(draft: bool) -> Any:
-    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+def project_requests(workspace: Path, limit: int) -> dict[str, list[list[BaseMessage]]]:
+    """Repair and first-edit requests of the project runs in `workspace` (at most `limit` each)."""
+    found: dict[str, list[list[BaseMessage]]] = {"project repair": [], "project edit": []}
+    for history in sorted(workspace.glob("runs/*/steps/*/attempts/*/messages/history.json")):
+        messages = json.loads(history.read_text(encoding="utf-8")).get("messages") or []
+        system = [m for m in messages if m.get("type") == "system"][:1]
+        if not system or "existing project" not in str(system[0].get("content")):
+            continue
+        for m in messages:
+            if m.get("type") != "human":
+                continue
+            text = str(m.get("content"))
+            kind = "project repair" if "Your previous version:" in text else "project edit"
+            if "An earlier version was not accepted" in text or len(found[kind]) >= limit:
+                continue
+            found[kind].append([SystemMessage(str(system[0]["content"])), HumanMessage(text)])
+            break
+    return found
 
-    if not draft:
-        return load_llama()
-    # llama-cpp-python sizes its logits buffer by the logits_all *argument* (a draft model
-    # only sets the flag): without it, a verified batch past n_batch tokens overflows it.
-    return load_llama(draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10), logits_all=True)
 
-
-def _ask(llama: Any, messages: list[dict[str, str]]) -> tuple[str, int, float]:
-    llama.reset()
-    started = time.perf_counter()
-    out = llama.create_chat_completion(messages=messages, temperature=0.0, max_tokens=500)
-    seconds = time.perf_counter() - started
-    return (
-        out["choices"][0]["message"]["content"] or "",
-        int(out["usage"]["completion_tokens"]),
-        seconds,
-    )
+def _ask(model: LocalChatModel, messages: list[BaseMessage], lookup: bool) -> tuple[str, float]:
+    if lookup:
+        with copying():
+            reply = model.invoke(messages, temperature=0.0)
+    else:
+        reply = model.invoke(messages, temperature=0.0)
+    meta: dict[str, Any] = reply.response_metadata or {}
+    usage = reply.usage_metadata or {}
+    decode = float(meta.get("decode_s") or meta.get("duration_s") or 1.0)
+    return str(reply.content), int(usage.get("output_tokens", 0)) / max(decode, 1e-6)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=len(TASKS))
+    parser.add_argument("--calls", type=int, default=2, help="calls per kind")
+    parser.add_argument("--workspace", type=Path, help="a workspace with project runs")
+    parser.add_argument("--max-tokens", type=int, default=600)
     args = parser.parse_args()
-    base, lookup = _load(False), _load(True)
-    ratios: dict[str, list[float]] = {"retry": [], "fresh": []}
+    model = LocalChatModel(prompt_lookup=LOOKUP_TOKENS, max_tokens=args.max_tokens,
+                           stop_early=True)  # fmt: skip
+    kinds: dict[str, list[list[BaseMessage]]] = {"retry": [], "fresh": []}
     for task in TASKS[: args.calls]:
-        fresh = [{"role": "user", "content": PLAIN_TASK.format(task=task)}]
-        answer, _, _ = _ask(base, fresh)
-        retry = [*fresh, {"role": "assistant", "content": answer},
-                 {"role": "user", "content": RETRY_NOTE}]  # fmt: skip
-        for kind, messages in (("fresh", fresh), ("retry", retry)):
-            text_a, tokens_a, secs_a = _ask(base, messages)
-            text_b, tokens_b, secs_b = _ask(lookup, messages)
-            same = "same reply" if text_a == text_b else "REPLIES DIFFER"
-            speed_a, speed_b = tokens_a / secs_a, tokens_b / secs_b
-            ratios[kind].append(speed_b / speed_a)
+        fresh: list[BaseMessage] = [HumanMessage(PLAIN_TASK.format(task=task))]
+        answer = model.invoke(fresh, temperature=0.0)
+        kinds["fresh"].append(fresh)
+        kinds["retry"].append([*fresh, AIMessage(str(answer.content)), HumanMessage(RETRY_NOTE)])
+    if args.workspace is not None:
+        kinds.update(project_requests(args.workspace, args.calls))
+    ratios: dict[str, list[float]] = {}
+    for kind, requests in kinds.items():
+        for messages in requests:
+            text_a, speed_a = _ask(model, messages, lookup=False)
+            text_b, speed_b = _ask(model, messages, lookup=True)
+            same = "same reply" if text_a == text_b else "replies differ"
+            ratios.setdefault(kind, []).append(speed_b / speed_a)
             print(
-                f"{kind:5} {tokens_a:4d} tok: plain {speed_a:5.1f} tok/s, "
-                f"prompt lookup {speed_b:5.1f} tok/s ({speed_b / speed_a:.2f}x), {same}",
+                f"{kind:14} decode: {speed_a:5.1f} tok/s without, {speed_b:5.1f} with prompt "
+                f"lookup ({speed_b / speed_a:.2f}x), {same}",
                 flush=True,
             )
     for kind, values in ratios.items():
         print(f"{kind}: median {statistics.median(values):.2f}x over {len(values)} calls "
-              "(tokens/s with prompt lookup / without; whole call, prefill included)")  # fmt: skip
+              "(decode tokens/s with prompt lookup / without, same instance)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from atom_agent import prompts, repair
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.names import code_blocks, defined_in_code, free_names
+from atom_agent.models.lookup import copying
 from atom_agent.models.stopping import Expecting, code_replies
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
@@ -506,7 +507,8 @@ def write_drafts(
                 else missing_note(drafts.messages[-1], defines)
             )
             drafts.messages.append(HumanMessage(note))
-            reply = sample(model, drafts.messages, temperature, code_only="code")
+            with copying():  # the whole module again, fixed: mostly the rejected one
+                reply = sample(model, drafts.messages, temperature, code_only="code")
             drafts.messages.append(reply)
             last = add(reply, temperature, informed=True, origin="retry")
         if drafts.passes(last):

@@ -15,6 +15,12 @@ Imported only when the local model loads (llama-cpp-python is an optional extra)
   came out as other code than the baseline's identical call). Greedy calls are made so: the
   same request gives the same reply, whatever ran before. Their state is still saved for
   the calls that continue them.
+- ``looking_up(n)``: calls inside it decode with prompt-lookup speculative decoding
+  (``LlamaPromptLookupDecoding``, `n` drafted tokens a step) on this same instance.
+  llama-cpp-python ties a draft model to ``logits_all=True`` for the whole instance (a
+  ``n_ctx × vocab`` buffer: 5 GB at 8k tokens for Qwen2.5, and logits for every prompt token);
+  here only the small batches that verify drafted tokens ask llama.cpp for every row of
+  logits, which the sampler reads from the context, so nothing is copied or kept.
 - ``save_state`` keeps one row of logits instead of llama-cpp-python's ``n_batch × vocab``
   copy (311 MB for Qwen2.5's 151,936-token vocabulary): a restored state's logits are never
   sampled from, because ``generate`` evaluates a prompt's last token again after a prefix
@@ -24,6 +30,7 @@ Imported only when the local model loads (llama-cpp-python is an optional extra)
 from __future__ import annotations
 
 import ctypes
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -42,6 +49,9 @@ class MeteredLlama(Llama):
         self.without_prefix_cache = 0
         self._extra_stop: Callable[[Any, Any], bool] | None = None
         self._scratch = False
+        self._verify_up_to = 0
+        self.prefilled_at = 0.0
+        """When the current call's first batch (its prompt) was evaluated (``perf_counter``)."""
 
     @contextmanager
     def stopping_with(self, criterion: Callable[[Any, Any], bool]) -> Iterator[None]:
@@ -61,6 +71,19 @@ class MeteredLlama(Llama):
         finally:
             self._scratch = False
 
+    @contextmanager
+    def looking_up(self, num_pred_tokens: int) -> Iterator[None]:
+        """Calls inside the block draft `num_pred_tokens` tokens a step from their prompt."""
+        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+        self.draft_model = LlamaPromptLookupDecoding(num_pred_tokens=num_pred_tokens)
+        self._verify_up_to = num_pred_tokens + 1
+        try:
+            yield
+        finally:
+            self.draft_model = None
+            self._verify_up_to = 0
+
     def create_completion(self, *args: Any, **kwargs: Any) -> Any:
         """``Llama.create_completion``, with the criterion of :meth:`stopping_with` added.
 
@@ -69,6 +92,7 @@ class MeteredLlama(Llama):
         what it did compute (the KV contents after a call are its prompt and reply either
         way, so the figure is exact, not an estimate).
         """
+        self.prefilled_at = 0.0
         prompt = kwargs.get("prompt", args[0] if args else None)
         if isinstance(prompt, list) and prompt:
             shared = Llama.longest_token_prefix(self._input_ids[: self.n_tokens].tolist(), prompt)
@@ -91,9 +115,25 @@ class MeteredLlama(Llama):
         return out
 
     def eval(self, tokens: Sequence[int]) -> None:
-        """Evaluate `tokens` (recording how many)."""
+        """Evaluate `tokens` (recording how many).
+
+        Inside :meth:`looking_up`, a batch no longer than one step's drafted tokens gets a
+        row of logits per token, so each drafted token can be checked against what the model
+        samples there (``Llama.generate`` samples each position from the context's logits).
+        """
         self.evaluated.append(len(tokens))
-        super().eval(tokens)
+        if not self._verify_up_to or len(tokens) > self._verify_up_to or self._logits_all:
+            super().eval(tokens)
+        else:
+            self._ctx.kv_cache_seq_rm(-1, self.n_tokens, -1)
+            n_past = self.n_tokens
+            self._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
+            self._ctx.decode(self._batch)
+            self.input_ids[n_past : n_past + len(tokens)] = tokens
+            self.n_tokens += len(tokens)
+            self._requires_eval = False
+        if not self.prefilled_at:
+            self.prefilled_at = time.perf_counter()
 
     def load_state(self, state: LlamaState) -> None:
         """Restore a saved state (counted: a prefix-cache hit)."""

@@ -35,6 +35,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from atom_agent.errors import ContextWindowError, ModelError, ModelUnavailableError
+from atom_agent.models.lookup import copying_now
 from atom_agent.models.stopping import ReplyWatch, expecting_now
 from atom_agent.models.tool_schemas import openai_tool
 from atom_agent.models.weights import INSTALL_HINT, resolve_local_weights
@@ -106,6 +107,9 @@ class LocalChatModel(BaseChatModel):
     """End a plain-text reply that loops, and one asked for code alone
     (:func:`~atom_agent.models.stopping.code_replies`) once its code block is complete
     (:mod:`atom_agent.models.stopping`)."""
+    prompt_lookup: int = Field(default=0, ge=0, le=64)
+    """Tokens drafted a step by prompt-lookup decoding for calls made inside
+    :func:`~atom_agent.models.lookup.copying` (0: off): replies that copy their prompt."""
     prefix_cache_mb: int = Field(default=0, ge=0)
     """RAM kept for the KV states of earlier prompts (0: none), so a call whose prompt
     begins like an earlier one's prefills only what is new (llama.cpp's ``LlamaRAMCache``)."""
@@ -130,7 +134,12 @@ class LocalChatModel(BaseChatModel):
             "n_ctx": self.n_ctx,
             "temperature": self.temperature,
             "stop_early": self.stop_early,
+            "prompt_lookup": self._lookup_now(),
         }
+
+    def _lookup_now(self) -> int:
+        """Tokens drafted a step for the call being made now (0: no prompt lookup)."""
+        return self.prompt_lookup if copying_now() else 0
 
     @property
     def model_name(self) -> str:
@@ -210,6 +219,7 @@ class LocalChatModel(BaseChatModel):
             request["response_format"] = {"type": "json_object", "schema": _reply_schema(allowed)}
         llama, lock = self._engine()
         watching = self.stop_early and allowed is None
+        lookup = self._lookup_now() if allowed is None and hasattr(llama, "looking_up") else 0
         watch = ReplyWatch(expecting=expecting_now()) if watching else None
         started = time.perf_counter()
         with lock:
@@ -226,8 +236,9 @@ class LocalChatModel(BaseChatModel):
                 if temperature == 0.0 and hasattr(llama, "from_scratch")
                 else nullcontext()
             )
+            looking = llama.looking_up(lookup) if lookup else nullcontext()
             try:
-                with stopping, fresh:
+                with stopping, fresh, looking:
                     out = llama.create_chat_completion(**request)
             except ValueError as exc:  # llama.cpp checks the prompt's length before decoding
                 if "context window" in str(exc):
@@ -238,7 +249,9 @@ class LocalChatModel(BaseChatModel):
             prefilled = batches[0] if batches else None
             restored = (llama.restored - before[1]) if evaluated is not None else 0
             without = int(getattr(llama, "without_prefix_cache", 0) or 0)
-        elapsed = time.perf_counter() - started
+        ended = time.perf_counter()
+        elapsed = ended - started
+        prefilled_at = float(getattr(llama, "prefilled_at", 0.0) or 0.0)
         text: str = out["choices"][0]["message"].get("content") or ""
         finish = out["choices"][0].get("finish_reason")
         usage = out.get("usage") or {}
@@ -268,6 +281,10 @@ class LocalChatModel(BaseChatModel):
             message.response_metadata["prefill_without_prefix_cache"] = without
         if watch is not None and watch.reason:
             message.response_metadata["ended_early"] = watch.reason
+        if lookup:
+            message.response_metadata["prompt_lookup"] = lookup
+        if prefilled_at > started:  # decoding time: what prompt lookup changes
+            message.response_metadata["decode_s"] = round(ended - prefilled_at, 3)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 

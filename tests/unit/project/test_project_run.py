@@ -9,6 +9,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from atom_agent import Context, run_task
+from atom_agent.models.lookup import copying_now
 from atom_agent.nodes.project.planner import task_test_command
 from atom_agent.testing import ScriptedChatModel
 
@@ -244,10 +245,13 @@ def test_a_retry_repairs_once_then_samples_anew_told_what_failed(tmp_path: Path)
     half = "def mul(a, b):\n    return abs(a * b)\n"  # mul(2, 3) right, mul(-1, 4) wrong
     asked: list[str] = []
 
+    copied: list[bool] = []
+
     def respond(messages: list[BaseMessage]) -> str:
         text = str(messages[-1].content)
         asked.append("repair" if "Your previous version" in text else
                      "anew" if "Write it anew" in text else "first")  # fmt: skip
+        copied.append(copying_now())
         # A small model's repair hands its old code back; told only what failed, it does better.
         return "```python\n" + (GOOD_MUL if asked[-1] == "anew" else half) + "```"
 
@@ -255,6 +259,8 @@ def test_a_retry_repairs_once_then_samples_anew_told_what_failed(tmp_path: Path)
                        models=ScriptedChatModel(respond=respond))  # fmt: skip
     assert outcome.status == "done", outcome.stop_reason
     assert asked == ["first", "first", "repair", "anew"]
+    # Only the repair, shown its previous version, is a reply that copies its prompt.
+    assert copied == [False, False, True, False]
     attempt = tmp_path / "ws" / "runs" / outcome.run_id / "steps" / "1-mul" / "attempts" / "2"
     trials = json.loads((attempt / "candidates.json").read_text())["candidates"]
     assert trials[1]["checks"] == "the same code as an earlier candidate"

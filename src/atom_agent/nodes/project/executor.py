@@ -12,6 +12,7 @@ reflector proves the chosen one.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -19,6 +20,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.drafting import sample, temperatures
+from atom_agent.models.lookup import copying
 from atom_agent.models.profiles import profile_for
 from atom_agent.project.documents import documents_for
 from atom_agent.project.edits import Edit, EditError, apply_edit, definition_of, source_of
@@ -93,7 +95,9 @@ def make_project_executor(res: Resources) -> Any:
             requests = [(messages, ladder[0]), (anew, 0.0), *((anew, t) for t in ladder[1:-1])]
         seen = {incumbent} if incumbent is not None and best is not None else set()
         for prompt, temperature in requests:
-            reply = sample(model, prompt, temperature, code_only="code")
+            # A repair shows the previous version: its reply copies most of it.
+            with copying() if previous and prompt is messages else nullcontext():
+                reply = sample(model, prompt, temperature, code_only="code")
             spent.append(reply)
             trial: dict[str, Any] = {"temperature": temperature}
             if prompt is not messages:
