@@ -128,13 +128,16 @@ class LocalChatModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         # What changes a reply is part of a cached request's key (a replay cache keeps apart
-        # replies cut early and replies that were not).
+        # replies cut early and replies that were not). Prompt lookup only when a call uses
+        # it: every other request keeps the key it had before the option existed, so replay
+        # caches recorded earlier still answer it.
+        lookup = self._lookup_now()
         return {
             "model": self.model_name,
             "n_ctx": self.n_ctx,
             "temperature": self.temperature,
             "stop_early": self.stop_early,
-            "prompt_lookup": self._lookup_now(),
+            **({"prompt_lookup": lookup} if lookup else {}),
         }
 
     def _lookup_now(self) -> int:
