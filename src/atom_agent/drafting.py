@@ -48,17 +48,13 @@ def extract_code(reply: str, *, tests: bool = False) -> str:
 
     A reply cut off inside its block keeps what it parses to; a reply without a fence is
     taken whole when it parses as Python. Test code after the implementation is left out
-    unless `tests` (a contract is test code); then a block that does not parse is returned
-    whole, for the tests in it to be read part by part
-    (:func:`~atom_agent.checks.asserts.parsing_parts`).
+    unless `tests` (a contract is test code).
     """
     keep = (lambda source: source) if tests else without_tests
     blocks = [b for b in _FENCE.findall(reply or "") if b.strip()]
     parsing: list[str] = [b for b in blocks if _parses(b)]
     if parsing:
         return keep(max(parsing, key=len))
-    if blocks and tests:
-        return str(max(blocks, key=len))
     if blocks:
         # A reply cut off at the token limit: keep the longest start that parses.
         longest = str(max(blocks, key=len))

@@ -11,20 +11,22 @@ Anything else is left out.
 from __future__ import annotations
 
 import ast
-import re
 from typing import Any
 
 from atom_agent.state import Check
 
 
 def checks_from_tests(source: str, *, criterion: str = "") -> list[Check]:
-    """The checks the asserts of `source` state.
+    """The checks the asserts of `source` state (unparsable source gives none).
 
-    Source that does not parse as a whole is read statement group by statement group
-    (:func:`parsing_parts`): a small model asked for tests often writes the code under test
-    first, with a syntax error in it, and then tests that are fine.
+    Tests after code that does not parse are not read: on the devtasks the model that wrote
+    the syntax error also wrote wrong expected values, and reading them cost d-rpn four more
+    calls for the same commit (docs/measurements.md, session 17).
     """
-    tree = parsing_parts(source)
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
     found: dict[str, Check] = {}
     bodies = [tree.body]
     for node in ast.walk(tree):
@@ -39,36 +41,6 @@ def checks_from_tests(source: str, *, criterion: str = "") -> list[Check]:
             elif isinstance(stmt, ast.Assign | ast.AugAssign | ast.Expr) and body is not tree.body:
                 setup.append(ast.unparse(stmt))
     return list(found.values())
-
-
-_TOP_LEVEL = re.compile(r"^(?:async\s+def|def|class|@|import|from|if|for|with|assert)\b")
-
-
-def parsing_parts(source: str) -> ast.Module:
-    """`source` parsed; when it does not parse, the top-level parts of it that do.
-
-    Parts begin at a line at column 0 that starts a statement (``def``, ``class``, a
-    decorator, an import, ``assert`` …); each is parsed alone and kept if it parses.
-    """
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        pass
-    parts: list[list[str]] = []
-    for line in source.splitlines(keepends=True):
-        starts = _TOP_LEVEL.match(line) is not None
-        if starts and not (parts and parts[-1] and parts[-1][-1].lstrip().startswith("@")):
-            parts.append([])
-        if not parts:
-            parts.append([])
-        parts[-1].append(line)
-    body: list[ast.stmt] = []
-    for part in parts:
-        try:
-            body += ast.parse("".join(part)).body
-        except (SyntaxError, ValueError):
-            continue
-    return ast.Module(body=body, type_ignores=[])
 
 
 def _parametrized(func: ast.FunctionDef) -> list[list[ast.stmt]]:
