@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from atom_agent import prompts
 from atom_agent.checks.contract import CheckResult, ContractReport
 
-_OPERATORS = {
+OPERATORS = {
     ast.Add: "__add__",
     ast.Sub: "__sub__",
     ast.Mult: "__mul__",
@@ -32,7 +32,7 @@ _OPERATORS = {
     ast.Mod: "__mod__",
     ast.Pow: "__pow__",
 }
-_COMPARISONS = {ast.Eq: "__eq__", ast.Lt: "__lt__", ast.In: "__contains__"}
+COMPARISONS = {ast.Eq: "__eq__", ast.Lt: "__lt__", ast.In: "__contains__"}
 _SHOWN = 4
 
 
@@ -117,9 +117,9 @@ def _operation(node: ast.expr, functions: Collection[str]) -> str | None:
     elif isinstance(node, ast.Attribute):
         wanted = node.attr
     elif isinstance(node, ast.BinOp):
-        wanted = _OPERATORS.get(type(node.op))
+        wanted = OPERATORS.get(type(node.op))
     elif isinstance(node, ast.Compare) and len(node.ops) == 1:
-        wanted = _COMPARISONS.get(type(node.ops[0]))
+        wanted = COMPARISONS.get(type(node.ops[0]))
     if not wanted:
         return None
     owners = [f for f in functions if f.rpartition(".")[2] == wanted and "." in f]

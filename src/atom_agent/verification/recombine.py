@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from atom_agent import repair
 from atom_agent.checks.contract import CheckResult, ContractReport
 from atom_agent.repair import functions_of, pointed_at, splice
 
@@ -29,23 +30,16 @@ MAX_TRIALS = 12
 """Spliced modules executed per recombination (each is one contract run in the sandbox)."""
 
 _FAILED = ("failed", "error", "timeout")
-_DUNDER_OF = {
-    ast.Add: "__add__",
-    ast.Sub: "__sub__",
-    ast.Mult: "__mul__",
-    ast.MatMult: "__matmul__",
-    ast.Div: "__truediv__",
-    ast.FloorDiv: "__floordiv__",
-    ast.Mod: "__mod__",
-    ast.Eq: "__eq__",
+_DUNDER_OF: dict[type, str] = {
+    **repair.OPERATORS,
+    **repair.COMPARISONS,
     ast.NotEq: "__ne__",
-    ast.Lt: "__lt__",
     ast.LtE: "__le__",
     ast.Gt: "__gt__",
     ast.GtE: "__ge__",
-    ast.In: "__contains__",
     ast.NotIn: "__contains__",
 }
+"""The dunder an operator dispatches to (the repair's own table, and the other comparisons)."""
 _BUILTIN_DUNDERS = {"len": "__len__", "str": "__str__", "repr": "__repr__", "iter": "__iter__",
                     "bool": "__bool__", "hash": "__hash__"}  # fmt: skip
 
