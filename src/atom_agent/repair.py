@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from atom_agent import prompts
 from atom_agent.checks.contract import CheckResult, ContractReport
 
-OPERATORS = {
+OPERATORS: dict[type[ast.AST], str] = {
     ast.Add: "__add__",
     ast.Sub: "__sub__",
     ast.Mult: "__mul__",
@@ -32,7 +32,7 @@ OPERATORS = {
     ast.Mod: "__mod__",
     ast.Pow: "__pow__",
 }
-COMPARISONS = {ast.Eq: "__eq__", ast.Lt: "__lt__", ast.In: "__contains__"}
+COMPARISONS: dict[type[ast.AST], str] = {ast.Eq: "__eq__", ast.Lt: "__lt__", ast.In: "__contains__"}
 _SHOWN = 4
 
 

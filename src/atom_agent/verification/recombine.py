@@ -30,7 +30,7 @@ MAX_TRIALS = 12
 """Spliced modules executed per recombination (each is one contract run in the sandbox)."""
 
 _FAILED = ("failed", "error", "timeout")
-_DUNDER_OF: dict[type, str] = {
+_DUNDER_OF: dict[type[ast.AST], str] = {
     **repair.OPERATORS,
     **repair.COMPARISONS,
     ast.NotEq: "__ne__",
