@@ -13,6 +13,7 @@ reflector can cross-examine a failing check with.
 from __future__ import annotations
 
 import ast
+import copy
 import logging
 import re
 import sys
@@ -167,8 +168,11 @@ def complete_from_task(code: str, task: str, defines: Sequence[str]) -> str:
     The imports of the task's code blocks the reply lacks are put back (a model often drops
     ``from typing import List``), a reply that continued only the body of a function
     the task wrote out is put under that function's header, and standard-library modules the
-    code uses without importing them are imported (:func:`with_module_imports`).
+    code uses without importing them are imported (:func:`with_module_imports`); a function
+    the task asks for that the reply wrote as a method not using ``self`` is defined at
+    module level too (:func:`with_stated_functions`).
     """
+    code = with_stated_functions(code, defines)
     blocks = [b for b in code_blocks(task) if b.strip()]
     if not blocks or not code.strip():
         return with_module_imports(code)
@@ -188,6 +192,73 @@ def complete_from_task(code: str, task: str, defines: Sequence[str]) -> str:
         if _parses(joined) or not _parses(code):
             return with_module_imports(joined)
     return with_module_imports(code)
+
+
+def with_stated_functions(code: str, defines: Sequence[str]) -> str:
+    """`code` with a module-level copy of each name in `defines` it has only as a method.
+
+    A small model often puts a function the task asks for ("a transfer(src, dst, amount)
+    function") inside the class it writes beside it. A method that never reads ``self`` (or a
+    static method) is that function: it is copied to module level without its ``self``
+    parameter and its decorators, and the class keeps its method. Methods that use ``self``,
+    names the module already defines, and code that does not parse stay as they are.
+    """
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return code
+    have = set(defined_in_code(code))
+    found: list[str] = []
+    for name in defines:
+        if name in have:
+            continue
+        method = _free_method(tree, name)
+        if method is not None:
+            found.append(ast.unparse(method))
+            have.add(name)
+    if not found:
+        return code
+    return code.rstrip() + "\n\n\n" + "\n\n\n".join(found) + "\n"
+
+
+def _free_method(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+    """The first method `name` of a top-level class that never uses its instance, as a function."""
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        for node in cls.body:
+            if not isinstance(node, ast.FunctionDef) or node.name != name:
+                continue
+            static = any(
+                isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list
+            )
+            if node.decorator_list and not static:
+                continue  # a property, a classmethod, a decorated method: not a plain function
+            params = list(node.args.posonlyargs) + list(node.args.args)
+            if not static:
+                if not params:
+                    continue
+                instance = params[0].arg
+                if any(isinstance(n, ast.Name) and n.id == instance for n in ast.walk(node)):
+                    continue
+            function = copy.deepcopy(node)
+            function.decorator_list = []
+            if not static:
+                function.args = _without_first(node.args)
+            return function
+    return None
+
+
+def _without_first(args: ast.arguments) -> ast.arguments:
+    """`args` without its first positional parameter (a method's ``self``)."""
+    if args.posonlyargs:
+        return ast.arguments(
+            posonlyargs=args.posonlyargs[1:], args=args.args, vararg=args.vararg,
+            kwonlyargs=args.kwonlyargs, kw_defaults=args.kw_defaults, kwarg=args.kwarg,
+            defaults=args.defaults,
+        )  # fmt: skip
+    return ast.arguments(
+        posonlyargs=[], args=args.args[1:], vararg=args.vararg, kwonlyargs=args.kwonlyargs,
+        kw_defaults=args.kw_defaults, kwarg=args.kwarg, defaults=args.defaults,
+    )  # fmt: skip
 
 
 def draft_prompt(

@@ -260,17 +260,20 @@ def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
 
     Criteria of a step whose verdict is not verified (a clause without a check, a name no
     result check ran, a commit on the task's checks only) count as *held*, never verified.
-    Then the defined names of which no executed check or passing test checked a result, and
-    the steps committed on the task's checks only.
+    Then the defined names of which no executed check or passing test checked a result, the
+    steps committed on the task's checks only, and those committed as the last resort.
     """
     criteria: list[dict[str, Any]] = []
     idle: list[str] = []
     on_task: list[str] = []
+    last_resort: list[str] = []
     for step_id, verdict in final_verdicts(res.workspace, run, statuses):
         criteria += shown_criteria(verdict)
         idle += not_exercised(verdict.get("names") or [])
         if verdict.get("committed_on") == "task checks":
             on_task.append(step_id)
+        elif verdict.get("committed_on") == "most checks":
+            last_resort.append(step_id)
     summary = criteria_summary(criteria) if criteria else ""
     if idle:  # committed, yet nothing checked what these return
         summary += ("; " if summary else "") + "no result checked for " + ", ".join(idle)
@@ -278,6 +281,11 @@ def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
         summary += ("; " if summary else "") + (
             f"committed on the task's checks only, the model's contract disagreeing: "
             f"{', '.join(on_task)}"
+        )
+    if last_resort:
+        summary += ("; " if summary else "") + (
+            "committed as the last resort, checks of the model's contract failing: "
+            f"{', '.join(last_resort)}"
         )
     return summary
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Action = Literal["commit", "retry", "replan", "fail"]
-CommittedOn = Literal["all checks", "task checks", ""]
+CommittedOn = Literal["all checks", "task checks", "most checks", ""]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,16 @@ class Evidence:
     """Clauses of the task this step answers for that no check executes."""
     unexecuted_names: tuple[str, ...] = ()
     """Public names of the step no passing value check (or passing test) executed."""
+    task_check_failed: bool = False
+    """A runnable non-suspect check the task (or the user) states failed."""
+    checks_held: int = 0
+    """Runnable non-suspect checks that held, signature checks not counted."""
+    checks_failed: int = 0
+    """Runnable non-suspect checks that failed, signature checks not counted."""
+    value_check_held: bool = False
+    """One of the checks that held compares a value (not an error case, not a signature)."""
+    plain_lacks: tuple[str, ...] = ()
+    """Names the step defines that the model's plain answer to the task does not define."""
 
     @property
     def own_tests_ok(self) -> bool:
@@ -63,7 +73,8 @@ class Decision:
     failures: int
     """Failed attempts of the step, this one included."""
     committed_on: CommittedOn = ""
-    """``all checks`` (passed), ``task checks`` (the task's own checks after every attempt)."""
+    """``all checks`` (passed), ``task checks`` (the task's own checks after every attempt),
+    ``most checks`` (the last resort: the plain answer has nothing for the step)."""
 
 
 def decide(evidence: Evidence) -> Decision:
@@ -73,7 +84,9 @@ def decide(evidence: Evidence) -> Decision:
     failed, its own tests passed (or were shown suspect) and at least something executed and
     passed (its tests or a check). Otherwise retry while attempts remain. When the attempts
     are spent, commit anyway if the code meets every check the task itself states (the user's
-    word outranks the planner model's contract), else replan while replans remain, else fail.
+    word outranks the planner model's contract), else replan while replans remain. When the
+    run would fail, commit as a last resort (:func:`_last_resort`) where failing leaves the
+    user nothing for the step; else fail.
     """
     e = evidence
     problems = _problems(e)
@@ -96,6 +109,15 @@ def decide(evidence: Evidence) -> Decision:
     elif e.replans < e.max_replans:
         action = "replan"
         reasons.append(f"{failures} failed attempts of {e.max_attempts}: replan")
+    elif _last_resort(e):
+        action, committed_on = "commit", "most checks"
+        disagree = "; ".join(e.model_disagrees)
+        reasons.append(
+            f"committed as the last resort after {failures} failed attempts and {e.replans} "
+            f"replans: the model's plain answer has no {', '.join(e.plain_lacks)}; "
+            f"{e.checks_held} checks hold, no check the task states fails; failing "
+            f"(the model's contract): {disagree}"
+        )
     else:
         action = "fail"
         reasons.append(f"{failures} failed attempts and {e.replans} replans: no more tries")
@@ -122,7 +144,30 @@ def _problems(e: Evidence) -> list[str]:
 
 def _task_rule(e: Evidence) -> bool:
     """The task's own checks are met, nothing is missing, nothing is hard-coded."""
-    return e.task_checks_ok and not e.missing and e.hard_ok
+    return e.task_checks_ok and _sound(e)
+
+
+def _last_resort(e: Evidence) -> bool:
+    """Commit the best there is where failing would hand the user nothing for the step.
+
+    Only when the plain answer (the floor a failed run hands back) lacks a name the step
+    defines: there, code that meets most checks cannot be worse than asking once. Nothing is
+    missing or hard-coded, no check the task states fails, the only failures are the planner
+    model's checks, more checks hold than fail and one that holds compares a value.
+    """
+    return (
+        bool(e.plain_lacks)
+        and _sound(e)
+        and not e.task_check_failed
+        and e.value_check_held
+        and e.checks_held > e.checks_failed
+        and len(e.model_disagrees) == e.checks_failed
+    )
+
+
+def _sound(e: Evidence) -> bool:
+    """Nothing required is missing and nothing is hard-coded."""
+    return not e.missing and e.hard_ok
 
 
 def _unverified(e: Evidence) -> list[str]:

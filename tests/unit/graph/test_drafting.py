@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from atom_agent.drafting import complete_from_task, extract_code, temperatures
+from atom_agent.checks.names import defined_in_code
+from atom_agent.drafting import (
+    complete_from_task,
+    extract_code,
+    temperatures,
+    with_stated_functions,
+)
 
 CODE = "def add(a, b):\n    return a + b\n"
 
@@ -87,3 +93,59 @@ def test_a_draft_that_defines_the_name_as_a_method_is_told_to_define_it_at_top_l
     note = missing_note(method, ["transfer"])
     assert "does not define `transfer` at the top level" in note
     assert missing_note(AIMessage(content="I cannot."), ["transfer"]) == NO_CODE_NOTE
+
+
+# A reply that put the function the task asks for inside the class it wrote beside it.
+METHOD_REPLY = """\
+class InsufficientFunds(Exception):
+    pass
+
+
+class Account:
+    def __init__(self, owner):
+        self.owner = owner
+        self.balance = 0
+
+    def withdraw(self, amount):
+        if amount > self.balance:
+            raise InsufficientFunds(amount)
+        self.balance -= amount
+
+    def transfer(self, src, dst, amount=1):
+        if amount > src.balance:
+            raise InsufficientFunds(amount)
+        src.withdraw(amount)
+        dst.balance += amount
+
+    def drain(self, other):
+        self.transfer(self, other, self.balance)
+
+    @staticmethod
+    def fee(amount):
+        return amount // 100
+
+    @property
+    def label(self):
+        return self.owner
+"""
+
+
+def test_a_stated_function_written_as_a_method_not_using_self_is_defined_at_module_level() -> None:
+    out = with_stated_functions(METHOD_REPLY, ["Account", "transfer", "fee", "drain", "label"])
+    ns: dict[str, object] = {}
+    exec(compile(out, "impl.py", "exec"), ns)
+    assert sorted(defined_in_code(out)) == ["Account", "InsufficientFunds", "fee", "transfer"]
+    account, other = ns["Account"]("a"), ns["Account"]("b")  # type: ignore[operator]
+    account.balance = 5
+    ns["transfer"](account, other, 3)  # type: ignore[operator]
+    assert (account.balance, other.balance) == (2, 3)
+    assert ns["fee"](250) == 2  # type: ignore[operator]
+    assert "def transfer(self" in out  # the class keeps its method
+    # Through the path every reply takes: the task's names, nothing else changed.
+    assert complete_from_task(METHOD_REPLY, "Write transfer(src, dst, amount).", ["transfer"]) == (
+        with_stated_functions(METHOD_REPLY, ["transfer"])
+    )
+    assert with_stated_functions(METHOD_REPLY, ["deposit"]) == METHOD_REPLY
+    assert with_stated_functions("def transfer(:\n", ["transfer"]) == "def transfer(:\n"
+    already = METHOD_REPLY + "\n\ndef transfer(a, b, c):\n    return None\n"
+    assert with_stated_functions(already, ["transfer"]) == already

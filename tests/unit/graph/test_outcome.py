@@ -210,3 +210,48 @@ def test_a_package_that_executes_better_than_the_plain_answer_is_handed_back(
     info = json.loads(Workspace(ctx.workspace).run(outcome.run_id).run_json.read_text())
     assert not info["deliverable"].get("unverified")
     assert "plain answer instead" not in outcome.stop_reason
+
+
+def test_a_step_the_plain_answer_lacks_is_committed_as_the_last_resort_and_the_run_says_so(
+    tmp_path: Path,
+) -> None:
+    ctx = Context(
+        workspace=str(tmp_path / "ws"),
+        sandbox_timeout_s=30,
+        max_attempts=1,
+        max_replans=0,
+        candidate_zero=False,  # no plain answer: it has nothing for the step
+    )
+    # The task states no example: only the planner model's contract checks values, and one
+    # of its three checks is wrong (2 + 3 is not 6).
+    checks = [
+        Check(call="add(2, 3)", expect="5", criterion="add(2, 3) == 5"),
+        Check(call="add(0, 0)", expect="0", criterion="add(0, 0) == 0"),
+        Check(call="add(2, 3)", expect="6", criterion="add(2, 3) == 6"),
+    ]
+    adder = step("adder", criteria=["add(2, 3) == 5"], defines=["add"])
+    plan = Plan(steps=[adder.model_copy(update={"checks": checks})])
+    script = ExecutorScript({("adder", 1): passing_attempt()})
+
+    def no_witness(messages: list[BaseMessage]) -> AIMessage:
+        if "in one ```python block" in str(messages[0].content):
+            return AIMessage(content="No.")  # no independent code: nothing is suspect
+        return script(messages)
+
+    roles = models([plan], script)
+    roles["executor"] = ScriptedChatModel(respond=no_witness)
+    outcome = run_task("Write add(a, b) and sub(a, b) for integers.", ctx, models=roles)
+
+    assert outcome.step_status == {"adder": "committed"}
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    verdict = ws.read_verdict(ws.list_attempts(ws.step(run, "adder"))[-1])
+    assert (verdict["decision"], verdict["committed_on"]) == ("commit", "most checks")
+    assert verdict["verified"] is False and verdict["outcome"] == "committed on most checks"
+    reason = next(r for r in verdict["decision_reasons"] if "last resort" in r)
+    assert "the model's plain answer has no add" in reason
+    assert "add(2, 3) == 6 (expected 6, got 5)" in reason
+    info = json.loads(run.run_json.read_text())
+    assert "committed as the last resort" in info["verification"]
+    assert "adder" in info["verification"]
+    assert ws.step(run, "adder").artifacts.joinpath("impl.py").read_text() == ADD_IMPL

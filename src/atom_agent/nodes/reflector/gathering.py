@@ -13,7 +13,7 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage
 
-from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.checks.contract import SIGNATURE_CRITERION, ContractReport, run_contract
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.checks.exercised import NameUse, name_uses, not_exercised
 from atom_agent.checks.hardcoding import HardcodingReport, check_file
@@ -160,6 +160,11 @@ def evidence_of(
         and r.status in _FAILED
     ]  # fmt: skip
     public = [u.to_dict() for u in uses if not u.name.startswith("_")]
+    counted = [
+        r for i, r in enumerate(contract.results if contract else []) if i not in suspect
+        and r.check.criterion != SIGNATURE_CRITERION
+    ]  # fmt: skip
+    plain = defined_in_code(str(state.get("plain") or ""))
     return Evidence(
         max_attempts=ctx.max_attempts,
         max_replans=ctx.max_replans,
@@ -180,6 +185,11 @@ def evidence_of(
         ),
         unchecked_clauses=tuple(unchecked_clauses(target.plan, target.step)),
         unexecuted_names=tuple(not_exercised(public)),
+        task_check_failed=any(r.check.origin in ("task", "user") for r in trusted_failed),
+        checks_held=sum(r.status == "passed" for r in counted),
+        checks_failed=sum(r.status in _FAILED for r in counted),
+        value_check_held=any(r.status == "passed" and not r.check.raises for r in counted),
+        plain_lacks=tuple(n for n in target.step.defines if n not in set(plain)),
     )
 
 

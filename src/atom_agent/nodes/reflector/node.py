@@ -116,7 +116,9 @@ def _feedback(task: str, step: PlanStep, ran: Executed, criteria: list[dict[str,
 def _outcome(decision: Decision) -> str:
     if decision.passed:
         return "passed"
-    return "committed on task checks" if decision.action == "commit" else "failed"
+    if decision.action != "commit":
+        return "failed"
+    return f"committed on {decision.committed_on}"
 
 
 def _verdict(
@@ -219,7 +221,7 @@ def _committed(
         step_ref,
         status="committed",
         committed_attempt=attempt.n,
-        verdict="passed" if decision.passed else "committed on task checks",
+        verdict=_outcome(decision),
     )
     if decision.passed:  # memories in the prompt helped code that met every check
         _adjust(notes.changes, notes.used, up=True, evidence=f"step {step.id} passed its tests")
