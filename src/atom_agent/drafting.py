@@ -98,6 +98,10 @@ def without_tests(source: str) -> str:
 
 
 def _is_test(node: ast.stmt) -> bool:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and any(
+        _of_pytest(d) for d in node.decorator_list
+    ):
+        return True  # a fixture, a parametrized or marked test: test code whatever its name
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return node.name.startswith("test")
     if isinstance(node, ast.ClassDef):
@@ -116,6 +120,14 @@ def _is_test(node: ast.stmt) -> bool:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             return func.value.id in ("pytest", "unittest")
     return False
+
+
+def _of_pytest(decorator: ast.expr) -> bool:
+    """``@pytest.fixture``, ``@pytest.mark.parametrize(…)``: a decorator from pytest."""
+    node = decorator.func if isinstance(decorator, ast.Call) else decorator
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == "pytest"
 
 
 _STDLIB = frozenset(sys.stdlib_module_names)

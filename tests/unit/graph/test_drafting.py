@@ -28,6 +28,20 @@ def test_tests_and_demo_code_after_the_implementation_are_left_out() -> None:
     assert extract_code(reply) == CODE
 
 
+def test_pytest_fixtures_and_marked_tests_after_the_implementation_are_left_out() -> None:
+    # `import pytest` is left out with the tests; a fixture left behind would raise NameError
+    # on import of impl.py, and the module would count as no code at all.
+    reply = (
+        f"```python\nimport pytest\n\n{CODE}\n\n@pytest.fixture\ndef pair():\n"
+        "    return (1, 2)\n\n\n@pytest.mark.parametrize('a', [1, 2])\ndef check_add(a):\n"
+        "    assert add(a, 0) == a\n\n\n@pytest.mark.slow\nclass Suite:\n    pass\n\n\n"
+        "@functools.cache\ndef double(x):\n    return 2 * x\n```"
+    )
+    out = extract_code(reply)
+    assert "pytest" not in out and out.startswith(CODE)
+    assert defined_in_code(out) == ["add", "double"] and "@functools.cache" in out
+
+
 def test_a_reply_cut_off_at_the_token_limit_keeps_what_parses() -> None:
     repeated = "".join("    assert add(1, 2) == 3\n" for _ in range(30))
     reply = f"```python\n{CODE}\ndef test_add():\n{repeated}    assert add(1,"
