@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -97,6 +98,20 @@ def test_a_step_with_a_name_no_result_check_ran_is_never_reported_verified(
     assert "verified" not in json.loads(run.run_json.read_text())["verification"]
 
 
+def _without_witnesses(plan: Plan) -> dict[str, Any]:
+    """Scripted roles: `plan`, one passing attempt of step "adder", witnesses that write no code."""
+    script = ExecutorScript({("adder", 1): passing_attempt()})
+
+    def no_witness(messages: list[BaseMessage]) -> AIMessage:
+        if "in one ```python block" in str(messages[0].content):
+            return AIMessage(content="No.")  # no independent code: nothing is suspect
+        return script(messages)
+
+    roles = models([plan], script)
+    roles["executor"] = ScriptedChatModel(respond=no_witness)
+    return roles
+
+
 def test_code_meeting_the_tasks_checks_is_committed_unverified_when_attempts_are_spent(
     tmp_path: Path,
 ) -> None:
@@ -111,15 +126,7 @@ def test_code_meeting_the_tasks_checks_is_committed_unverified_when_attempts_are
     wrong = Check(call="add(2, 3)", expect="6", criterion="add(2, 3) == 6")
     adder = step("adder", criteria=["add(2, 3) == 6"], defines=["add"])
     plan = Plan(steps=[adder.model_copy(update={"checks": [wrong]})])
-    script = ExecutorScript({("adder", 1): passing_attempt()})
-
-    def no_witness(messages: list[BaseMessage]) -> AIMessage:
-        if "in one ```python block" in str(messages[0].content):
-            return AIMessage(content="No.")  # no independent code: nothing is suspect
-        return script(messages)
-
-    roles = models([plan], script)
-    roles["executor"] = ScriptedChatModel(respond=no_witness)
+    roles = _without_witnesses(plan)
     task = "Write add(a, b) and sub(a, b).\n\n>>> add(1, 1)\n2\n"
     outcome = run_task(task, ctx, models=roles)
 
@@ -231,15 +238,7 @@ def test_a_step_the_plain_answer_lacks_is_committed_as_the_last_resort_and_the_r
     ]
     adder = step("adder", criteria=["add(2, 3) == 5"], defines=["add"])
     plan = Plan(steps=[adder.model_copy(update={"checks": checks})])
-    script = ExecutorScript({("adder", 1): passing_attempt()})
-
-    def no_witness(messages: list[BaseMessage]) -> AIMessage:
-        if "in one ```python block" in str(messages[0].content):
-            return AIMessage(content="No.")  # no independent code: nothing is suspect
-        return script(messages)
-
-    roles = models([plan], script)
-    roles["executor"] = ScriptedChatModel(respond=no_witness)
+    roles = _without_witnesses(plan)
     outcome = run_task("Write add(a, b) and sub(a, b) for integers.", ctx, models=roles)
 
     assert outcome.step_status == {"adder": "committed"}
