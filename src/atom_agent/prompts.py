@@ -325,6 +325,18 @@ docstring out: it is kept as it is. Reply with only that definition{method} in o
 block."""
 """The executor's request for a project step: the target's new definition."""
 
+PROJECT_CONTRACT = """\
+{task}
+
+`{qualname}` in `{path}` is not written yet. The code around it (line numbers on the left):
+{excerpt}
+
+Before it is written, write the tests for it: 4 to 8 pytest `assert` lines that use the \
+project the way its users do, with concrete inputs and the exact results the task and the \
+docstrings state, worked out carefully. Import what the tests use from the project. Reply with \
+one ```python block, nothing else."""
+"""The planner's request for reproduction tests of a project step that has no examples."""
+
 PROJECT_FEEDBACK = """
 Your previous version:
 ```python

@@ -26,8 +26,21 @@ def ev(**kw: object) -> ChangeEvidence:
         (ev(checks_passed=1, last_attempt=True), "commit", False),
         (ev(checks_passed=0, last_attempt=True), "fail", False),
         (ev(checks=0, checks_passed=0, regressions=2, last_attempt=True), "fail", False),
+        # The model's reproduction tests steer, and never fail a change the suite accepts.
+        (ev(model_checks=3), "commit", True),
+        (ev(model_checks=3, checks_passed=0), "retry", False),
+        (ev(model_checks=3, checks_passed=0, last_attempt=True), "commit", False),
+        (ev(model_checks=2, checks_passed=0, last_attempt=True), "fail", False),
+        (ev(model_checks=3, checks_passed=0, regressions=1, last_attempt=True), "fail", False),
     ],
 )
 def test_decide_change(evidence: ChangeEvidence, action: str, verified: bool) -> None:
     decision = decide_change(evidence)
     assert (decision.action, decision.verified) == (action, verified), decision.reason
+
+
+def test_the_reasons_say_which_checks_were_the_models() -> None:
+    assert "(2 of them the model's reproduction tests)" in decide_change(ev(model_checks=2)).reason
+    rejected = decide_change(ev(model_checks=3, checks_passed=0, last_attempt=True))
+    assert "the model's 3 reproduction test(s) all fail" in rejected.reason
+    assert "(unverified)" in rejected.reason

@@ -275,6 +275,8 @@ def test_a_stub_reply_is_no_candidate_the_next_sample_is_taken(tmp_path: Path) -
                     "def double(x):\n    return x + x\n"])  # fmt: skip
 
     def respond(messages: list[BaseMessage]) -> str:
+        if "write the tests for it" in str(messages[-1].content):
+            return "no tests"  # the step has no check: the suite decides
         return "```python\n" + next(replies) + "```"
 
     outcome = run_task("Rewrite `calc.double` without multiplication.", ctx(tmp_path, repo),
@@ -285,3 +287,72 @@ def test_a_stub_reply_is_no_candidate_the_next_sample_is_taken(tmp_path: Path) -
     assert "no body" in trials[0]["error"]
     assert trials[1]["checks"] == "no checks; 0 test(s) that passed before fail"
     assert "return x + x" in git(repo, "show", f"atom/{outcome.run_id}:calc/__init__.py")
+
+
+HALVE = '''"""Halves."""
+
+
+def halve(x):
+    """Half of x."""
+    raise NotImplementedError
+'''
+
+
+def _reproducing(tests: str, bodies: list[str]) -> ScriptedChatModel:
+    """A model whose reproduction tests are `tests` and whose edits are `bodies`, in turn."""
+    replies = iter(bodies)
+
+    def respond(messages: list[BaseMessage]) -> str:
+        if "write the tests for it" in str(messages[-1].content):
+            return f"```python\n{tests}```"
+        body = next(replies, bodies[-1])
+        return f"```python\ndef halve(x):\n    {body}\n```"
+
+    return ScriptedChatModel(respond=respond)
+
+
+def test_the_models_reproduction_tests_choose_among_samples(tmp_path: Path) -> None:
+    repo = files_project(tmp_path / "proj", {"halves/__init__.py": HALVE, "tests/t.py": NO_TEST})
+    tests = (
+        "import pytest\nfrom halves import halve\n\n"
+        "def test_halve():\n"
+        "    assert halve(8) == 4\n"
+        "    assert halve(3) == 1.5\n"
+        "    assert len('ab') == 2\n"  # passes on the project as it is: says nothing
+        "    assert nosuch(1) == 2\n"  # cannot run: no such name
+    )
+    model = _reproducing(tests, ["return x // 2", "return x / 2"])
+    outcome = run_task("Implement `halves.halve` as its docstring says.", ctx(tmp_path, repo),
+                       models=model)  # fmt: skip
+    assert outcome.status == "done", outcome.stop_reason
+    run = tmp_path / "ws" / "runs" / outcome.run_id
+    plan = json.loads((run / "plan.json").read_text())["revisions"][-1]["plan"]
+    checks = plan["steps"][0]["checks"]
+    # Only the tests that fail inside the target as it is are kept, as the model's checks.
+    assert [c["call"].splitlines()[-1] for c in checks] == ["halve(8)", "halve(3)"]
+    assert {c["origin"] for c in checks} == {"planner"}
+    clause = next(c for c in plan["clauses"] if c["id"] == checks[0]["clause"])
+    assert clause["text"] == "the model's reproduction tests of halve (written from the task)"
+    attempt = run / "steps" / "1-halve" / "attempts" / "1"
+    trials = json.loads((attempt / "candidates.json").read_text())["candidates"]
+    # Greedy fails one of them; the warmer sample passes both, breaking no test of the suite.
+    assert [t["checks"] for t in trials] == [
+        "1 passed, 1 failed; 0 test(s) that passed before fail",
+        "2 passed, 0 failed; 0 test(s) that passed before fail",
+    ]
+    verdict = json.loads((attempt / "verdict.json").read_text())
+    assert verdict["verified"] is True
+    assert "2 of them the model's reproduction tests" in verdict["reason"]
+    assert "return x / 2" in git(repo, "show", f"atom/{outcome.run_id}:halves/__init__.py")
+
+
+def test_wrong_reproduction_tests_never_fail_a_change_the_suite_accepts(tmp_path: Path) -> None:
+    repo = files_project(tmp_path / "proj", {"halves/__init__.py": HALVE, "tests/t.py": NO_TEST})
+    model = _reproducing("def test_halve():\n    assert halve(8) == 5\n", ["return x / 2"])
+    outcome = run_task("Implement `halves.halve` as its docstring says.", ctx(tmp_path, repo),
+                       models=model)  # fmt: skip
+    # Every candidate fails the model's one test; both attempts spent, the change is committed
+    # unverified on the suite, as it would be with no check at all, and the report says why.
+    assert outcome.status == "done", outcome.stop_reason
+    assert "the model's 1 reproduction test(s) all fail" in outcome.stop_reason
+    assert "return x / 2" in git(repo, "show", f"atom/{outcome.run_id}:halves/__init__.py")

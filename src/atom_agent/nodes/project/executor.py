@@ -2,12 +2,14 @@
 
 Each candidate is the model's definition of the step's target spliced into its file
 (:mod:`atom_agent.project.edits`). With checks (the target's docstring examples, the task's
-examples) the candidates are run on them in the run's checkout, greedy first and warmer
-samples after, until one passes them all; the best goes to the attempt's staging area as the
-edited file. Without checks the first usable candidate is written: nothing could tell samples
-apart. A reply without a usable definition (no code, another name, a stub body) is no
-candidate: the next temperature is asked. The checkout is reset after every trial; the
-reflector proves the chosen one.
+examples, else the model's reproduction tests) the candidates are run on them in the run's
+checkout, greedy first and warmer samples after, until one passes them all; the best goes to
+the attempt's staging area as the edited file. Where no check is the project's own, each
+candidate also runs the project's suite (when it is quick), and a candidate that breaks tests
+ranks below one that does not. Without any check the first usable candidate that breaks no
+test is written: nothing else could tell samples apart. A reply without a usable definition
+(no code, another name, a stub body) is no candidate: the next temperature is asked. The
+checkout is reset after every trial; the reflector proves the chosen one.
 """
 
 from __future__ import annotations
@@ -71,7 +73,10 @@ def make_project_executor(res: Resources) -> Any:
         module = module_of(path, project.command.python_path)
         spent: list[BaseMessage] = []
         trials: list[dict[str, Any]] = []
-        best: tuple[tuple[int, int], str] | None = None
+        best: tuple[tuple[int, int, int], str] | None = None
+        # The model's reproduction tests alone do not outrank the project's suite: each
+        # candidate also runs it (when cheap), as a step without checks does.
+        suite_decides = not any(c.origin == "task" for c in step.checks)
         # Without checks the first usable candidate is taken (nothing tells samples apart);
         # the warmer ones are asked only when a reply gave no usable definition.
         ladder = temperatures(profile.warming, attempt.n)
@@ -81,7 +86,7 @@ def make_project_executor(res: Resources) -> Any:
         if incumbent is not None and step.checks:
             report = _try(res, project, path, incumbent, step, module)
             if report is not None:
-                best = (report.rank(), incumbent)
+                best = (_score(report, None), incumbent)
                 trials.append({"incumbent": True, "checks": report.summary()})
                 ladder = [] if report.all_passed() else ladder
         previous = source_of(incumbent, qualname) if incumbent else ""
@@ -115,13 +120,9 @@ def make_project_executor(res: Resources) -> Any:
                 continue
             seen.add(edited)
             report = _try(res, project, path, edited, step, module)
-            broken = None if report is not None else _broken(res, project, path, edited)
-            trial["checks"] = (
-                report.summary()
-                if report is not None
-                else "no checks"
-                if broken is None
-                else f"no checks; {broken} test(s) that passed before fail"
+            broken = _broken(res, project, path, edited) if suite_decides else None
+            trial["checks"] = (report.summary() if report is not None else "no checks") + (
+                f"; {broken} test(s) that passed before fail" if broken is not None else ""
             )
             emit(
                 "executor.candidate",
@@ -130,10 +131,10 @@ def make_project_executor(res: Resources) -> Any:
                 temperature=temperature,
                 checks=trial["checks"],
             )
-            score = report.rank() if report is not None else (-(broken or 0), 0)
+            score = _score(report, broken)
             if best is None or score > best[0]:
                 best = (score, edited)
-            if report.all_passed() if report is not None else not broken:
+            if (report is None or report.all_passed()) and not broken:
                 break
         project.checkout.reset()
         if best is not None:
@@ -190,6 +191,16 @@ def _prompt(
         method=" (the method alone, indented as at the top level)" if "." in qualname else "",
     )
     return [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(text)]
+
+
+def _score(report: ContractReport | None, broken: int | None) -> tuple[int, int, int]:
+    """A candidate's standing, higher is better.
+
+    The project's checks it passes, then the tests it breaks (when the suite ran for it),
+    then every check it passes (the model's reproduction tests included).
+    """
+    task, passed = report.rank() if report is not None else (0, 0)
+    return (task, -(broken or 0), passed)
 
 
 def _try(

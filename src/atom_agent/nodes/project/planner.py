@@ -11,6 +11,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.drafting import extract_code, sample
 from atom_agent.project.checkout import open_checkout
 from atom_agent.project.checks import (
     docstring_checks,
@@ -27,11 +28,16 @@ from atom_agent.project.knowledge import (
     project_space,
     remember_tests,
 )
-from atom_agent.project.repomap import Definition, find, mentioned, render_map, scan
+from atom_agent.project.repomap import Definition, excerpt, find, mentioned, render_map, scan
+from atom_agent.project.reproduction import (
+    MAX_MODEL_CHECKS,
+    reproduction_checks,
+    reproduction_prompt,
+)
 from atom_agent.project.suite import detect, run_suite
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
-from atom_agent.state import Clause, Plan, PlanStep, State
+from atom_agent.state import Check, Clause, Plan, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.verification.clauses import task_clauses
@@ -42,6 +48,8 @@ from .common import ProjectRun, limits_of, load_project, module_of, runner_of, s
 
 MAP_TOKENS = 1500
 """Token budget of the repository map in the localisation prompt."""
+CONTRACT_EXCERPT_TOKENS = 1500
+"""Token budget of the code around the target in the reproduction-test request."""
 
 _TARGET_LINE = re.compile(r"([\w./-]+\.py)::([A-Za-z_][\w.]*)")
 
@@ -70,7 +78,12 @@ def make_project_planner(res: Resources) -> Any:
             }
         names = [d.qualname.split(".")[-1] for d in targets]
         clauses = task_clauses(state["task"], names=names)
-        steps = [_step(res, project, state["task"], d, n) for n, d in enumerate(targets, 1)]
+        steps: list[PlanStep] = []
+        for n, d in enumerate(targets, 1):
+            step, replies = _step(res, project, state["task"], d, n)
+            steps.append(step)
+            spent += replies
+        usage = usage_of(spent, model_name_of(model))
         plan = Plan(
             steps=[_attributed(step, clauses) for step in steps],
             rationale="one step per definition the task names, in the order it names them",
@@ -152,11 +165,15 @@ def _locate(
     return found, [reply] if hasattr(reply, "usage_metadata") else []
 
 
-def _step(res: Resources, project: ProjectRun, task: str, target: Definition, n: int) -> PlanStep:
-    """The step that rewrites `target`, with its checks.
+def _step(
+    res: Resources, project: ProjectRun, task: str, target: Definition, n: int
+) -> tuple[PlanStep, list[BaseMessage]]:
+    """The step that rewrites `target`, with its checks, and the model's replies it cost.
 
     Its docstring's examples and the task's, and the project's documented examples that fail
-    inside it as it is (:func:`~atom_agent.project.checks.reproducing`).
+    inside it as it is (:func:`~atom_agent.project.checks.reproducing`). When none of those
+    can run, the planner model writes reproduction tests (:mod:`atom_agent.project.reproduction`),
+    kept where they fail inside the target as it is.
     """
     module = module_of(target.path, project.command.python_path)
     name = target.qualname.split(".")[-1]
@@ -187,6 +204,9 @@ def _step(res: Resources, project: ProjectRun, task: str, target: Definition, n:
         reproduced = reproducing(examples, found, target.qualname)
         checks = runnable_on_baseline(checks, mine) + reproduced
         emit("project.examples", target=target.qualname, tried=len(examples), kept=len(reproduced))
+    spent: list[BaseMessage] = []
+    if not checks:
+        checks, spent = _reproduction(res, project, task, target, module)
     slug = re.sub(r"[^a-z0-9]+", "-", target.qualname.lower()).strip("-")[:36] or "change"
     return PlanStep(
         id=f"{n}-{slug}"[:40],
@@ -198,9 +218,42 @@ def _step(res: Resources, project: ProjectRun, task: str, target: Definition, n:
         ],
         defines=[name],
         expected_files=[target.path],
-        checks=[c.model_copy(update={"origin": "task"}) for c in checks],
+        checks=[
+            c if c.origin == "planner" else c.model_copy(update={"origin": "task"}) for c in checks
+        ],
         target=f"{target.path}::{target.qualname}",
+    ), spent
+
+
+def _reproduction(
+    res: Resources, project: ProjectRun, task: str, target: Definition, module: str
+) -> tuple[list[Check], list[BaseMessage]]:
+    """The planner model's reproduction tests of `target` that fail inside it as it is."""
+    model = res.model("planner")
+    around = excerpt(project.checkout.root, target, budget_tokens=CONTRACT_EXCERPT_TOKENS)
+    prompt = reproduction_prompt(task, target.qualname, target.path, around)
+    reply = sample(
+        model,
+        [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(prompt)],
+        0.0,
+        code_only="tests",
     )
+    written = reproduction_checks(extract_code(str(reply.content), tests=True))
+    if not written:
+        emit("project.reproduction", target=target.qualname, written=0, kept=0)
+        return [], [reply]
+    baseline = run_contract(
+        written,
+        staging=project.checkout.root,
+        runner=runner_of(res, project),
+        limits=res.limits,
+        python_path=project.python_path(),
+        module=module,
+    )
+    project.checkout.reset()
+    kept = reproducing(written, baseline, target.qualname)[:MAX_MODEL_CHECKS]
+    emit("project.reproduction", target=target.qualname, written=len(written), kept=len(kept))
+    return [c.model_copy(update={"origin": "planner"}) for c in kept], [reply]
 
 
 def _attributed(step: PlanStep, clauses: list[Clause]) -> PlanStep:
@@ -208,7 +261,8 @@ def _attributed(step: PlanStep, clauses: list[Clause]) -> PlanStep:
 
     A check the task's clauses gave keeps its clause; the docstring's examples become a
     clause of their own ("the examples in the docstring of X"), and so do the project's
-    documented examples that run the target, so coverage counts them.
+    documented examples that run the target and the model's reproduction tests, so coverage
+    counts them.
     """
     by_check = {c.describe(): cl.id for cl in clauses for c in cl.checks}
     by_text = {cl.text: cl.id for cl in clauses}
@@ -216,14 +270,17 @@ def _attributed(step: PlanStep, clauses: list[Clause]) -> PlanStep:
     qualname = step.target.partition("::")[2]
     loose = [c for c in step.checks if c.describe() not in by_check]
     own = [c for c in loose if c.criterion.startswith("docstring")]
+    written = [c for c in loose if c.origin == "planner"]
+    documented = [c for c in loose if c not in own and c not in written]
     groups = [
         (f"the examples in the docstring of {qualname}", own),
         (
             f"the project's documented examples that run {qualname} ("
-            + ", ".join(sorted({c.criterion.split(":")[0] for c in loose if c not in own}))
+            + ", ".join(sorted({c.criterion.split(":")[0] for c in documented}))
             + ")",
-            [c for c in loose if c not in own],
+            documented,
         ),
+        (f"the model's reproduction tests of {qualname} (written from the task)", written),
     ]
     for text, group in groups:
         if not group:

@@ -50,6 +50,8 @@ class ChangeEvidence:
     collected: bool
     """The suite ran and left a report."""
     last_attempt: bool
+    model_checks: int = 0
+    """Of `checks`, the model's reproduction tests (the rest are the project's and the task's)."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,9 @@ def decide_change(ev: ChangeEvidence) -> ChangeDecision:
     - every check passes (at least one): committed, verified;
     - no check at all: committed on the regression suite alone, labelled unverified;
     - some checks fail: retried; on the last attempt committed unverified when at least one
-      passes (better than the stub it replaces, the failures named), else failed.
+      passes (better than the stub it replaces, the failures named), else failed — but the
+      model's reproduction tests never fail a step: when they are all it has, a change they all
+      reject is committed unverified on the suite, as it would be without them.
     """
     retry_or_fail: Action = "fail" if ev.last_attempt else "retry"
     if not ev.written:
@@ -81,7 +85,14 @@ def decide_change(ev: ChangeEvidence) -> ChangeDecision:
             retry_or_fail, False, f"{ev.regressions} test(s) that passed before now fail"
         )
     if ev.checks and ev.checks_passed == ev.checks:
-        return ChangeDecision("commit", True, f"all {ev.checks} checks pass, no regression")
+        written = (
+            f" ({ev.model_checks} of them the model's reproduction tests)"
+            if ev.model_checks
+            else ""
+        )
+        return ChangeDecision(
+            "commit", True, f"all {ev.checks} checks pass{written}, no regression"
+        )
     if not ev.checks:
         return ChangeDecision(
             "commit", False, "no regression; no check executed the change (unverified)"
@@ -91,6 +102,13 @@ def decide_change(ev: ChangeEvidence) -> ChangeDecision:
         return ChangeDecision("retry", False, failing)
     if ev.checks_passed:
         return ChangeDecision("commit", False, f"no regression, but {failing} (unverified)")
+    if ev.model_checks == ev.checks:
+        return ChangeDecision(
+            "commit",
+            False,
+            f"no regression; the model's {ev.checks} reproduction test(s) all fail and no "
+            "check of the project's covers the change (unverified)",
+        )
     return ChangeDecision("fail", False, failing)
 
 
@@ -228,6 +246,7 @@ def _judge(
         written=staged.is_file(),
         checks=len(plan_step),
         checks_passed=len(contract.passed) if contract else 0,
+        model_checks=sum(1 for c in plan_step if c.origin == "planner"),
         regressions=len(verdict_gate.regressions) if verdict_gate else 0,
         # A suite that did not collect before the change either is no evidence against it.
         collected=bool(result and (result.collected_ok or not project.baseline.collected_ok)),
