@@ -312,7 +312,9 @@ def _reproducing(tests: str, bodies: list[str]) -> ScriptedChatModel:
 
 
 def test_the_models_reproduction_tests_choose_among_samples(tmp_path: Path) -> None:
-    repo = files_project(tmp_path / "proj", {"halves/__init__.py": HALVE, "tests/t.py": NO_TEST})
+    repo = files_project(
+        tmp_path / "proj", {"halves/__init__.py": HALVE, "tests/test_h.py": NO_TEST}
+    )
     tests = (
         "import pytest\nfrom halves import halve\n\n"
         "def test_halve():\n"
@@ -347,7 +349,9 @@ def test_the_models_reproduction_tests_choose_among_samples(tmp_path: Path) -> N
 
 
 def test_wrong_reproduction_tests_never_fail_a_change_the_suite_accepts(tmp_path: Path) -> None:
-    repo = files_project(tmp_path / "proj", {"halves/__init__.py": HALVE, "tests/t.py": NO_TEST})
+    repo = files_project(
+        tmp_path / "proj", {"halves/__init__.py": HALVE, "tests/test_h.py": NO_TEST}
+    )
     model = _reproducing("def test_halve():\n    assert halve(8) == 5\n", ["return x / 2"])
     outcome = run_task("Implement `halves.halve` as its docstring says.", ctx(tmp_path, repo),
                        models=model)  # fmt: skip
