@@ -2,9 +2,10 @@
 
 Asking a small model for a contract as JSON costs many tokens and gives garbage; asking for
 pytest asserts in a fenced block is what it does best. Code reads the asserts back into
-checks: ``assert f(x) == y`` / ``is y``, ``assert f(x)`` / ``assert not f(x)``,
-``assert abs(f(x) - y) < tol`` (with its tolerance), and ``with pytest.raises(E): f(x)``, with
-the statements before them in a test function as setup.
+checks: ``assert f(x) == y`` / ``is y``, ``assert f(x)`` / ``assert not f(x)`` (the value's
+truth), ``assert abs(f(x) - y) < tol`` (with its tolerance), and ``with pytest.raises(E): f(x)``
+(or ``assert f(x) == E`` for an exception class E, which a small model writes meaning the
+same), with the statements before them in a test function as setup.
 Anything else is left out.
 """
 
@@ -102,6 +103,9 @@ def _check_of(stmt: ast.stmt, setup: list[str], criterion: str) -> Check | None:
         ):
             if _raises(test.comparators[0]):  # ``f(x) == pytest.raises(E)``: says nothing
                 return None
+            error = _exception_class(test.comparators[0])
+            if error:  # ``assert f(0) == ValueError``: the test means that f(0) raises it
+                return Check(call=call(test.left), raises=error, criterion=criterion)
             return Check(
                 call=call(test.left),
                 expect=ast.unparse(test.comparators[0]),
@@ -109,10 +113,11 @@ def _check_of(stmt: ast.stmt, setup: list[str], criterion: str) -> Check | None:
             )
         if _within_tolerance(test):
             return Check(call=call(test), expect="True", criterion=criterion)
+        # ``assert not p[1:2]`` holds for ``[]``, which is not ``== False``: truth is bool().
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return Check(call=call(test.operand), expect="False", criterion=criterion)
+            return Check(call=call(_truth(test.operand)), expect="False", criterion=criterion)
         if isinstance(test, ast.Call):
-            return Check(call=call(test), expect="True", criterion=criterion)
+            return Check(call=call(_truth(test)), expect="True", criterion=criterion)
         return None
     if isinstance(stmt, ast.With) and len(stmt.items) == 1:
         ctx = stmt.items[0].context_expr
@@ -123,6 +128,17 @@ def _check_of(stmt: ast.stmt, setup: list[str], criterion: str) -> Check | None:
             source = "\n".join([*setup, *inner, ast.unparse(last.value)])
             return Check(call=source, raises=raised, criterion=criterion)
     return None
+
+
+def _truth(expr: ast.expr) -> ast.expr:
+    """``bool(expr)``, unless `expr` already is a ``bool(…)`` or ``isinstance(…)`` call."""
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id in ("bool", "isinstance", "callable", "hasattr", "all", "any")
+    ):
+        return expr
+    return ast.Call(func=ast.Name(id="bool", ctx=ast.Load()), args=[expr], keywords=[])
 
 
 def _within_tolerance(test: ast.expr) -> bool:
@@ -138,6 +154,15 @@ def _within_tolerance(test: ast.expr) -> bool:
         and isinstance(test.left.args[0], ast.BinOp)
         and isinstance(test.left.args[0].op, ast.Sub)
     )
+
+
+def _exception_class(expr: ast.expr) -> str:
+    """``ValueError`` / ``errors.BadInput`` compared with as a value: the class's name, else ''."""
+    name = ast.unparse(expr) if isinstance(expr, ast.Name | ast.Attribute) else ""
+    last = name.rpartition(".")[2]
+    if last.endswith(("Error", "Exception")) or last in ("StopIteration", "KeyboardInterrupt"):
+        return name
+    return ""
 
 
 def _raises(expr: ast.expr) -> str:

@@ -240,13 +240,18 @@ def reproducing(checks: list[Check], baseline: ContractReport, qualname: str) ->
     The target is a stub or wrong: an example that fails there is one the change must make
     pass. Examples that pass already, or fail elsewhere, say nothing about the target.
     """
-    kept = [
+    kept = reached(checks, baseline, qualname)
+    kept.sort(key=lambda c: len(c.call) + len(c.expect))
+    return kept[:MAX_PROJECT_EXAMPLES]
+
+
+def reached(checks: list[Check], baseline: ContractReport, qualname: str) -> list[Check]:
+    """The checks whose run on the unchanged project raised inside the target, in order."""
+    return [
         check
         for check, result in zip(checks, baseline.results, strict=True)
         if result.status in ("error", "timeout") and _inside(result.function, qualname)
     ]
-    kept.sort(key=lambda c: len(c.call) + len(c.expect))
-    return kept[:MAX_PROJECT_EXAMPLES]
 
 
 def _inside(function: str, qualname: str) -> bool:

@@ -34,14 +34,14 @@ def reproduction_prompt(task: str, qualname: str, path: str, around: str) -> str
     )
 
 
-def reproduction_checks(source: str) -> list[Check]:
-    """The asserts of a model's test code as checks, the code's imports first in each setup.
+def reproduction_checks(source: str) -> list[list[Check]]:
+    """The asserts of a model's test code as checks, one list per test, imports first in each.
 
     Checks run in the target module's namespace, so its own names need no import; the
     imports a test makes (``from click import Choice``, ``import datetime``) are kept, in the
     order written, because what the test's asserts use may come from elsewhere. An import of
-    the module itself (``from <module> import *``) is harmless. Tests that do not parse give
-    nothing.
+    the module itself is harmless. Module-level asserts are one more test. Tests that do not
+    parse give nothing.
     """
     try:
         tree = ast.parse(source)
@@ -53,11 +53,44 @@ def reproduction_checks(source: str) -> list[Check]:
             line = ast.unparse(node)
             if line not in imports:
                 imports.append(line)
-    checks = checks_from_tests(source, criterion=CRITERION)
-    if not imports:
-        return checks
-    prefix = "\n".join(imports)
-    return [c.model_copy(update={"call": f"{prefix}\n{c.call}"}) for c in checks]
+    tests = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+    loose = [n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.ClassDef)]
+    groups: list[list[Check]] = []
+    for part in [*tests, ast.Module(body=loose, type_ignores=[])]:
+        text = ast.unparse(part)
+        checks = checks_from_tests(text, criterion=CRITERION)
+        if imports:
+            prefix = "\n".join(imports)
+            checks = [c.model_copy(update={"call": f"{prefix}\n{c.call}"}) for c in checks]
+        if checks:
+            groups.append(checks)
+    return groups
+
+
+def chosen(
+    groups: list[list[Check]], reaching: set[str], limit: int = MAX_MODEL_CHECKS
+) -> list[Check]:
+    """Up to `limit` checks of `groups` whose ``describe()`` is in `reaching`, one test at a time.
+
+    Round robin over the tests in the order written, each test's checks in its order: a
+    small model's first asserts of a test are its plainest, and its later tests, or a test
+    that repeats one line with a counter until the reply is cut, are where it goes wrong;
+    taking from every test keeps one bad test from filling the contract.
+    """
+    queues = [[c for c in group if c.describe() in reaching] for group in groups]
+    kept: list[Check] = []
+    seen: set[str] = set()
+    while len(kept) < limit and any(queues):
+        for queue in queues:
+            while queue:
+                check = queue.pop(0)
+                if check.describe() not in seen:
+                    seen.add(check.describe())
+                    kept.append(check)
+                    break
+            if len(kept) >= limit:
+                break
+    return kept
 
 
 def _is_pytest(node: ast.Import | ast.ImportFrom) -> bool:

@@ -238,12 +238,31 @@ def test_area():
         "decode('a3') raises ValueError",
         "decode('3') raises ValueError",
         "a = Account('x') ; a.deposit(5) ; a.balance == 5",
-        "a = Account('x') ; a.deposit(5) ; is_palindrome('xy') == False",
-        "a = Account('x') ; a.deposit(5) ; is_palindrome('') == True",
+        "a = Account('x') ; a.deposit(5) ; bool(is_palindrome('xy')) == False",
+        "a = Account('x') ; a.deposit(5) ; bool(is_palindrome('')) == True",
         "abs(area(2.0) - 12.566) < 0.001 == True",
     ]
     assert {c.criterion for c in checks} == {"c"}
     assert checks_from_tests("this is not python") == []
+
+
+def test_asserted_truth_is_the_values_truth_not_equality_with_a_bool(tmp_path: Path) -> None:
+    source = (
+        "def test_it():\n    assert not pending()\n    assert done()\n    assert not bool(x())\n"
+    )
+    from atom_agent.checks.asserts import checks_from_tests
+
+    checks = checks_from_tests(source)
+    assert [c.describe() for c in checks] == [
+        "bool(pending()) == False",
+        "bool(done()) == True",
+        "bool(x()) == False",
+    ]
+    code = (
+        "def pending():\n    return []\n\ndef done():\n    return [1]\n\ndef x():\n    return ''\n"
+    )
+    report = run_contract(checks, staging=_staged(tmp_path, code), runner=RUNNER, limits=LIMITS)
+    assert report.all_passed(), report.summary()
 
 
 def test_an_assert_against_pytest_raises_states_nothing() -> None:

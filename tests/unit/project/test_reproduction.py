@@ -1,8 +1,8 @@
-"""Reading a model's reproduction tests of a project's target into checks."""
+"""Reading a model's reproduction tests of a project's target into checks, and which to keep."""
 
 from __future__ import annotations
 
-from atom_agent.project.reproduction import CRITERION, reproduction_checks
+from atom_agent.project.reproduction import CRITERION, chosen, reproduction_checks
 
 
 def test_the_tests_imports_come_first_in_every_check_and_pytest_is_left_out() -> None:
@@ -16,8 +16,9 @@ def test_the_tests_imports_come_first_in_every_check_and_pytest_is_left_out() ->
         "def test_bad():\n"
         "    with pytest.raises(ValueError):\n"
         "        Box(None).grow(-1)\n"
+        "    assert Box(None).grow(0) == KeyError\n"  # a small model's way to say "raises"
     )
-    grow, bad = reproduction_checks(source)
+    [grow], [bad, zero] = reproduction_checks(source)
     assert grow.call.splitlines() == [
         "from datetime import date",
         "from box import Box",
@@ -26,10 +27,26 @@ def test_the_tests_imports_come_first_in_every_check_and_pytest_is_left_out() ->
     ]
     assert grow.expect == "3" and grow.criterion == CRITERION
     assert bad.call.splitlines()[:2] == ["from datetime import date", "from box import Box"]
-    assert bad.raises == "ValueError"
-    assert not any("pytest" in c.call for c in (grow, bad))
+    assert (bad.raises, zero.raises) == ("ValueError", "KeyError")
+    assert not any("pytest" in c.call for c in (grow, bad, zero))
 
 
 def test_tests_that_do_not_parse_give_no_check() -> None:
     assert reproduction_checks("def test_x(:\n    assert f(1) == 2\n") == []
-    assert reproduction_checks("assert f(1) == 2\n")[0].call == "f(1)"
+    [[loose]] = reproduction_checks("assert f(1) == 2\n")
+    assert loose.call == "f(1)"
+
+
+def test_kept_checks_come_from_every_test_in_turn_and_only_those_that_reach_the_target() -> None:
+    source = (
+        "def test_slices():\n"
+        "    p = P([1, 2, 3])\n"
+        "    assert p[0:2] == [1, 2]\n"
+        "    assert p[::2] == [1, 3]\n"
+        "    assert p[0] == 1\n\n"  # passes on the project as it is: does not reach the target
+        "def test_empty():\n" + "".join(f"    assert not P([])[1:2:{n}]\n" for n in range(3, 30))
+    )
+    groups = reproduction_checks(source)
+    reaching = {c.describe() for g in groups for c in g if "p[0]" not in c.call}
+    kept = [c.call.splitlines()[-1] for c in chosen(groups, reaching, limit=4)]
+    assert kept == ["p[0:2]", "bool(P([])[1:2:3])", "p[::2]", "bool(P([])[1:2:4])"]

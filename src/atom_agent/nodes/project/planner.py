@@ -16,6 +16,7 @@ from atom_agent.project.checkout import open_checkout
 from atom_agent.project.checks import (
     docstring_checks,
     project_examples,
+    reached,
     reproducing,
     runnable_on_baseline,
     unmutated_checks,
@@ -29,11 +30,7 @@ from atom_agent.project.knowledge import (
     remember_tests,
 )
 from atom_agent.project.repomap import Definition, excerpt, find, mentioned, render_map, scan
-from atom_agent.project.reproduction import (
-    MAX_MODEL_CHECKS,
-    reproduction_checks,
-    reproduction_prompt,
-)
+from atom_agent.project.reproduction import chosen, reproduction_checks, reproduction_prompt
 from atom_agent.project.suite import detect, run_suite
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
@@ -238,7 +235,8 @@ def _reproduction(
         0.0,
         code_only="tests",
     )
-    written = reproduction_checks(extract_code(str(reply.content), tests=True))
+    groups = reproduction_checks(extract_code(str(reply.content), tests=True))
+    written = [c for group in groups for c in group]
     if not written:
         emit("project.reproduction", target=target.qualname, written=0, kept=0)
         return [], [reply]
@@ -251,7 +249,7 @@ def _reproduction(
         module=module,
     )
     project.checkout.reset()
-    kept = reproducing(written, baseline, target.qualname)[:MAX_MODEL_CHECKS]
+    kept = chosen(groups, {c.describe() for c in reached(written, baseline, target.qualname)})
     emit("project.reproduction", target=target.qualname, written=len(written), kept=len(kept))
     return [c.model_copy(update={"origin": "planner"}) for c in kept], [reply]
 
