@@ -187,15 +187,7 @@ def _step(
         if c.describe() not in own
     ]
     if checks or examples:
-        baseline = run_contract(
-            [*checks, *examples],
-            staging=project.checkout.root,
-            runner=runner_of(res, project),
-            limits=res.limits,
-            python_path=project.python_path(),
-            module=module,
-        )
-        project.checkout.reset()
+        baseline = _on_baseline(res, project, [*checks, *examples], module)
         mine = ContractReport(baseline.results[: len(checks)], baseline.error)
         found = ContractReport(baseline.results[len(checks) :], baseline.error)
         reproduced = reproducing(examples, found, target.qualname)
@@ -222,6 +214,23 @@ def _step(
     ), spent
 
 
+def _on_baseline(
+    res: Resources, project: ProjectRun, checks: list[Check], module: str
+) -> ContractReport:
+    """`checks` run against the project as it is (the checkout reset after)."""
+    try:
+        return run_contract(
+            checks,
+            staging=project.checkout.root,
+            runner=runner_of(res, project),
+            limits=res.limits,
+            python_path=project.python_path(),
+            module=module,
+        )
+    finally:
+        project.checkout.reset()
+
+
 def _reproduction(
     res: Resources, project: ProjectRun, task: str, target: Definition, module: str
 ) -> tuple[list[Check], list[BaseMessage]]:
@@ -240,15 +249,7 @@ def _reproduction(
     if not written:
         emit("project.reproduction", target=target.qualname, written=0, kept=0)
         return [], [reply]
-    baseline = run_contract(
-        written,
-        staging=project.checkout.root,
-        runner=runner_of(res, project),
-        limits=res.limits,
-        python_path=project.python_path(),
-        module=module,
-    )
-    project.checkout.reset()
+    baseline = _on_baseline(res, project, written, module)
     kept = chosen(groups, {c.describe() for c in reached(written, baseline, target.qualname)})
     emit("project.reproduction", target=target.qualname, written=len(written), kept=len(kept))
     return [c.model_copy(update={"origin": "planner"}) for c in kept], [reply]
