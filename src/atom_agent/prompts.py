@@ -337,6 +337,14 @@ docstrings state, worked out carefully. Import what the tests use from the proje
 one ```python block, nothing else."""
 """The planner's request for reproduction tests of a project step that has no examples."""
 
+PROJECT_CONTRACT_AGAIN = """\
+None of these tests reached `{qualname}`: each stopped before it ran.
+{failures}
+Its header is `{signature}`. Write the tests again so that every one of them calls \
+`{qualname}` with all it needs, built the way the code above builds it. Reply with one \
+```python block, nothing else."""
+"""The one follow-up when no reproduction test reached the target: what stopped each test."""
+
 PROJECT_FEEDBACK = """
 Your previous version:
 ```python

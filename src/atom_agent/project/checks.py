@@ -250,11 +250,11 @@ def reached(checks: list[Check], baseline: ContractReport, qualname: str) -> lis
     return [
         check
         for check, result in zip(checks, baseline.results, strict=True)
-        if result.status in ("error", "timeout") and _inside(result.function, qualname)
+        if result.status in ("error", "timeout") and inside(result.function, qualname)
     ]
 
 
-def _inside(function: str, qualname: str) -> bool:
+def inside(function: str, qualname: str) -> bool:
     """Whether a traceback's innermost frame (``Class.method``, ``f.<locals>.g``) is the target."""
     if not function:
         return False

@@ -20,6 +20,8 @@ import ast
 
 from atom_agent import prompts
 from atom_agent.checks.asserts import checks_from_tests
+from atom_agent.checks.contract import ContractReport
+from atom_agent.project.checks import explain, inside
 from atom_agent.state import Check
 
 MAX_MODEL_CHECKS = 6
@@ -31,6 +33,33 @@ def reproduction_prompt(task: str, qualname: str, path: str, around: str) -> str
     """The request for reproduction tests: the task and the code around the unwritten target."""
     return prompts.PROJECT_CONTRACT.format(
         task=task.strip(), qualname=qualname, path=path, excerpt=around
+    )
+
+
+def stopped_before(baseline: ContractReport, qualname: str, limit: int = 4) -> list[str]:
+    """Why the tests that raised before reaching `qualname` stopped, one line each, distinct.
+
+    A test that builds the target's object from the wrong arguments, or calls it without a
+    required one, raises in the test itself or elsewhere in the project: the model is shown
+    what stopped it so that its one rewrite can reach the target.
+    """
+    lines: list[str] = []
+    told: set[tuple[str, str]] = set()
+    for result in baseline.results:
+        if result.status not in ("error", "timeout") or inside(result.function, qualname):
+            continue
+        if (result.reason, result.function) not in told:
+            told.add((result.reason, result.function))
+            lines.append(explain(result))
+        if len(lines) >= limit:
+            break
+    return lines
+
+
+def again_prompt(qualname: str, signature: str, stopped: list[str]) -> str:
+    """The follow-up asking for tests that reach the target, told what stopped the first ones."""
+    return prompts.PROJECT_CONTRACT_AGAIN.format(
+        qualname=qualname, signature=signature, failures="\n".join(stopped)
     )
 
 

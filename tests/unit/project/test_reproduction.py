@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from atom_agent.project.reproduction import CRITERION, chosen, reproduction_checks
+from atom_agent.checks.contract import CheckResult, ContractReport
+from atom_agent.project.reproduction import (
+    CRITERION,
+    chosen,
+    reproduction_checks,
+    stopped_before,
+)
+from atom_agent.state import Check
 
 
 def test_the_tests_imports_come_first_in_every_check_and_pytest_is_left_out() -> None:
@@ -50,3 +57,22 @@ def test_kept_checks_come_from_every_test_in_turn_and_only_those_that_reach_the_
     reaching = {c.describe() for g in groups for c in g if "p[0]" not in c.call}
     kept = [c.call.splitlines()[-1] for c in chosen(groups, reaching, limit=4)]
     assert kept == ["p[0:2]", "bool(P([])[1:2:3])", "p[::2]", "bool(P([])[1:2:4])"]
+
+
+def test_what_stopped_a_test_before_the_target_is_told_once_per_reason() -> None:
+    def result(call: str, function: str, reason: str) -> CheckResult:
+        return CheckResult(Check(call=call, expect="1"), "error", reason=reason, function=function)
+
+    missing = "TypeError: convert() missing 2 required positional arguments: 'param' and 'ctx'"
+    baseline = ContractReport(
+        [
+            result("Choice(['a']).convert('a')", "", missing),
+            result("Choice(['a']).convert('b')", "", missing),
+            result("Choice(['a']).convert('a', None, None)", "Choice.convert", "NotImplemented"),
+            result("Statement('x').get_type()", "TokenList.__init__", "TypeError: not iterable"),
+        ]
+    )
+    stopped = stopped_before(baseline, "Choice.convert")
+    # The run that reached the target is not a reason; the same reason twice is told once.
+    assert len(stopped) == 2
+    assert missing in stopped[0] and "TokenList.__init__" in stopped[1]

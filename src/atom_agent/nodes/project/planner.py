@@ -30,7 +30,13 @@ from atom_agent.project.knowledge import (
     remember_tests,
 )
 from atom_agent.project.repomap import Definition, excerpt, find, mentioned, render_map, scan
-from atom_agent.project.reproduction import chosen, reproduction_checks, reproduction_prompt
+from atom_agent.project.reproduction import (
+    again_prompt,
+    chosen,
+    reproduction_checks,
+    reproduction_prompt,
+    stopped_before,
+)
 from atom_agent.project.suite import detect, run_suite
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
@@ -238,21 +244,28 @@ def _reproduction(
     model = res.model("planner")
     around = excerpt(project.checkout.root, target, budget_tokens=CONTRACT_EXCERPT_TOKENS)
     prompt = reproduction_prompt(task, target.qualname, target.path, around)
-    reply = sample(
-        model,
-        [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(prompt)],
-        0.0,
-        code_only="tests",
-    )
-    groups = reproduction_checks(extract_code(str(reply.content), tests=True))
-    written = [c for group in groups for c in group]
-    if not written:
-        emit("project.reproduction", target=target.qualname, written=0, kept=0)
-        return [], [reply]
-    baseline = _on_baseline(res, project, written, module)
-    kept = chosen(groups, {c.describe() for c in reached(written, baseline, target.qualname)})
-    emit("project.reproduction", target=target.qualname, written=len(written), kept=len(kept))
-    return [c.model_copy(update={"origin": "planner"}) for c in kept], [reply]
+    messages: list[BaseMessage] = [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(prompt)]
+    replies: list[BaseMessage] = []
+    kept: list[Check] = []
+    for _ in range(2):
+        reply = sample(model, messages, 0.0, code_only="tests")
+        replies.append(reply)
+        groups = reproduction_checks(extract_code(str(reply.content), tests=True))
+        written = [c for group in groups for c in group]
+        if not written:
+            emit("project.reproduction", target=target.qualname, written=0, kept=0)
+            break
+        baseline = _on_baseline(res, project, written, module)
+        kept = chosen(groups, {c.describe() for c in reached(written, baseline, target.qualname)})
+        emit("project.reproduction", target=target.qualname, written=len(written), kept=len(kept))
+        stopped = stopped_before(baseline, target.qualname)
+        if kept or not stopped:
+            break
+        # None reached the target: one rewrite, told what stopped each test (Agentless
+        # regenerates reproduction tests until they reproduce; one is what we can afford).
+        again = again_prompt(target.qualname, target.signature, stopped)
+        messages = [*messages, reply, HumanMessage(again)]
+    return [c.model_copy(update={"origin": "planner"}) for c in kept], replies
 
 
 def _attributed(step: PlanStep, clauses: list[Clause]) -> PlanStep:
