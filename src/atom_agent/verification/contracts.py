@@ -9,6 +9,7 @@ that writes code never sees the contract until a check fails: the two stay indep
 
 from __future__ import annotations
 
+import ast
 import logging
 import re
 
@@ -63,7 +64,10 @@ def write_contracts(
         # The model's checks prove the step's one prose criterion (the others are code's).
         prose = [c for c in step.acceptance_criteria if c not in CODE_CRITERIA]
         criterion = prose[0] if len(prose) == 1 else ""
-        found = checks_from_tests(extract_code(reply.text, tests=True), criterion=criterion)
+        source = extract_code(reply.text, tests=True)
+        found = checks_from_tests(source, criterion=criterion)
+        by_clause = clause_tests(source, [c.id for c in plan.clauses], criterion=criterion)
+        found = [c.model_copy(update={"clause": by_clause.get(c.describe(), "")}) for c in found]
         have = {c.describe() for c in step.checks}
         usable = [
             placed(c, task, plan.clauses)
@@ -78,7 +82,11 @@ def write_contracts(
             asserts=len(found),
             usable=len(usable),
         )
-        kept = capped(usable, missing or list(step.defines))
+        kept = (
+            per_clause(usable)
+            if skeleton_clauses(plan, step)
+            else capped(usable, missing or list(step.defines))
+        )
         steps.append(step.model_copy(update={"checks": [*step.checks, *kept]}))
         available += step.defines
     return Plan(steps=steps, rationale=plan.rationale, clauses=plan.clauses), spent
@@ -172,12 +180,25 @@ def _is_class(name: str) -> bool:
 
 
 def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
-    """The contract request of one step: the task, the step, and what it defines."""
+    """The contract request of one step: the task, the step, and what it defines.
+
+    A class step with clauses no check covers gets a test file to complete, one test per
+    clause (:func:`skeleton_clauses`); any other step is asked for asserts.
+    """
     scope = (
         ""
         if len(plan.steps) == 1
         else prompts.CONTRACT_STEP.format(title=step.title, description=step.description.strip())
     )
+    skeleton = skeleton_clauses(plan, step)
+    if skeleton:
+        classes = [n for n in step.defines if _is_class(n)]
+        return prompts.CONTRACT_SKELETON.format(
+            task=task.strip(),
+            step=scope,
+            names=", ".join(classes),
+            skeleton=skeleton_file(step.defines, skeleton),
+        )
     opened = open_clauses(plan, step)
     clauses = (
         prompts.CONTRACT_CLAUSES.format(
@@ -194,3 +215,68 @@ def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
         names=", ".join(step.defines),
         scenario=scenario,
     )
+
+
+MAX_SKELETON_TESTS = 8
+"""Clauses given a test to complete in one contract request."""
+MAX_CHECKS_PER_CLAUSE = 2
+"""Checks kept per clause from a completed test file (round robin over the clauses)."""
+
+
+def skeleton_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
+    """The clauses a class step's contract gives a test each: its open ones, results first.
+
+    Empty when the step defines no class (a function's contract is asked for as asserts:
+    HumanEval's and the demo's requests stay as measured).
+    """
+    if not any(_is_class(name) for name in step.defines):
+        return []
+    return open_clauses(plan, step)[:MAX_SKELETON_TESTS]
+
+
+def skeleton_file(defines: list[str], clauses: list[Clause]) -> str:
+    """A test file to complete: the step's names imported, one empty test per clause.
+
+    Each test is named after its clause (``test_c5``) and has the clause as its docstring, so
+    what the model writes in it is read back as that clause's checks (:func:`clause_tests`).
+    """
+    lines = ["import pytest", f"from impl import {', '.join(defines)}", ""]
+    for clause in clauses:
+        text = " ".join(clause.text.split())[:400].replace('"""', "'''").replace("\\", "/")
+        lines += ["", f"def test_{clause.id}():", f'    """{text}"""', ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def clause_tests(source: str, ids: list[str], *, criterion: str = "") -> dict[str, str]:
+    """``describe()`` of each check in a test named after a clause (``test_c5``) → its clause."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            clause = node.name.removeprefix("test_")
+            if clause in ids:
+                for check in checks_from_tests(ast.unparse(node), criterion=criterion):
+                    found.setdefault(check.describe(), clause)
+    return found
+
+
+def per_clause(checks: list[Check], limit: int = MAX_CHECKS) -> list[Check]:
+    """Up to `limit` checks, at most MAX_CHECKS_PER_CLAUSE per clause, one clause at a time.
+
+    Round robin in the clauses' order: each statement's first asserts are kept before any
+    statement's third, so one long test cannot fill the contract. Checks no clause claims
+    fill what is left, in order.
+    """
+    queues: dict[str, list[Check]] = {}
+    for check in checks:
+        queues.setdefault(check.clause, []).append(check)
+    loose = queues.pop("", [])
+    kept: list[Check] = []
+    for _ in range(MAX_CHECKS_PER_CLAUSE):
+        for queue in queues.values():
+            if queue and len(kept) < limit:
+                kept.append(queue.pop(0))
+    return kept + loose[: max(0, limit - len(kept))]

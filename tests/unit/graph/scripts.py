@@ -128,7 +128,7 @@ def models(
     }
 
 
-CONTRACT_REQUEST = "Before any code exists, write the tests for"
+CONTRACT_REQUEST = "Before any code exists"
 
 
 def planner_model(

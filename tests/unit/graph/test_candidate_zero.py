@@ -299,3 +299,64 @@ def test_the_plain_answer_and_a_sample_each_right_in_one_function_are_recombined
     assert "the plain answer meets every check the task states" in revision["reason"]
     assert len(models["executor"].calls) == 3  # type: ignore[attr-defined]
     assert (ws.step(run, "step1").artifacts / "impl.py").read_text().strip() == BOTH.strip()
+
+
+TALLY = (
+    "Write a Tally class; Tally() takes no arguments. add(word: str) -> int counts one more "
+    "of word and returns its count so far. top() -> str returns the word counted most often, "
+    "the earliest added among equals. Include pytest tests."
+)
+TALLY_CODE = (
+    "class Tally:\n"
+    "    def __init__(self):\n"
+    "        self.counts = {}\n\n"
+    "    def add(self, word: str) -> int:\n"
+    "        self.counts[word] = self.counts.get(word, 0) + 1\n"
+    "        return self.counts[word]\n\n"
+    "    def top(self) -> str:\n"
+    "        return max(self.counts, key=self.counts.get)\n"
+)
+LEAST = TALLY_CODE.replace("max(", "min(")
+
+
+def test_a_class_contract_completes_a_test_per_clause_and_catches_a_wrong_plain_answer(
+    tmp_path: Path,
+) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=2, max_replans=0)
+    completed = (
+        "import pytest\nfrom impl import Tally\n\n"
+        "def test_c3():\n"
+        '    """add(word: str) -> int counts one more of word and returns its count so far."""\n'
+        "    t = Tally()\n"
+        "    assert t.add('a') == 1\n"
+        "    assert t.add('a') == 2\n\n"
+        "def test_c4():\n"
+        '    """top() -> str returns the word counted most often, the earliest added among."""\n'
+        "    t = Tally()\n"
+        "    t.add('a')\n"
+        "    t.add('b')\n"
+        "    t.add('b')\n"
+        "    assert t.top() == 'b'\n"
+    )
+    models = roles(LEAST, [TALLY_CODE])
+    models["planner"] = planner_model([], contracts=[completed])
+    outcome = run_task(TALLY, ctx, models=models)  # type: ignore[arg-type]
+
+    assert outcome.status == "done", outcome
+    (contract,) = [
+        str(c.messages[-1].content)
+        for c in models["planner"].calls  # type: ignore[attr-defined]
+        if "Before any code exists" in str(c.messages[-1].content)
+    ]
+    assert "complete these tests of Tally" in contract and "def test_c4():" in contract
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    plan = ws.plan_revisions(run)[-1]["plan"]
+    scenario = next(c for c in plan["steps"][0]["checks"] if c["call"].endswith("t.top()"))
+    assert scenario["clause"] == "c4" and scenario["expect"] == "'b'"
+    # The plain answer's top() gives the least counted word: the clause's test fails it, and
+    # the drafted code that meets it is committed.
+    artifacts = ws.step(run, "step1").artifacts
+    assert "max(" in (artifacts / "impl.py").read_text()
+    clauses = ws.read_run(run)["clauses"]
+    assert "c4" in clauses["verified"], clauses

@@ -494,21 +494,35 @@ def test_a_class_or_a_stated_result_without_a_check_gets_a_contract() -> None:
     opened = open_clauses(plan, only)
     assert opened and quotes_a_result(opened[0].text)  # the worked example first
 
+    # The class's contract is a test file to complete: one test per open clause, the clause
+    # its docstring, the worked example first.
     reply = (
-        "def test_render():\n"
+        "def test_c4():\n"
         "    t = Table(['name', 'qty'])\n"
         "    t.add_row('apple', 3)\n"
         "    t.add_row('kiwi', 12)\n"
         "    assert t.render() == 'name  | qty\\n------+----\\napple |   3\\nkiwi  |  12'\n"
+        "def test_c3():\n"
+        "    t = Table(['a'])\n"
+        "    assert t.render() == 'a\\n-'\n"
+        "    assert t.render().count('\\n') == 1\n"
+        "    assert len(t.render()) == 3\n"  # a third assert of one clause: over the cap
     )
     model = planner_model([], contracts=[reply])
     plan, replies = write_contracts(model, table, plan)
     assert len(replies) == 1
     prompt = str(model.calls[0].messages[-1].content)
-    listed = prompt[prompt.index("no test covers yet") :]
-    assert listed.index("Example: with headers") < listed.index("A table without rows")
+    skeleton = prompt[prompt.index("```python") :]
+    assert "from impl import Table" in skeleton
+    assert skeleton.index("def test_c4():") < skeleton.index("def test_c3():")
+    assert '    """A table without rows renders only its header line and dash line."""' in skeleton
     (scenario,) = [c for c in plan.steps[0].checks if "add_row" in c.call]
     assert scenario.origin == "task"  # it restates the task's example: never suspect
+    assert scenario.clause == "c4"
+    empty = [c for c in plan.steps[0].checks if c.call.startswith("t = Table(['a'])")]
+    # Each test's checks execute its clause; at most two per clause are kept.
+    assert [c.clause for c in empty] == ["c3", "c3"]
+    assert plan.steps[0].checks[-1].call.splitlines()[-1] == "t.render().count('\\n')"
     assert task_names(table) == ["Table"]
 
     # One function, prose with no stated result and every name checked: no call.

@@ -1,0 +1,38 @@
+"""A class step's contract as a test file to complete: which checks are kept, per clause."""
+
+from __future__ import annotations
+
+from atom_agent.state import Check
+from atom_agent.verification.contracts import MAX_CHECKS, clause_tests, per_clause
+
+
+def _check(n: int, clause: str) -> Check:
+    return Check(call=f"f({n})", expect=str(n), clause=clause)
+
+
+def test_two_checks_per_clause_before_any_third_and_loose_ones_fill_the_rest() -> (
+    None
+):
+    checks = [_check(i, "c1") for i in range(5)] + [_check(10 + i, "c2") for i in range(3)]
+    checks += [_check(20 + i, "") for i in range(10)]
+    kept = per_clause(checks)
+    assert [c.call for c in kept[:4]] == ["f(0)", "f(10)", "f(1)", "f(11)"]
+    # A model that named no test after a clause still gets its asserts read, up to the cap.
+    assert len(kept) == MAX_CHECKS and kept[4].call == "f(20)"
+    assert per_clause([_check(i, "") for i in range(3)]) == [_check(i, "") for i in range(3)]
+
+
+def test_checks_are_tied_to_the_clause_their_test_is_named_after() -> None:
+    source = (
+        "from impl import Box\n\n"
+        "def test_c2():\n"
+        "    b = Box()\n"
+        "    assert b.size() == 0\n\n"
+        "def test_other():\n"
+        "    assert Box().size() == 0\n\n"
+        "def test_c9():\n"  # not a clause of the task: no tie
+        "    assert Box().full() is False\n"
+    )
+    found = clause_tests(source, ["c1", "c2"])
+    assert found == {"b = Box() ; b.size() == 0": "c2"}
+    assert clause_tests("def test_c1(:\n", ["c1"]) == {}
