@@ -356,13 +356,18 @@ docstrings state, worked out carefully. Import what the tests use from the proje
 one ```python block, nothing else."""
 """The planner's request for reproduction tests of a project step that has no examples."""
 
-PROJECT_CONTRACT_AGAIN = """\
-None of these tests reached `{qualname}`: each stopped before it ran.
+PROJECT_CONTRACT_AGAIN = """
+
+Tests written for it earlier never reached `{qualname}`: each stopped before it ran.
 {failures}
-Its header is `{signature}`. Write the tests again so that every one of them calls \
-`{qualname}` with all it needs, built the way the code above builds it. Reply with one \
-```python block, nothing else."""
-"""The one follow-up when no reproduction test reached the target: what stopped each test."""
+Its header is `{signature}`.{usages} Write tests that each call `{qualname}` with all it \
+needs, built the way the project builds it."""
+"""Added to the reproduction request when no test of the first reply reached the target: what
+stopped them, and how the project's own tests make the call. The rejected tests are not shown
+(a small model shown its previous reply hands it back: sqlparse, session 20)."""
+PROJECT_CONTRACT_USAGES = """ The project's own tests call `{name}` like this:
+{lines}
+"""
 
 PROJECT_FEEDBACK = """
 Your previous version:

@@ -17,6 +17,9 @@ sampled and chosen, and they tell a retry what failed.
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterable
+from pathlib import Path
 
 from atom_agent import prompts
 from atom_agent.checks.asserts import checks_from_tests
@@ -56,11 +59,45 @@ def stopped_before(baseline: ContractReport, qualname: str, limit: int = 4) -> l
     return lines
 
 
-def again_prompt(qualname: str, signature: str, stopped: list[str]) -> str:
-    """The follow-up asking for tests that reach the target, told what stopped the first ones."""
-    return prompts.PROJECT_CONTRACT_AGAIN.format(
-        qualname=qualname, signature=signature, failures="\n".join(stopped)
+def again_prompt(qualname: str, signature: str, stopped: list[str], usages: list[str]) -> str:
+    """What the reproduction request adds when no test reached the target the first time."""
+    name = qualname.split(".")[-1]
+    shown = (
+        prompts.PROJECT_CONTRACT_USAGES.format(name=name, lines="\n".join(usages)) if usages else ""
     )
+    return prompts.PROJECT_CONTRACT_AGAIN.format(
+        qualname=qualname, signature=signature, failures="\n".join(stopped), usages=shown
+    )
+
+
+MAX_USAGES = 4
+"""Lines of the project's tests shown calling the target's name."""
+
+
+def usages_in_tests(root: Path, test_paths: Iterable[str], name: str) -> list[str]:
+    """Lines of the project's test files that call `name` (``path:line: text``), distinct.
+
+    How the project's own tests reach a method (``type.convert(value, None, None)``) is how
+    a reproduction test can; definitions and comments are left out.
+    """
+    call = re.compile(rf"(?<![\w]){re.escape(name)}\(")
+    found: list[str] = []
+    seen: set[str] = set()
+    for rel in sorted(test_paths):
+        try:
+            text = (root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            if not call.search(stripped) or stripped.startswith(("def ", "async def ", "#")):
+                continue
+            if stripped not in seen:
+                seen.add(stripped)
+                found.append(f"{rel}:{n}: {stripped[:160]}")
+            if len(found) >= MAX_USAGES:
+                return found
+    return found
 
 
 def reproduction_checks(source: str) -> list[list[Check]]:

@@ -370,14 +370,15 @@ def test_reproduction_tests_that_stop_before_the_target_are_written_again(tmp_pa
 
     def respond(messages: list[BaseMessage]) -> str:
         last = str(messages[-1].content)
+        if "never reached" in last:  # the request again, with what stopped the first tests
+            asked.append(last)
+            assert len(messages) == 2  # the rejected tests are not shown
+            return "```python\nfrom halves import halve\n\ndef test_h():\n    assert halve(8) == 4\n```"  # noqa: E501
         if "write the tests for it" in last:
             asked.append("tests")  # called without its argument: stops before halve runs
             return (
                 "```python\nfrom halves import halve\n\ndef test_h():\n    assert halve() == 4\n```"  # noqa: E501
             )
-        if "None of these tests reached" in last:
-            asked.append(last)
-            return "```python\nfrom halves import halve\n\ndef test_h():\n    assert halve(8) == 4\n```"  # noqa: E501
         return "```python\ndef halve(x):\n    return x / 2\n```"
 
     outcome = run_task("Implement `halves.halve` as its docstring says.", ctx(tmp_path, repo),
@@ -403,7 +404,7 @@ def test_reproduction_tests_are_written_again_once_only(tmp_path: Path) -> None:
 
     def respond(messages: list[BaseMessage]) -> str:
         last = str(messages[-1].content)
-        if "write the tests for it" in last or "None of these tests reached" in last:
+        if "write the tests for it" in last or "never reached" in last:
             asked.append(last)
             return "```python\ndef test_h():\n    assert halve() == 4\n```"
         return "```python\ndef halve(x):\n    return x / 2\n```"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from atom_agent.checks.contract import CheckResult, ContractReport
 from atom_agent.project.reproduction import (
     CRITERION,
     chosen,
     reproduction_checks,
     stopped_before,
+    usages_in_tests,
 )
 from atom_agent.state import Check
 
@@ -76,3 +79,18 @@ def test_what_stopped_a_test_before_the_target_is_told_once_per_reason() -> None
     # The run that reached the target is not a reason; the same reason twice is told once.
     assert len(stopped) == 2
     assert missing in stopped[0] and "TokenList.__init__" in stopped[1]
+
+
+def test_how_the_projects_tests_call_the_target_is_found_line_by_line(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_types.py").write_text(
+        "def test_convert():\n"
+        "    # type.convert(value) is how users call it\n"
+        "    assert type.convert(value, None, None) == expect\n"
+        "    assert type.convert(value, None, None) == expect\n"  # the same line: once
+        "    assert reconvert(1) == 2\n"  # another name that ends the same way
+        "def convert(x):\n"
+        "    return x\n"
+    )
+    found = usages_in_tests(tmp_path, ["tests/test_types.py", "tests/missing.py"], "convert")
+    assert found == ["tests/test_types.py:3: assert type.convert(value, None, None) == expect"]

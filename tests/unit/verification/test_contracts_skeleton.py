@@ -10,9 +10,7 @@ def _check(n: int, clause: str) -> Check:
     return Check(call=f"f({n})", expect=str(n), clause=clause)
 
 
-def test_two_checks_per_clause_before_any_third_and_loose_ones_fill_the_rest() -> (
-    None
-):
+def test_two_checks_per_clause_before_any_third_and_loose_ones_fill_the_rest() -> None:
     checks = [_check(i, "c1") for i in range(5)] + [_check(10 + i, "c2") for i in range(3)]
     checks += [_check(20 + i, "") for i in range(10)]
     kept = per_clause(checks)

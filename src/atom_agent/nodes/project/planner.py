@@ -36,6 +36,7 @@ from atom_agent.project.reproduction import (
     reproduction_checks,
     reproduction_prompt,
     stopped_before,
+    usages_in_tests,
 )
 from atom_agent.project.suite import detect, run_suite
 from atom_agent.resources import Resources
@@ -244,10 +245,11 @@ def _reproduction(
     model = res.model("planner")
     around = excerpt(project.checkout.root, target, budget_tokens=CONTRACT_EXCERPT_TOKENS)
     prompt = reproduction_prompt(task, target.qualname, target.path, around)
-    messages: list[BaseMessage] = [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(prompt)]
     replies: list[BaseMessage] = []
     kept: list[Check] = []
+    again = ""
     for _ in range(2):
+        messages = [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(prompt + again)]
         reply = sample(model, messages, 0.0, code_only="tests")
         replies.append(reply)
         groups = reproduction_checks(extract_code(str(reply.content), tests=True))
@@ -261,10 +263,12 @@ def _reproduction(
         stopped = stopped_before(baseline, target.qualname)
         if kept or not stopped:
             break
-        # None reached the target: one rewrite, told what stopped each test (Agentless
-        # regenerates reproduction tests until they reproduce; one is what we can afford).
-        again = again_prompt(target.qualname, target.signature, stopped)
-        messages = [*messages, reply, HumanMessage(again)]
+        # None reached the target: asked once more, told what stopped each test and how the
+        # project's tests make the call (Agentless regenerates reproduction tests until they
+        # reproduce; one more is what we can afford).
+        tests = [d.path for d in scan(project.checkout.root) if d.test]
+        usages = usages_in_tests(project.checkout.root, set(tests), target.qualname.split(".")[-1])
+        again = again_prompt(target.qualname, target.signature, stopped, usages)
     return [c.model_copy(update={"origin": "planner"}) for c in kept], replies
 
 
