@@ -39,9 +39,26 @@ def checks_from_tests(source: str, *, criterion: str = "") -> list[Check]:
             check = _check_of(stmt, setup, criterion)
             if check is not None:
                 found.setdefault(check.describe(), check)
-            elif isinstance(stmt, ast.Assign | ast.AugAssign | ast.Expr) and body is not tree.body:
+            elif (
+                isinstance(stmt, ast.Assign | ast.AugAssign | ast.Expr)
+                and body is not tree.body
+                and not _is_text(stmt)
+            ):
                 setup.append(ast.unparse(stmt))
     return list(found.values())
+
+
+def _is_text(stmt: ast.stmt) -> bool:
+    """A bare string (a test's docstring): it does nothing, and it is no input of the check.
+
+    Kept as setup, a docstring that states a clause of the task made every literal of the
+    check look like the task's own (:func:`atom_agent.verification.clauses.restates_task`).
+    """
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
 
 
 def _parametrized(func: ast.FunctionDef) -> list[list[ast.stmt]]:

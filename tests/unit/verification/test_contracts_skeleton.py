@@ -34,3 +34,16 @@ def test_checks_are_tied_to_the_clause_their_test_is_named_after() -> None:
     found = clause_tests(source, ["c1", "c2"])
     assert found == {"b = Box() ; b.size() == 0": "c2"}
     assert clause_tests("def test_c1(:\n", ["c1"]) == {}
+
+
+def test_a_tests_docstring_is_no_setup_of_its_checks() -> None:
+    from atom_agent.checks.asserts import checks_from_tests
+
+    source = (
+        "def test_c2():\n"
+        '    """Adding matrices of incompatible shapes raises ValueError."""\n'
+        "    m = Matrix([[1]])\n"
+        "    assert m.shape == (1, 1)\n"
+    )
+    (check,) = checks_from_tests(source)
+    assert check.call.splitlines() == ["m = Matrix([[1]])", "m.shape"]
