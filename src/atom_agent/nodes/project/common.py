@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.project.checkout import Checkout
 from atom_agent.project.repomap import Definition, find
 from atom_agent.project.suite import SuiteResult, TestCommand, suite_limits
 from atom_agent.resources import Resources
 from atom_agent.sandbox.base import Limits, SandboxRunner
-from atom_agent.state import PlanStep
+from atom_agent.state import Check, PlanStep
 from atom_agent.workspace import RunRef
 from atom_agent.workspace.atomic import atomic_write_json
 
@@ -100,3 +101,20 @@ def module_of(path: str, python_path: list[str]) -> str:
 def limits_of(res: Resources) -> Limits:
     """Sandbox limits for a project's suite (longer than a snippet's)."""
     return suite_limits(res.limits)
+
+
+def checks_in_checkout(
+    res: Resources, project: ProjectRun, checks: list[Check], module: str
+) -> ContractReport:
+    """`checks` run against the checkout as it now is, the checkout reset after."""
+    try:
+        return run_contract(
+            checks,
+            staging=project.checkout.root,
+            runner=runner_of(res, project),
+            limits=res.limits,
+            python_path=project.python_path(),
+            module=module,
+        )
+    finally:
+        project.checkout.reset()

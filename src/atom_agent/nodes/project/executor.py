@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from atom_agent import prompts
-from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.checks.contract import ContractReport
 from atom_agent.drafting import sample, temperatures
 from atom_agent.models.lookup import copying
 from atom_agent.models.profiles import profile_for
@@ -36,7 +36,15 @@ from atom_agent.workspace import AttemptRef, StepRef, Workspace
 from atom_agent.workspace.atomic import atomic_write_json, atomic_write_text
 
 from ..common import plan_of, run_ref, unfinished_attempt
-from .common import ProjectRun, limits_of, load_project, module_of, runner_of, target_of
+from .common import (
+    ProjectRun,
+    checks_in_checkout,
+    limits_of,
+    load_project,
+    module_of,
+    runner_of,
+    target_of,
+)
 
 MAP_TOKENS = 700
 """Token budget of the other files' signatures in an edit prompt."""
@@ -210,17 +218,7 @@ def _try(
     if not step.checks:
         return None
     (project.checkout.root / path).write_text(edited, encoding="utf-8")
-    try:
-        return run_contract(
-            step.checks,
-            staging=project.checkout.root,
-            runner=runner_of(res, project),
-            limits=res.limits,
-            python_path=project.python_path(),
-            module=module,
-        )
-    finally:
-        project.checkout.reset()
+    return checks_in_checkout(res, project, step.checks, module)
 
 
 def _broken(res: Resources, project: ProjectRun, path: str, edited: str) -> int | None:

@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from atom_agent import prompts
-from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.checks.contract import ContractReport
 from atom_agent.drafting import extract_code, sample
 from atom_agent.project.checkout import open_checkout
 from atom_agent.project.checks import (
@@ -48,7 +48,14 @@ from atom_agent.verification.clauses import task_clauses
 
 from ..common import run_ref
 from ..planner import accept_plan
-from .common import ProjectRun, limits_of, load_project, module_of, runner_of, save_project
+from .common import (
+    ProjectRun,
+    checks_in_checkout,
+    limits_of,
+    load_project,
+    module_of,
+    save_project,
+)
 
 MAP_TOKENS = 1500
 """Token budget of the repository map in the localisation prompt."""
@@ -225,17 +232,7 @@ def _on_baseline(
     res: Resources, project: ProjectRun, checks: list[Check], module: str
 ) -> ContractReport:
     """`checks` run against the project as it is (the checkout reset after)."""
-    try:
-        return run_contract(
-            checks,
-            staging=project.checkout.root,
-            runner=runner_of(res, project),
-            limits=res.limits,
-            python_path=project.python_path(),
-            module=module,
-        )
-    finally:
-        project.checkout.reset()
+    return checks_in_checkout(res, project, checks, module)
 
 
 def _reproduction(
