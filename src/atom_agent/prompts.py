@@ -190,20 +190,24 @@ CONTRACT_SKELETON = """\
 {task}
 {step}
 Before any code exists, complete these tests of {names}. Each test checks the one statement of \
-the task in its docstring: create the object, call its methods in order with concrete \
-arguments, and assert the exact result each call returns (`with pytest.raises(...)` where the \
-statement says it raises), worked out carefully from the task. Write only the tests, not \
-{names} itself. Reply with the whole test file in one ```python block, nothing else.
+the task in its docstring: {how}, and assert the exact result each call returns \
+(`with pytest.raises(...)` where the statement says it raises), worked out carefully from the \
+task. Write only the tests, not {names} itself. Reply with the whole test file in one ```python \
+block, nothing else.
 
 ```python
 {skeleton}
 ```"""
-"""A class step's contract: a test per open clause to complete, the clause as its docstring.
+"""A contract's test per open clause to complete, the clause as its docstring.
 
 Asked for "the tests" of a long class description, a small model writes the class instead
-(session 17: five of six replies; session 20: the Autocomplete class again); a test file to
-complete, one function per statement (HumanEval's shape: a docstring to write a body for), is
-what it completes."""
+(session 17: five of six replies; session 20: the Autocomplete class again, and the functions
+again for three function tasks); a test file to complete, one function per statement
+(HumanEval's shape: a docstring to write a body for), is what it completes."""
+
+SKELETON_CLASS = "create the object, call its methods in order with concrete arguments"
+SKELETON_FUNCTIONS = "call {names} with concrete arguments"
+"""How a skeleton's tests call the code: scenarios on an object, or calls of functions."""
 
 CONTRACT_CLAUSES = """
 Statements of the task no test covers yet (cover each one):

@@ -13,6 +13,7 @@ import ast
 import builtins
 import json
 import sys
+import textwrap
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,10 @@ from atom_agent.state import IMPL_FILE, Check
 CheckStatus = Literal["passed", "failed", "error", "timeout", "invalid", "not_run"]
 SIGNATURE_CRITERION = "the signatures the task states (names, parameters, defaults)"
 """The criterion of the checks that compare a stated signature (they show no behaviour)."""
+TYPES_CRITERION = "inputs of the stated types are handled and give the stated result type"
+"""The criterion of the generated-input checks of stated types (they show no behaviour either)."""
+SHAPE_CRITERIA = frozenset({SIGNATURE_CRITERION, TYPES_CRITERION})
+"""Checks of a callable's shape (parameters, types), not of what it computes."""
 PER_CHECK_SECONDS = 5.0
 """Time one check may take before it counts as a loop (``timeout``)."""
 _MARK = "@@ATOM-CHECK@@"
@@ -168,7 +173,7 @@ class ContractReport:
         return (
             bool(mine)
             and all(r.status == "passed" for r in mine)
-            and any(not r.check.raises and r.check.criterion != SIGNATURE_CRITERION for r in mine)
+            and any(not r.check.raises and r.check.criterion not in SHAPE_CRITERIA for r in mine)
         )
 
     def summary(self) -> str:
@@ -396,10 +401,12 @@ def contract_tests(checks: Sequence[Check], *, module: str = "impl") -> str:
         exc = check.raises.strip().split(".")[-1]
         if exc and not hasattr(builtins, exc):
             names.setdefault(exc, None)
-        lines = check.call.strip().splitlines()
-        setup, last = [ln.strip() for ln in lines[:-1]], lines[-1].strip()
+        lines = check.call.strip("\n").splitlines()
+        # Setup keeps its own nesting (a generated-input check defines functions).
+        setup = textwrap.dedent("\n".join(lines[:-1])).splitlines()
+        last = lines[-1].strip()
         body = [f"def test_check_{n}():", f"    # {check.describe()[:150]}"]
-        body += [f"    {ln}" for ln in setup]
+        body += [f"    {ln}" if ln.strip() else "" for ln in setup]
         if exc:
             body += [f"    with pytest.raises({exc}):", f"        {last}"]
         else:

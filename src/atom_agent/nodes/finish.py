@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from atom_agent.checks.contract import SIGNATURE_CRITERION
+from atom_agent.checks.contract import SHAPE_CRITERIA
 from atom_agent.checks.exercised import not_exercised
 from atom_agent.errors import AtomAgentError
 from atom_agent.memory.changes import MemoryChanges
@@ -310,7 +310,7 @@ def clause_coverage(
         for result in (verdict.get("contract") or {}).get("results") or []:
             if result.get("clause") and result.get("check") not in suspect:
                 status = str(result.get("status"))
-                if status == "passed" and result.get("criterion") == SIGNATURE_CRITERION:
+                if status == "passed" and result.get("criterion") in SHAPE_CRITERIA:
                     status = SIGNATURE_PASSED
                 results.setdefault(result["clause"], []).append(status)
     return coverage(plan.clauses, results)

@@ -38,10 +38,11 @@ from atom_agent.checks.names import (
 from atom_agent.state import Check, Clause
 from atom_agent.verification.conditions import ERROR_CRITERION, Stated, condition_checks
 from atom_agent.verification.outcomes import outcome_checks
+from atom_agent.verification.typed import TYPES_CRITERION, annotation_prefix, typed_checks
 
 PROPERTY_CRITERION = "the properties the task states hold over generated inputs"
 CODE_CRITERIA = frozenset(
-    {SIGNATURE_CRITERION, PROPERTY_CRITERION, ERROR_CRITERION, TASK_CRITERION}
+    {SIGNATURE_CRITERION, PROPERTY_CRITERION, ERROR_CRITERION, TASK_CRITERION, TYPES_CRITERION}
 )
 """The criteria of the checks code reads from the task (the rest are the planner's prose)."""
 
@@ -106,6 +107,7 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
                 checks=[c.model_copy(update={"clause": clause_id}) for c in fresh],
             )
         )
+    _add_typed(clauses, typed_checks(stated, task, constructible), names)
     # Examples code reads only from the whole text (doctest blocks, code): a clause of their own.
     calls = {c.call for cl in clauses for c in cl.checks}
     rest = [
@@ -126,6 +128,19 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
     return clauses
 
 
+def _add_typed(clauses: list[Clause], checks: Sequence[Check], names: Sequence[str]) -> None:
+    """Each generated-input check joins the first clause that writes out its callable's call."""
+    for check in checks:
+        if check_problems(check, defines=names):
+            continue
+        used = [n for n in names if re.search(rf"(?<![\w.]){re.escape(n)}\b", check.call)]
+        for i, clause in enumerate(clauses):
+            if any(re.search(rf"(?<![\w.]){re.escape(n)}\(", clause.text) for n in used):
+                placed_check = check.model_copy(update={"clause": clause.id})
+                clauses[i] = clause.model_copy(update={"checks": [*clause.checks, placed_check]})
+                break
+
+
 def _stated(
     task: str, parts: Sequence[tuple[str, int]], signed: Sequence[str], classes: Sequence[str]
 ) -> dict[str, Stated]:
@@ -142,6 +157,7 @@ def _stated(
                     params=tuple(p for p, _ in sig.params),
                     annotations=sig.annotations,
                     defaults=tuple(d for _, d in sig.params),
+                    returns=sig.returns,
                 ),
             )
     return found
@@ -252,6 +268,8 @@ class Signature:
     """(name, repr of the default or None) per parameter, ``self`` left out."""
     annotations: tuple[str, ...] = ()
     """Each parameter's annotation as written ('' where none)."""
+    returns: str = ""
+    """The result's annotation as written after ``->`` ('' where none)."""
 
 
 def stated_signatures(
@@ -294,7 +312,8 @@ def stated_signatures(
             for a in args.args
             if a.arg not in ("self", "cls")
         )
-        found.append(Signature(name, owner, params, annotations))
+        result = annotation_prefix(text[close + 1 + returns.start(1) :]) if returns else ""
+        found.append(Signature(name, owner, params, annotations, result))
     return found
 
 

@@ -38,6 +38,8 @@ class Stated:
     annotations: tuple[str, ...]
     defaults: tuple[str | None, ...]
     """Each parameter's default as source, None when it has none."""
+    returns: str = ""
+    """The result's annotation as written after ``->`` ('' where none)."""
 
 
 def _placeholder(annotation: str, counter: dict[str, int]) -> str | None:

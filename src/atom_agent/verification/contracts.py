@@ -2,9 +2,11 @@
 
 The planner model is asked, per step with a name that no runnable value check uses, for pytest
 asserts in a fenced block (the format a small model writes best, and cheap: no JSON schema to
-fill); code reads them back into checks (:mod:`atom_agent.checks.asserts`) and validates them
-against what the step defines. The call that writes the contract never sees code, and the call
-that writes code never sees the contract until a check fails: the two stay independent.
+fill) or, where the task states the step's behaviour in prose, for a test file to complete with
+one empty test per open clause (:func:`skeleton_clauses`); code reads them back into checks
+(:mod:`atom_agent.checks.asserts`) and validates them against what the step defines. The call
+that writes the contract never sees code, and the call that writes code never sees the contract
+until a check fails: the two stay independent.
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from atom_agent import prompts
 from atom_agent.checks.asserts import checks_from_tests
-from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
+from atom_agent.checks.contract import SHAPE_CRITERIA, check_problems
 from atom_agent.checks.exercised import referenced_names
 from atom_agent.checks.names import named_in_text
 from atom_agent.drafting import extract_code, sample
 from atom_agent.state import Check, Clause, Plan, PlanStep
 from atom_agent.telemetry import emit
-from atom_agent.verification.clauses import CODE_CRITERIA, placed
+from atom_agent.verification.clauses import CODE_CRITERIA, placed, states_behaviour
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +123,7 @@ def unchecked(defines: list[str], runnable: list[Check]) -> list[str]:
     """
     used: set[str] = set()
     for check in runnable:
-        if not check.raises and check.criterion != SIGNATURE_CRITERION:
+        if not check.raises and check.criterion not in SHAPE_CRITERIA:
             used |= referenced_names(check.call)
     return [name for name in defines if name not in used]
 
@@ -150,7 +152,7 @@ def open_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
         c.clause
         for s in plan.steps
         for c in s.checks
-        if c.clause and c.criterion != SIGNATURE_CRITERION
+        if c.clause and c.criterion not in SHAPE_CRITERIA
     }
     found = [
         c
@@ -193,10 +195,14 @@ def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
     skeleton = skeleton_clauses(plan, step)
     if skeleton:
         classes = [n for n in step.defines if _is_class(n)]
+        names = ", ".join(classes or step.defines)
         return prompts.CONTRACT_SKELETON.format(
             task=task.strip(),
             step=scope,
-            names=", ".join(classes),
+            names=names,
+            how=prompts.SKELETON_CLASS
+            if classes
+            else prompts.SKELETON_FUNCTIONS.format(names=names),
             skeleton=skeleton_file(step.defines, skeleton),
         )
     opened = open_clauses(plan, step)
@@ -224,14 +230,23 @@ MAX_CHECKS_PER_CLAUSE = 2
 
 
 def skeleton_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
-    """The clauses a class step's contract gives a test each: its open ones, results first.
+    """The clauses a step's contract gives a test each: its open ones, results first.
 
-    Empty when the step defines no class (a function's contract is asked for as asserts:
-    HumanEval's and the demo's requests stay as measured).
+    For a class step, every open clause. For functions, the open clauses that state behaviour,
+    when the task writes a signature of the step's out in prose (``slugify(text: str,
+    max_length: int = 50) -> str that lowercases …``): a task given as code (HumanEval's
+    prompt, a signature with a docstring) has its statements in the code, and its contract is
+    asked for as asserts.
     """
-    if not any(_is_class(name) for name in step.defines):
+    if any(_is_class(name) for name in step.defines):
+        return open_clauses(plan, step)[:MAX_SKELETON_TESTS]
+    if not any(
+        clause.kind == "signature" and set(named_in_text(clause.text)) & set(step.defines)
+        for clause in plan.clauses
+    ):
         return []
-    return open_clauses(plan, step)[:MAX_SKELETON_TESTS]
+    stating = [c for c in open_clauses(plan, step) if states_behaviour(c.text)]
+    return stating[:MAX_SKELETON_TESTS]
 
 
 def skeleton_file(defines: list[str], clauses: list[Clause]) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atom_agent.checks.contract import SIGNATURE_CRITERION, ContractReport, run_contract
+from atom_agent.checks.contract import SHAPE_CRITERIA, ContractReport, run_contract
 from atom_agent.sandbox import Limits, RunResult, SandboxRunner
 from atom_agent.state import IMPL_FILE, TEST_FILE, Check
 
@@ -166,7 +166,7 @@ def consensus(examined: ContractReport, reports: Sequence[ContractReport]) -> di
     # them showing a computed value (a model that always writes the same wrong code does not).
     rest = [r for i, r in enumerate(examined.results) if i not in found and r.status != "invalid"]
     works = all(r.status == "passed" for r in rest) and any(
-        not r.check.raises and r.check.criterion != SIGNATURE_CRITERION for r in rest
+        not r.check.raises and r.check.criterion not in SHAPE_CRITERIA for r in rest
     )
     return found if works else {}
 

@@ -198,6 +198,20 @@ def test_generated_tests_pass_on_right_code_and_fail_on_wrong(tmp_path: Path) ->
     assert result.tests is not None and result.tests.failed == 2 and not result.ok
 
 
+def test_generated_tests_keep_the_nesting_of_a_checks_setup(tmp_path: Path) -> None:
+    nested = Check(
+        call="def twice(n):\n    total = 0\n    for _ in range(2):\n        total = add(total, n)\n"
+        "    return total\ntwice(3)",
+        expect="6",
+    )
+    folder = tmp_path / "nested"
+    folder.mkdir()
+    _staged(folder, IMPL)
+    (folder / "test.py").write_text(contract_tests([nested]))
+    result = RUNNER.run_pytest(cwd=folder, limits=LIMITS, targets=["test.py"])
+    assert result.tests is not None and result.tests.passed == 1 and result.ok, result.output
+
+
 # --- contracts written by a model as pytest code ----------------------------------------------
 
 

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from atom_agent.checks.contract import check_problems, run_contract
+from atom_agent.checks.contract import TYPES_CRITERION, check_problems, run_contract
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.state import Check, Clause
 from atom_agent.verification.clauses import (
+    PROPERTY_CRITERION,
     SIGNATURE_CRITERION,
     attribute,
     coverage,
@@ -120,7 +121,11 @@ def test_examples_in_any_phrasing_and_the_errors_with_their_inputs(tmp_path: Pat
     assert not any("'aaabcc'" in d for d in described)
     assert "rle_decode('a3') raises ValueError" in described
     assert "rle_decode('3') raises ValueError" in described
-    assert all(c.origin == "task" and c.clause for c in checks)
+    # Read from the task: the task's; drawn from its types: inferred (witnesses may discount).
+    assert all(c.clause for c in checks)
+    assert all(
+        c.origin == ("inferred" if c.criterion == TYPES_CRITERION else "task") for c in checks
+    )
 
 
 def test_a_stated_property_runs_over_generated_inputs_and_names_the_counterexample(
@@ -140,7 +145,7 @@ def test_a_stated_property_runs_over_generated_inputs_and_names_the_counterexamp
     assert report.results[0].status == "failed"
     assert "s='A'" in report.results[0].got  # the shrunk input, for the retry
     # The task's shorthand decode(encode(s)) is read as the names the task asks for.
-    (stated,) = [c for cl in clauses for c in cl.checks if "hypothesis" in c.call]
+    (stated,) = [c for cl in clauses for c in cl.checks if c.criterion == PROPERTY_CRITERION]
     assert "rle_decode(rle_encode(s)) == s" in stated.call
     assert _run(tmp_path, GOOD_RLE, [stated]) == ["passed"]
 

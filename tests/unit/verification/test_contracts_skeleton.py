@@ -1,9 +1,16 @@
-"""A class step's contract as a test file to complete: which checks are kept, per clause."""
+"""A step's contract as a test file to complete: which steps get one, which checks are kept."""
 
 from __future__ import annotations
 
-from atom_agent.state import Check
-from atom_agent.verification.contracts import MAX_CHECKS, clause_tests, per_clause
+from atom_agent.state import Check, Plan, PlanStep
+from atom_agent.verification.clauses import task_clauses
+from atom_agent.verification.contracts import (
+    MAX_CHECKS,
+    clause_tests,
+    contract_prompt,
+    per_clause,
+    skeleton_clauses,
+)
 
 
 def _check(n: int, clause: str) -> Check:
@@ -47,3 +54,33 @@ def test_a_tests_docstring_is_no_setup_of_its_checks() -> None:
     )
     (check,) = checks_from_tests(source)
     assert check.call.splitlines() == ["m = Matrix([[1]])", "m.shape"]
+
+
+def _one_step(task: str, names: list[str]) -> tuple[Plan, PlanStep]:
+    clauses = task_clauses(task, names=names)
+    checks = [c for clause in clauses for c in clause.checks]
+    step = PlanStep(id="s1", title="t", description="d", acceptance_criteria=["x"],
+                    defines=names, checks=checks)  # fmt: skip
+    return Plan(steps=[step], rationale="", clauses=clauses), step
+
+
+def test_functions_stated_in_prose_get_a_test_per_statement_and_code_tasks_asserts() -> None:
+    task = (
+        "Write merge_intervals(intervals: list[tuple[int, int]]) -> list[tuple[int, int]] that "
+        "merges overlapping intervals. An interval with start > end raises ValueError. "
+        "Include pytest tests."
+    )
+    plan, step = _one_step(task, ["merge_intervals"])
+    assert [c.id for c in skeleton_clauses(plan, step)] == ["c1", "c2"]
+    prompt = contract_prompt(task, plan, step)
+    assert "call merge_intervals with concrete arguments" in prompt
+    assert '    """An interval with start > end raises ValueError."""' in prompt
+    # The same function given as code (HumanEval's shape): its statements are in the code.
+    code = (
+        "Complete the Python function `merge_intervals` below, with pytest tests.\n\n"
+        "```python\ndef merge_intervals(intervals: list) -> list:\n"
+        '    """Merge overlapping intervals."""\n```\n'
+    )
+    plan, step = _one_step(code, ["merge_intervals"])
+    assert skeleton_clauses(plan, step) == []
+    assert "4 to 8 pytest `assert` lines" in contract_prompt(code, plan, step)

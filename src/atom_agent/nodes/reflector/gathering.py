@@ -13,7 +13,7 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage
 
-from atom_agent.checks.contract import SIGNATURE_CRITERION, ContractReport, run_contract
+from atom_agent.checks.contract import SHAPE_CRITERIA, ContractReport, run_contract
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.checks.exercised import NameUse, name_uses, not_exercised
 from atom_agent.checks.hardcoding import HardcodingReport, check_file
@@ -162,7 +162,7 @@ def evidence_of(
     public = [u.to_dict() for u in uses if not u.name.startswith("_")]
     counted = [
         r for i, r in enumerate(contract.results if contract else []) if i not in suspect
-        and r.check.criterion != SIGNATURE_CRITERION
+        and r.check.criterion not in SHAPE_CRITERIA
     ]  # fmt: skip
     plain = defined_in_code(str(state.get("plain") or ""))
     return Evidence(
