@@ -59,9 +59,16 @@ class Check(BaseModel):
     clause: str = Field(
         default="", description="the id of the task's clause this check executes ('' if none)"
     )
+    label: str = Field(
+        default="",
+        description="how a person reads it where the call is generated code (a Hypothesis "
+        "test): what it draws and what must hold ('' for a plain call)",
+    )
 
     def describe(self) -> str:
-        """``call == expect`` / ``call raises X``, on one line."""
+        """``call == expect`` / ``call raises X``, on one line (the label, where it has one)."""
+        if self.label:
+            return self.label
         call = " ; ".join(line.strip() for line in self.call.strip().splitlines())
         return f"{call} raises {self.raises}" if self.raises else f"{call} == {self.expect}"
 

@@ -500,6 +500,7 @@ def property_checks(task: str, text: str, names: Sequence[str]) -> list[Check]:
                 expect="'holds'",
                 criterion=PROPERTY_CRITERION,
                 origin="task",
+                label=f"{left} == {var} for generated {var}",
             )
         )
     return checks

@@ -193,7 +193,11 @@ def typed_checks(
         drawn = _drawn_arguments(sig)
         if drawn is None:
             continue
-        checks.append(_check(_function_body(sig, drawn), watched))
+        params = ", ".join(
+            f"{p}: {a}" if a else p for p, a in zip(sig.params, sig.annotations, strict=True)
+        )
+        label = f"{sig.name}({params}) on generated inputs: {_promise(watched, sig.returns)}"
+        checks.append(_check(_function_body(sig, drawn), watched, label))
     for cls in dict.fromkeys(constructible):
         methods = [s for s in stated.values() if s.owner == cls and s.name != cls]
         ctor = stated.get(cls)
@@ -201,8 +205,18 @@ def typed_checks(
         usable = [(m, d) for m in methods if _typed(m) and (d := _drawn_arguments(m)) is not None]
         if made is None or not usable:
             continue
-        checks.append(_check(_scenario_body(cls, made, usable), watched))
+        names = ", ".join(f"{m.name}()" for m, _ in usable)
+        label = f"{cls}: generated calls of {names} on one object: {_promise(watched, '')}"
+        checks.append(_check(_scenario_body(cls, made, usable), watched, label))
     return checks
+
+
+def _promise(watched: tuple[str, ...], returns: str) -> str:
+    said = f"no {' or '.join(watched)}"
+    shape = shape_of(returns) if returns else None
+    if shape is not None and shape != ("none",):
+        return f"{said}, and a result of type {returns}"
+    return said + ("" if returns else ", and results of the stated types")
 
 
 def _typed(sig: Stated) -> bool:
@@ -248,8 +262,9 @@ def _scenario_body(cls: str, made: list[str], methods: list[tuple[Stated, list[s
     ]
 
 
-def _check(body: list[str], watched: tuple[str, ...]) -> Check:
+def _check(body: list[str], watched: tuple[str, ...], label: str) -> Check:
     return Check(
+        label=label,
         call="\n".join(
             [
                 *_PRELUDE.format(

@@ -118,6 +118,11 @@ def test_code_that_mishandles_the_stated_types_fails_with_the_smallest_input(
     (check,) = _typed(MERGE)
     assert check.origin == "inferred" and check.clause == "c1" and check.expect == "'holds'"
     assert not check_problems(check, defines=["merge_intervals"])
+    # Read as what it draws and what must hold, not as its generated code (reports, retries).
+    assert check.describe() == (
+        "merge_intervals(intervals: list[tuple[int, int]]) on generated inputs: no TypeError "
+        "or AttributeError, and a result of type list[tuple[int, int]]"
+    )
     # Right code holds: generated inputs with start > end raise the ValueError the task states.
     assert _statuses(tmp_path, GOOD_MERGE, [check]) == [("passed", "'holds'")]
     ((status, got),) = _statuses(tmp_path, MUTATES_TUPLES, [check])
