@@ -152,10 +152,11 @@ def strategy(shape: Shape) -> str | None:
         return (
             None if key is None or value is None else f"st.dictionaries({key}, {value}, max_size=5)"
         )
-    parts = [strategy(p) for p in shape[1]]
-    if any(p is None for p in parts):
+    each = [strategy(p) for p in shape[1]]
+    parts = [p for p in each if p is not None]
+    if len(parts) < len(each):
         return None
-    return f"st.tuples({', '.join(parts)})" if kind == "tuple" else f"st.one_of({', '.join(parts)})"  # type: ignore[arg-type]
+    return f"st.{'tuples' if kind == 'tuple' else 'one_of'}({', '.join(parts)})"
 
 
 def _drawn_arguments(sig: Stated) -> list[str] | None:

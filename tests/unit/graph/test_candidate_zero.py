@@ -7,6 +7,7 @@ issue's "the plain answer is candidate zero" and "select by execution".
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -39,9 +40,11 @@ def executor(plain: str, drafts: list[str]) -> ScriptedChatModel:
     return plains_then_drafts([plain], drafts)
 
 
-def roles(plain: str, drafts: list[str], plans: list[Plan] | None = None) -> dict[str, object]:
+def roles(
+    plain: str, drafts: list[str], plans: list[Plan] | None = None, contracts: Sequence[str] = ()
+) -> dict[str, object]:
     return {
-        "planner": planner_model(plans or []),
+        "planner": planner_model(plans or [], contracts),
         "executor": executor(plain, drafts),
         "reflector": ScriptedChatModel(responses=[]),
     }
@@ -338,8 +341,7 @@ def test_a_class_contract_completes_a_test_per_clause_and_catches_a_wrong_plain_
         "    t.add('b')\n"
         "    assert t.top() == 'b'\n"
     )
-    models = roles(LEAST, [TALLY_CODE])
-    models["planner"] = planner_model([], contracts=[completed])
+    models = roles(LEAST, [TALLY_CODE], contracts=[completed])
     outcome = run_task(TALLY, ctx, models=models)  # type: ignore[arg-type]
 
     assert outcome.status == "done", outcome
@@ -398,8 +400,7 @@ def test_inputs_drawn_from_the_stated_types_catch_a_plain_answer_its_contract_pa
         "from impl import merge_intervals\n\n"
         "assert merge_intervals([(1, 2), (4, 5)]) == [(1, 2), (4, 5)]\n"
     )
-    models = roles(MERGE_IN_PLACE, [MERGE_CODE])
-    models["planner"] = planner_model([], contracts=[contract])
+    models = roles(MERGE_IN_PLACE, [MERGE_CODE], contracts=[contract])
     outcome = run_task(MERGE, ctx, models=models)  # type: ignore[arg-type]
 
     assert outcome.status == "done", outcome
