@@ -75,7 +75,7 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
     signed = list(dict.fromkeys([*names, *mentioned]))
     clauses: list[Clause] = []
     seen: set[str] = set()
-    parts = split_clauses(task)
+    parts = _statements(task, split_clauses(task), signed, classes)
     stated = _stated(task, parts, signed, classes)
     examples = _example_arguments(task, names)
     constructible = [c for c in classes if c in stated or re.search(rf"\b{c}\(\)", task)]
@@ -126,6 +126,33 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
             )
         )
     return clauses
+
+
+_AND_NEXT = re.compile(r",\s+and\s+(?=([A-Za-z_]\w*)\()")
+
+
+def _statements(
+    task: str, parts: Sequence[tuple[str, int]], signed: Sequence[str], classes: Sequence[str]
+) -> list[tuple[str, int]]:
+    """`parts` with a sentence stating two signatures split into one clause per signature.
+
+    "Write merge_intervals(…) that merges …, and insert_interval(intervals, new) that inserts
+    …" states two functions: each statement is a clause, so a check of one never covers the
+    other. Only at ", and name(" where a signature is stated; "f(s) and g(s) for …", which
+    says one thing of both, stays whole.
+    """
+    out: list[tuple[str, int]] = []
+    for text, start in parts:
+        cut = 0
+        for match in _AND_NEXT.finditer(text):
+            rest = text[match.end() :]
+            stated = stated_signatures(task, rest, start + match.end(), signed, classes)
+            if match.group(1) in signed and stated and stated[0].name == match.group(1):
+                if rest.startswith(match.group(1)) and text[cut : match.start()].strip():
+                    out.append((text[cut : match.start()].strip(), start + cut))
+                    cut = match.end()
+        out.append((text[cut:], start + cut))
+    return out
 
 
 def _add_typed(clauses: list[Clause], checks: Sequence[Check], names: Sequence[str]) -> None:
@@ -509,26 +536,68 @@ def property_checks(task: str, text: str, names: Sequence[str]) -> list[Check]:
 def property_call(condition: str, var: str, strategy: str, examples: int = 150) -> str:
     """A check call that runs ``assert condition`` for `var` drawn from `strategy`.
 
-    Its value is ``'holds'``, or the shrunk counterexample Hypothesis found.
+    Its value is ``'holds'``, or the shrunk counterexample with what each call of the
+    condition's left side gave on it, innermost first (:func:`_trace_steps`): ``fails for
+    s='AAAAAAAAAA': rle_encode(s) returned '10A'; rle_decode(rle_encode(s)) raised
+    ValueError: …``. A retry is told which call went wrong and on what, not only the input.
     """
+    steps = _trace_steps(condition)
     return "\n".join(
         [
-            "import string",
+            "import copy, string",
             "from hypothesis import given, settings, strategies as st",
+            "atom_seen = []",
             f"@settings(max_examples={examples}, database=None, deadline=None, derandomize=True)",
             f"@given({strategy})",
             f"def atom_property({var}):",
+            "    try:",
+            f"        atom_seen.append(copy.deepcopy({var}))",
+            "    except Exception:",
+            f"        atom_seen.append({var})",
             f"    assert {condition}",
+            f"def atom_trace({var}):",
+            "    shown = []",
+            f"    for text, get in [{', '.join(f'({t!r}, lambda {var}: {t})' for t in steps)}]:",
+            "        try:",
+            f"            got = repr(get(copy.deepcopy({var})))[:80]",
+            "            shown.append(f'{text} returned {got}')",
+            "        except Exception as exc:",
+            "            shown.append(f'{text} raised {type(exc).__name__}: {exc}'[:160])",
+            "            break",
+            "    return '; '.join(shown)",
             "def atom_holds(test):",
             "    try:",
             "        test()",
             "    except Exception as exc:",
+            "        if atom_seen:  # Hypothesis runs the shrunk example last",
+            "            case = atom_seen[-1]",
+            "            trace = atom_trace(case)",
+            f"            return f'fails for {var}={{repr(case)[:80]}}: {{trace}}'[:400]",
             "        notes = ' '.join(' '.join(getattr(exc, '__notes__', [])).split())",
             "        return f'fails: {notes or type(exc).__name__}'[:300]",
             "    return 'holds'",
             "atom_holds(atom_property)",
         ]
     )
+
+
+def _trace_steps(condition: str) -> list[str]:
+    """The calls on the left of ``left == var``, innermost first (``g(s)``, ``f(g(s))``)."""
+    tree = _expr(condition)
+    compare = getattr(tree, "body", None)
+    left = compare.left if isinstance(compare, ast.Compare) else compare
+    if left is None:
+        return []
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+        if isinstance(node, ast.Call):
+            found.append(ast.unparse(node))
+
+    visit(left)
+    return list(dict.fromkeys(found))
 
 
 def _expr(source: str) -> ast.AST:

@@ -168,13 +168,18 @@ def wants_contract(plan: Plan, step: PlanStep, missing: list[str]) -> bool:
 
     When a name it defines has no value check (`missing`); when it defines a class and a
     clause about it has no check (a class's behaviour lives in prose: state across calls,
-    ordering rules, edge cases; ClassEval); and when an unchecked clause quotes a result.
+    ordering rules, edge cases; ClassEval); when an unchecked clause quotes a result; and
+    when the task writes a function of the step out in prose and a clause stating what it
+    does has no check (:func:`skeleton_clauses`): one worked example of ``slugify`` does not
+    check that it collapses runs of punctuation or strips hyphens.
     """
     if missing:
         return True
     opened = open_clauses(plan, step)
     classes = any(_is_class(name) for name in step.defines)
-    return any(classes or quotes_a_result(c.text) for c in opened)
+    if any(classes or quotes_a_result(c.text) for c in opened):
+        return True
+    return bool(skeleton_clauses(plan, step))
 
 
 def _is_class(name: str) -> bool:

@@ -5,7 +5,7 @@ A run commits each step's files separately (``steps/<id>/committed/artifacts/imp
 ``runs/<id>/result/``::
 
     result/
-      <package>/__init__.py     re-exports every public name (a later step's definition wins)
+      <package>/__init__.py     re-exports every public name (from the step given it to define)
       <package>/<module>.py     one module per step, named after what it defines or its title
       tests/test_<module>.py    the steps' tests, importing the package
       pyproject.toml            pytest settings: ``python -m pytest`` from result/ runs them
@@ -70,6 +70,7 @@ class _Step:
     definitions: dict[str, str] = field(default_factory=dict)  # name → normalised ast dump
     extra: dict[str, str] = field(default_factory=dict)  # other module stems → package module
     tests_left_out: bool = False  # its tests were shown wrong: they do not enter the package
+    defines: tuple[str, ...] = ()  # the names the plan gives the step to define
 
 
 def result_dir(run: RunRef) -> Path:
@@ -106,7 +107,7 @@ def build_deliverable(
         ``conflicts``, ``tests``, ``notes``), or None when no step was committed.
     """
     steps = [
-        _Step(s.id, s.title, workspace.step(run, s.id).artifacts)
+        _Step(s.id, s.title, workspace.step(run, s.id).artifacts, defines=tuple(s.defines))
         for s in (next(p for p in plan.steps if p.id == i) for i in topological_order(plan))
         if statuses.get(s.id) == "committed" and (run.steps_dir / s.id).is_dir()
     ]
@@ -327,16 +328,24 @@ def _copy_rewritten(
 
 
 def _exports(steps: list[_Step]) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """Each public name → the module of the last step defining it; names defined differently.
+    """Each public name → the module it is exported from; names defined differently.
 
-    Steps come in plan order, so a later step's definition supersedes an earlier one.
+    A name comes from the last step that was given it to define; a copy another step keeps
+    in its module (a step for ``insert_interval`` writing ``merge_intervals`` again) stays
+    that module's own and never replaces the owner's, which its own checks proved. A name no
+    step was given comes from the last step defining it (steps come in plan order).
     """
     exports: dict[str, str] = {}
+    owned: set[str] = set()
     seen: dict[str, list[_Step]] = {}
     for s in steps:
         for name in s.definitions:
-            exports[name] = s.module
             seen.setdefault(name, []).append(s)
+            if name in s.defines:
+                exports[name] = s.module
+                owned.add(name)
+            elif name not in owned:
+                exports[name] = s.module
     conflicts = []
     for name, owners in seen.items():
         if len({o.definitions[name] for o in owners}) > 1:

@@ -148,6 +148,41 @@ def test_a_run_ends_in_one_package_whose_tests_pass_in_a_fresh_pytest(
     assert used.stdout.strip() == "5 8", used.stderr
 
 
+def test_a_later_steps_copy_of_a_name_it_was_not_given_does_not_replace_the_owners(
+    ctx: Context,
+) -> None:
+    # The doubling step writes `add` again, wrongly, beside the `double` it was asked for
+    # (a small model rewrites the whole file): the package keeps the adder step's `add`.
+    copy = DOUBLE_IMPL.replace(
+        "from deps.adder.impl import add\n", "def add(a, b):\n    return a + b if a != 2 else -1\n"
+    )
+    plan = Plan(
+        steps=[
+            step("adder", defines=["add"]),
+            step("doubler", depends_on=["adder"], defines=["double"]),
+        ]
+    )
+    executor = ExecutorScript(
+        {
+            ("adder", 1): passing_attempt(ADD_IMPL, ADD_TEST),
+            ("doubler", 1): passing_attempt(copy, DOUBLE_TEST),
+        }
+    )
+    outcome = run_task(TASK, ctx, models=models([plan], executor), run_id="copy")
+    assert outcome.status == "done", outcome
+    result = Path(outcome.result)
+    info = json.loads((result.parent / "run.json").read_text())["deliverable"]
+    assert info["exports"]["add"] == "adder" and info["exports"]["double"] == "doubler"
+    assert [(c["name"], c["exported_from"]) for c in info["conflicts"]] == [("add", "adder")]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    package = info["package"]
+    done = subprocess.run(
+        [sys.executable, "-c", f"from {package} import add, double; print(add(2, 3), double(4))"],
+        cwd=result, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.stdout.split() == ["5", "8"], done.stderr
+
+
 def test_export_refuses_to_overwrite_unless_forced(
     ctx: Context, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -21,7 +21,7 @@ from atom_agent.nodes.planner import finalize_plan, single_step_plan
 from atom_agent.nodes.reflector import node as reflector_node
 from atom_agent.state import Check, Plan, PlanStep, plan_problems
 from atom_agent.testing import ScriptedChatModel
-from atom_agent.verification.contracts import unchecked, write_contracts
+from atom_agent.verification.contracts import contract_prompt, unchecked, write_contracts
 from atom_agent.workspace import Workspace
 
 from .scripts import (
@@ -532,3 +532,16 @@ def test_a_class_or_a_stated_result_without_a_check_gets_a_contract() -> None:
     plan = finalize_plan(single_step_plan(slug), slug)
     (only,) = plan.steps
     assert not wants_contract(plan, only, unchecked(only.defines, only.checks))
+    # One worked example checks the name, but a sentence stating what the function does has
+    # no check of its own: the test file to complete, with that sentence.
+    slug = (
+        "Write slugify(text: str) -> str that lowercases, replaces every run of characters "
+        "other than letters and digits with a single hyphen and strips leading and trailing "
+        "hyphens. Accents are folded (e.g. 'Crème' -> 'creme'). "
+    )
+    plan = finalize_plan(single_step_plan(slug), slug)
+    (only,) = plan.steps
+    assert not unchecked(only.defines, only.checks)  # the example checks slugify
+    assert wants_contract(plan, only, [])
+    prompt = contract_prompt(slug, plan, only)
+    assert '    """Write slugify(text: str) -> str that lowercases, replaces every run' in prompt

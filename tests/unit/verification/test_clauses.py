@@ -143,7 +143,24 @@ def test_a_stated_property_runs_over_generated_inputs_and_names_the_counterexamp
     (tmp_path / "impl.py").write_text(BAD_RLE)
     report = run_contract(prop, staging=tmp_path, runner=default_runner(), limits=Limits())
     assert report.results[0].status == "failed"
-    assert "s='A'" in report.results[0].got  # the shrunk input, for the retry
+    # The shrunk input and what each call gave on it, innermost first, for the retry.
+    assert report.results[0].got == (
+        "\"fails for s='A': rle_encode(s) returned '1a'; rle_decode(rle_encode(s)) returned 'a'\""
+    )
+    (tmp_path / "impl.py").write_text(PAST_NINE)
+    report = run_contract(prop, staging=tmp_path, runner=default_runner(), limits=Limits())
+    assert "rle_encode(s) returned '0A'" in report.results[0].got
+    # A call that raises ends the trace with its exception.
+    one_digit = GOOD_RLE.split("def rle_decode")[0] + (
+        "def rle_decode(s):\n"
+        "    return ''.join(s[i + 1] * int(s[i]) for i in range(0, len(s), 2))\n"
+    )
+    (tmp_path / "impl.py").write_text(one_digit)
+    report = run_contract(prop, staging=tmp_path, runner=default_runner(), limits=Limits())
+    assert report.results[0].got == (
+        "\"fails for s='AAAAAAAAAA': rle_encode(s) returned '10A'; rle_decode(rle_encode(s))"
+        ' raised IndexError: string index out of range"'
+    )
     # The task's shorthand decode(encode(s)) is read as the names the task asks for.
     (stated,) = [c for cl in clauses for c in cl.checks if c.criterion == PROPERTY_CRITERION]
     assert "rle_decode(rle_encode(s)) == s" in stated.call
@@ -264,3 +281,23 @@ def test_a_scenario_that_restates_one_worked_example_of_the_task_is_the_tasks() 
     # A bare True/False/None result restates nothing in particular.
     flag = "t = Table(['name', 'qty'])\nt.add_row('apple', 3)\n'apple' in t.render()"
     assert not restates_task(Check(call=flag, expect="True", origin="planner"), TABLE + " True.")
+
+
+def test_a_sentence_stating_two_functions_is_a_clause_for_each() -> None:
+    task = (
+        "Write merge_intervals(intervals: list[tuple[int, int]]) -> list[tuple[int, int]] that "
+        "merges overlapping intervals and returns them sorted by start, and "
+        "insert_interval(intervals, new) that inserts one interval into a merged list. "
+        "An interval with start > end raises ValueError."
+    )
+    clauses = task_clauses(task, names=["merge_intervals", "insert_interval"])
+    assert [c.text[:20] for c in clauses] == [
+        "Write merge_interval", "insert_interval(inte", "An interval with sta",
+    ]  # fmt: skip
+    # Each statement has its own signature check: a check of one never covers the other.
+    assert [c.kind for c in clauses[:2]] == ["signature", "signature"]
+    assert "inspect.signature(insert_interval)" in clauses[1].checks[0].call
+    assert not any("insert_interval" in c.call for c in clauses[0].checks)
+    # One statement about both stays whole, with no comma before the "and".
+    rle = task_clauses(RLE, names=["rle_encode", "rle_decode"])
+    assert rle[0].text.startswith("Write rle_encode(s: str) -> str and rle_decode(s: str)")
