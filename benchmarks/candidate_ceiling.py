@@ -8,7 +8,9 @@ passes but the committed code does not is lost by *selection* (the checks did no
 candidates apart); a task where none passes is lost by *generation* (no check or selection
 rule could have saved it):
 
-    python benchmarks/candidate_ceiling.py DIR [--prefix tasks.] [--oracle PATH]
+    python benchmarks/candidate_ceiling.py DIR [--prefix tasks.] [--oracle PATH] [--why]
+
+(--why also prints each candidate's verdict: the oracle's first failed check, and its path.)
 
 (PATH defaults to ../shared/devtasks/oracle.py beside the repository.)
 
@@ -107,13 +109,15 @@ def score_run(oracle: Path, tid: str, run: Path) -> dict[str, Any]:
     handed, why = verdict(oracle, tid, modules, [run / "steps", *{p.parent for p in modules}])
     written: Counter[str] = Counter()
     passing: Counter[str] = Counter()
+    verdicts: list[tuple[str, str, str, str]] = []
     for origin, impl in candidates(run):
         step_dir = impl.parents[3] if "attempts" in impl.parts else None
         others = [s for s in steps if step_dir is None or step_dir not in s.parents]
         paths = [impl.parent, *(s.parent for s in others)]
         if step_dir is not None:
             paths.append(impl.parents[2] / "pythonpath")
-        status, _ = verdict(oracle, tid, [*others, impl] if step_dir else [impl], paths)
+        status, reason = verdict(oracle, tid, [*others, impl] if step_dir else [impl], paths)
+        verdicts.append((origin, status, reason, str(impl.relative_to(run))))
         written[origin] += 1
         passing[origin] += status == "PASS"
     return {
@@ -123,6 +127,7 @@ def score_run(oracle: Path, tid: str, run: Path) -> dict[str, Any]:
         "written": dict(written),
         "passing": dict(passing),
         "any_passes": sum(passing.values()) > 0,
+        "verdicts": verdicts,
     }
 
 
@@ -130,6 +135,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("workspace", type=Path)
     parser.add_argument("--prefix", default="tasks.")
+    parser.add_argument("--why", action="store_true", help="each candidate's verdict and path")
     here = Path(__file__).resolve().parents[2]
     parser.add_argument("--oracle", type=Path, default=here / "shared" / "devtasks" / "oracle.py")
     args = parser.parse_args()
@@ -144,6 +150,9 @@ def main() -> None:
             f"{o} {row['passing'].get(o, 0)}/{n}" for o, n in sorted(row["written"].items())
         )
         print(f"{tid:14} handed back {row['handed_back']:4}  passing: {mix or '-'}", flush=True)
+        if args.why:
+            for origin, status, reason, where in row["verdicts"]:
+                print(f"    {origin:10} {status:4} {reason[:80]:80}  {where}")
     handed = sum(r["handed_back"] == "PASS" for r in rows)
     ceiling = sum(r["handed_back"] == "PASS" or r["any_passes"] for r in rows)
     lost = [r["task"] for r in rows if r["any_passes"] and r["handed_back"] != "PASS"]

@@ -68,6 +68,11 @@ def test_a_passing_candidate_that_was_not_committed_is_lost_by_selection(tmp_pat
     assert row["written"] == {"plain": 2, "repair": 1, "witness": 1, "recombined": 1}
     assert row["passing"] == {"plain": 0, "repair": 1, "witness": 0, "recombined": 0}
     assert row["any_passes"] is True
+    # --why: each candidate's verdict, the oracle's reason and where it is.
+    by_path = {where: (origin, status, why) for origin, status, why, where in row["verdicts"]}
+    assert by_path["steps/s1/attempts/1/candidates/1/impl.py"] == ("repair", "PASS", "")
+    origin, status, why = by_path["plain/impl.py"]
+    assert (origin, status) == ("plain", "fail") and "double(3)" in why
     # The same run with the right code committed: handed back passes.
     _write(run / "steps" / "s1" / "committed" / "artifacts" / "impl.py", right)
     assert ceiling.score_run(oracle, "t-double", run)["handed_back"] == "PASS"
