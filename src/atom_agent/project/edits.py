@@ -80,7 +80,9 @@ def _with_docstring(source: str, old: str) -> str:
     """`source` (a dedented definition) with the docstring `old` had, when it has none.
 
     A model asked for a body need not copy a long docstring back (every token it writes
-    costs time); the definition keeps the one it had.
+    costs time); the definition keeps the one it had. A docstring the model cut short (its
+    text is part of the old one's: the summary line kept, the examples dropped) is replaced
+    by the old one too: the project's documentation and doctests are not the model's to drop.
     """
     try:
         new_node = ast.parse(source).body[0]
@@ -90,18 +92,31 @@ def _with_docstring(source: str, old: str) -> str:
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     if not isinstance(new_node, kinds) or not isinstance(old_node, kinds):
         return source
-    if ast.get_docstring(new_node) is not None or ast.get_docstring(old_node) is None:
+    old_doc, new_doc = ast.get_docstring(old_node), ast.get_docstring(new_node)
+    if old_doc is None:
         return source
+    lines = source.splitlines()
+    first = new_node.body[0]
+    if first.lineno == new_node.lineno:  # ``def f(): return 1`` on one line: keep as is
+        return source
+    if new_doc is not None:
+        if not _cut_short(new_doc, old_doc) or len(new_node.body) < 2:
+            return source
+        del lines[first.lineno - 1 : first.end_lineno or first.lineno]  # the model's docstring
+        indent = " " * new_node.body[1].col_offset
+    else:
+        indent = " " * first.col_offset
     doc = old_node.body[0]
     old_lines = textwrap.dedent(old).splitlines()
     text = textwrap.dedent("\n".join(old_lines[doc.lineno - 1 : doc.end_lineno or doc.lineno]))
-    first = new_node.body[0]
-    lines = source.splitlines()
-    indent = " " * first.col_offset
     at = first.lineno - 1
-    if first.lineno == new_node.lineno:  # ``def f(): return 1`` on one line: keep as is
-        return source
     return "\n".join([*lines[:at], textwrap.indent(text, indent), *lines[at:]]) + "\n"
+
+
+def _cut_short(new: str, old: str) -> bool:
+    """Whether docstring `new` is a shorter piece of `old` (whitespace aside)."""
+    new_text, old_text = " ".join(new.split()), " ".join(old.split())
+    return len(new_text) < len(old_text) and new_text in old_text
 
 
 def source_of(text: str, qualname: str) -> str:

@@ -84,3 +84,9 @@ def test_a_body_without_its_docstring_keeps_the_docstring_the_definition_had() -
     # A docstring the model did write wins.
     out = apply_edit(method, Edit("A.g", "def g(self):\n    '''New.'''\n    return 1\n"))
     assert "'''New.'''" in out and "'''Doc.'''" not in out
+    # A docstring the model cut short (the summary kept, the examples dropped) does not.
+    short = 'def f(x):\n    """\n    Twice x.\n    """\n    # doubled\n    return 2 * x\n'
+    out = apply_edit(source, Edit("f", short))
+    assert out == source.replace("raise NotImplementedError", "# doubled\n    return 2 * x")
+    longer = 'def f(x):\n    """Twice x, for ints and floats."""\n    return 2 * x\n'
+    assert '"""Twice x, for ints and floats."""' in apply_edit(source, Edit("f", longer))
