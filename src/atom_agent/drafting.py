@@ -690,9 +690,10 @@ def retry_note(report: ContractReport, suspect: set[int] | None = None) -> str:
     """What the next candidate is told: the failed checks (not suspect) and what the code gave."""
     lines = []
     failed = [r for i, r in enumerate(report.results) if i not in (suspect or set())]
-    for result in [r for r in failed if r.status in ("failed", "error", "timeout")][
-        :_FAILURES_SHOWN
-    ]:
+    failed = [r for r in failed if r.status in ("failed", "error", "timeout")]
+    # The task's own checks first: they are certain where the model's tests may be wrong.
+    failed.sort(key=lambda r: not repair.is_trusted(r))
+    for result in failed[:_FAILURES_SHOWN]:
         why = result.reason or f"got {result.got}"
         where = f" (at {result.line})" if result.line else ""
         lines.append(f"- {result.check.describe()[:200]}: {why[:200]}{where}")

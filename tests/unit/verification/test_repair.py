@@ -148,3 +148,27 @@ def test_a_method_is_spliced_at_its_indentation_whatever_the_reply_wrote() -> No
         assert [n.name for n in ast.parse(spliced).body] == ["Matrix"]
     assert repair.splice(MATRIX, "Matrix.__add__", "def other():\n    pass\n") is None
     assert repair.splice(MATRIX, "Matrix.__add__", "def __add__(self, o):\n  return (") is None
+
+
+def test_the_tasks_own_failed_check_outranks_any_number_of_the_models() -> None:
+    # Two model tests fail `__add__` (they may be wrong); one check the task states fails the
+    # constructor: the constructor is rewritten, told the task's check first.
+    model_add = CheckResult(
+        Check(call="a = Matrix([[1]])\na + a", expect="Matrix([[0]])"), "failed"
+    )
+    stated = CheckResult(Check(call="Matrix([])", raises="ValueError", origin="task"), "failed")
+    found = repair.focus(MATRIX, _report(model_add, model_add, stated))
+    assert found is not None and found.target == "Matrix.__init__"
+    # Within one function, the task's failures come before the model's.
+    built_model = CheckResult(Check(call="Matrix([[1], []])", raises="ValueError"), "failed")
+    found = repair.focus(MATRIX, _report(built_model, stated))
+    assert found is not None and [r.check.origin for r in found.failed] == ["task", "planner"]
+
+
+def test_a_whole_file_retry_is_told_the_tasks_failed_checks_first() -> None:
+    from atom_agent.drafting import retry_note
+
+    model = CheckResult(Check(call="f(1)", expect="2"), "failed", got="3")
+    stated = CheckResult(Check(call="f(0)", expect="0", origin="task"), "failed", got="1")
+    note = retry_note(_report(model, stated))
+    assert note.index("f(0)") < note.index("f(1)")
