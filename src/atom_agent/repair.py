@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -142,9 +141,7 @@ def focus(source: str, report: ContractReport, ignore: Collection[int] = ()) -> 
         return None
     # The task's own checks (and those drawn from its stated types) are certain where a
     # model's test may be wrong: the function they fail is rewritten first, shown first.
-    trusted = Counter({t: sum(map(is_trusted, rs)) for t, rs in failed.items()})
-    count = Counter({t: len(rs) for t, rs in failed.items()})
-    target = max(failed, key=lambda t: (trusted[t], count[t]))
+    target = max(failed, key=lambda t: (sum(map(is_trusted, failed[t])), len(failed[t])))
     shown = sorted(failed[target], key=lambda r: not is_trusted(r))
     kept = [
         r for r in report.results if r.status == "passed" and pointed_at(r, functions) == target
@@ -154,7 +151,7 @@ def focus(source: str, report: ContractReport, ignore: Collection[int] = ()) -> 
 
 def is_trusted(result: CheckResult) -> bool:
     """Whether a check's author is not the model: the task, a user, or its stated types."""
-    return result.check.origin in ("task", "inferred", "user")
+    return result.check.origin != "planner"
 
 
 def stubbed(source: str, target: str) -> str:

@@ -147,10 +147,10 @@ def _statements(
         for match in _AND_NEXT.finditer(text):
             rest = text[match.end() :]
             stated = stated_signatures(task, rest, start + match.end(), signed, classes)
-            if match.group(1) in signed and stated and stated[0].name == match.group(1):
-                if rest.startswith(match.group(1)) and text[cut : match.start()].strip():
-                    out.append((text[cut : match.start()].strip(), start + cut))
-                    cut = match.end()
+            name = match.group(1)  # where `rest` starts
+            if stated and stated[0].name == name and text[cut : match.start()].strip():
+                out.append((text[cut : match.start()].strip(), start + cut))
+                cut = match.end()
         out.append((text[cut:], start + cut))
     return out
 
