@@ -458,14 +458,17 @@ def sample(
     temperature: float,
     *,
     code_only: Expecting = "",
+    names: Sequence[str] = (),
 ) -> AIMessage:
     """One reply of `model` at `temperature` (models that take no temperature get none).
 
     `code_only` (``"code"`` or ``"tests"``): the prompt asks for one block of that and
     nothing else, so a model that can may end the reply when the block is complete
-    (:func:`~atom_agent.models.stopping.code_replies`).
+    (:func:`~atom_agent.models.stopping.code_replies`); ``"module"``: a whole module whose
+    tests are left out. `names`: what the code must define; the reply may end where tests
+    begin after code that defines them all.
     """
-    with code_replies(code_only) if code_only else nullcontext():
+    with code_replies(code_only, names) if code_only else nullcontext():
         try:
             reply = model.invoke(messages, temperature=temperature)
         except TypeError:  # a chat model without a per-call temperature
@@ -549,7 +552,7 @@ def write_drafts(
     reply = (
         AIMessage(content=f"```python\n{first.rstrip()}\n```")
         if first
-        else sample(model, drafts.messages, temps[0], code_only="code")
+        else sample(model, drafts.messages, temps[0], code_only="code", names=defines)
     )
     drafts.messages.append(reply)
     draft = add(reply, temps[0], informed=False, origin="plain" if first else "draft")
@@ -557,7 +560,9 @@ def write_drafts(
         return drafts
     heard = 0
     for _ in range(witnesses + 1 if witnesses else 0):  # one spare for a reply without code
-        reply = sample(model, [HumanMessage(prompt)], WITNESS_TEMPERATURE, code_only="code")
+        reply = sample(
+            model, [HumanMessage(prompt)], WITNESS_TEMPERATURE, code_only="code", names=defines
+        )
         drafts.side.append(reply)
         witness = add(reply, WITNESS_TEMPERATURE, informed=False, origin="witness")
         if drafts.passes(witness):
@@ -591,7 +596,7 @@ def write_drafts(
             )
             drafts.messages.append(HumanMessage(note))
             with copying():  # the whole module again, fixed: mostly the rejected one
-                reply = sample(model, drafts.messages, temperature, code_only="code")
+                reply = sample(model, drafts.messages, temperature, code_only="code", names=defines)
             drafts.messages.append(reply)
             last = add(reply, temperature, informed=True, origin="retry")
         if drafts.passes(last):
@@ -666,7 +671,8 @@ def _focused_repair(
     if found is None:
         return None
     request = HumanMessage(repair.repair_prompt(task, best.source, found))
-    reply = sample(model, [request], temperature, code_only="code")
+    names = () if "." in found.target else (found.target,)
+    reply = sample(model, [request], temperature, code_only="code", names=names)
     drafts.repairs += [request, reply]
     spliced = repair.splice(best.source, found.target, extract_code(reply.text))
     emit("executor.repair", target=found.target, spliced=spliced is not None)
@@ -715,7 +721,7 @@ def independent_samples(
     sources: list[str] = []
     replies: list[AIMessage] = []
     for _ in range(n):
-        reply = sample(model, [HumanMessage(prompt)], temperature, code_only="code")
+        reply = sample(model, [HumanMessage(prompt)], temperature, code_only="code", names=defines)
         replies.append(reply)
         source = complete_from_task(extract_code(reply.text), task, defines)
         if source.strip():

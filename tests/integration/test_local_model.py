@@ -127,6 +127,27 @@ def test_a_reply_ends_after_its_code_block_with_the_same_code() -> None:
     assert "ended_early" not in plain.response_metadata
 
 
+def test_a_module_reply_ends_where_its_tests_begin_with_the_same_code() -> None:
+    from atom_agent.drafting import extract_code
+    from atom_agent.models.stopping import code_replies
+
+    ask = [
+        HumanMessage(
+            "Write a Python function square(x) returning x squared, and pytest tests for it. "
+            "Reply with the whole module in one ```python block, nothing else."
+        )
+    ]
+    with code_replies("module", ["square"]):
+        watched = LocalChatModel(max_tokens=400, stop_early=True).invoke(ask)
+    plain = LocalChatModel(max_tokens=400, stop_early=True).invoke(ask)
+    assert watched.response_metadata.get("ended_early") == "implementation complete, tests follow"
+    assert watched.text.rstrip().endswith("```") and "def test" not in watched.text
+    assert plain.usage_metadata and watched.usage_metadata
+    assert watched.usage_metadata["output_tokens"] < plain.usage_metadata["output_tokens"]
+    assert "def test" in plain.text
+    assert extract_code(watched.text) == extract_code(plain.text) != ""
+
+
 def test_a_prompt_that_begins_like_an_earlier_one_prefills_only_what_is_new() -> None:
     chat = LocalChatModel(max_tokens=120, stop_early=True, prefix_cache_mb=256)
     first = [HumanMessage("Write a Python function cube(x) that returns x cubed.")]

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from atom_agent.errors import ContextWindowError, ModelError, ModelUnavailableError
 from atom_agent.models.lookup import copying_now
-from atom_agent.models.stopping import ReplyWatch, expecting_now
+from atom_agent.models.stopping import ReplyWatch, expecting_now, names_now
 from atom_agent.models.tool_schemas import openai_tool
 from atom_agent.models.weights import INSTALL_HINT, resolve_local_weights
 
@@ -223,7 +223,7 @@ class LocalChatModel(BaseChatModel):
         llama, lock = self._engine()
         watching = self.stop_early and allowed is None
         lookup = self._lookup_now() if allowed is None and hasattr(llama, "looking_up") else 0
-        watch = ReplyWatch(expecting=expecting_now()) if watching else None
+        watch = ReplyWatch(expecting=expecting_now(), names=names_now()) if watching else None
         started = time.perf_counter()
         with lock:
             evaluated = getattr(llama, "evaluated", None)
@@ -256,6 +256,8 @@ class LocalChatModel(BaseChatModel):
         elapsed = ended - started
         prefilled_at = float(getattr(llama, "prefilled_at", 0.0) or 0.0)
         text: str = out["choices"][0]["message"].get("content") or ""
+        if watch is not None:
+            text = watch.reply(text)  # ended where its tests began: the block closed there
         finish = out["choices"][0].get("finish_reason")
         usage = out.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens", 0))

@@ -189,7 +189,7 @@ def _candidate_zero(res: Resources, run: Any, task: str) -> dict[str, Any]:
     """
     names = task_names(task)
     model = res.model("executor")
-    answer = ask_plain(model, task, names)
+    answer = ask_plain(model, task, names, end_at_tests=True)
     folder = res.workspace.write_plain(run, answer.source, answer.reply.text)
     clauses = task_clauses(task, names=names)
     profile = profile_for(model, res.ctx.model_profile)

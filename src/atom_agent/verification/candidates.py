@@ -34,14 +34,24 @@ class PlainAnswer:
     reply: AIMessage
 
 
-def ask_plain(model: BaseChatModel, task: str, names: Sequence[str]) -> PlainAnswer:
+def ask_plain(
+    model: BaseChatModel, task: str, names: Sequence[str], *, end_at_tests: bool = False
+) -> PlainAnswer:
     """One greedy call of `model` with the single-shot prompt; its module ('' when no code).
 
     The code is read from the reply the way a draft's is (the longest fenced block that
     parses, tests after the code left out, imports the task's code gave put back); a reply
-    that defines none of `names` has no candidate in it.
+    that defines none of `names` has no candidate in it. `end_at_tests`: the reply may end
+    where its tests begin after code defining all of `names` (the agent's call: the code is
+    the same, the tests are left out anyway); the single-shot baseline is asked without.
     """
-    reply = sample(model, [HumanMessage(prompts.PLAIN_TASK.format(task=task.strip()))], 0.0)
+    reply = sample(
+        model,
+        [HumanMessage(prompts.PLAIN_TASK.format(task=task.strip()))],
+        0.0,
+        code_only="module" if end_at_tests else "",
+        names=names,
+    )
     source = complete_from_task(extract_code(reply.text), task, names)
     if names and not set(names) & set(defined_in_code(source)):
         source = ""
@@ -112,7 +122,7 @@ def best_of(
     answers = [Scored(first.source, report)] if report is not None else []
     prompt: list[BaseMessage] = [HumanMessage(prompts.PLAIN_TASK.format(task=task.strip()))]
     for k, temperature in enumerate(temperatures, start=1):
-        reply = sample(model, prompt, temperature)
+        reply = sample(model, prompt, temperature, code_only="module", names=names)
         replies.append(reply)
         source = complete_from_task(extract_code(reply.text), task, names)
         if names and not set(names) & set(defined_in_code(source)):

@@ -416,3 +416,29 @@ def test_inputs_drawn_from_the_stated_types_catch_a_plain_answer_its_contract_pa
     assert drafts["candidates"][0]["origin"] == "plain" and not drafts["candidates"][0]["passed"]
     report = run.report_md.read_text()
     assert "inputs of the stated types are handled" in report
+
+
+def test_the_agents_calls_for_code_may_end_where_their_tests_begin(tmp_path: Path) -> None:
+    from atom_agent.models.stopping import expecting_now, names_now
+
+    # Every request for code says what it must define, so the embedded model can end the
+    # reply where tests begin after that code (models/stopping.py); the agent's plain call
+    # and its whole-task samples ask for a module, the drafts for code alone.
+    seen: list[tuple[bool, str, tuple[str, ...]]] = []
+    inner = plains_then_drafts([BROKEN_SUB], [BROKEN_SUB, BROKEN_SUB, BOTH])
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        first = next(m for m in messages if isinstance(m, HumanMessage))
+        seen.append((PLAIN_REQUEST in str(first.content), expecting_now(), names_now()))
+        return inner.invoke(messages)  # type: ignore[return-value]
+
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_plan_steps=1)
+    models = roles("", [])
+    models["executor"] = ScriptedChatModel(respond=respond, model_name=SMALL_NAME)
+    run_task(TWO, ctx, models=models)  # type: ignore[arg-type]
+
+    plain = [(mode, names) for is_plain, mode, names in seen if is_plain]
+    drafts = [(mode, names) for is_plain, mode, names in seen if not is_plain]
+    assert len(plain) >= 2 and set(plain) == {("module", ("add", "sub"))}  # answer + samples
+    assert drafts and all(mode == "code" and names for mode, names in drafts)
+    assert all(set(names) <= {"add", "sub"} for _, names in drafts)
