@@ -177,6 +177,17 @@ def test_a_greedy_request_gives_the_same_reply_whatever_ran_before() -> None:
     assert again.response_metadata["prefill_computed"] == again.usage_metadata["input_tokens"]
 
 
+def test_a_sampled_request_gives_the_same_reply_whatever_ran_before() -> None:
+    ask = [HumanMessage("Name three colours, one per line.")]
+    first = LocalChatModel(max_tokens=40)
+    one = first.invoke(ask, temperature=1.0)
+    two = first.invoke(ask, temperature=1.0)  # the same request again: another sample
+    other = LocalChatModel(max_tokens=40)
+    other.invoke([HumanMessage("Say OK.")], temperature=1.0)  # other calls first
+    assert other.invoke(ask, temperature=1.0).text == one.text
+    assert other.invoke(ask, temperature=1.0).text == two.text
+
+
 def test_a_copying_call_drafts_from_its_prompt_on_the_same_instance() -> None:
     from atom_agent.models.lookup import copying
 

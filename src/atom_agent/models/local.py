@@ -9,6 +9,7 @@ call of the schema "tool") always yields JSON of the right shape.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -113,6 +114,13 @@ class LocalChatModel(BaseChatModel):
     prefix_cache_mb: int = Field(default=0, ge=0)
     """RAM kept for the KV states of earlier prompts (0: none), so a call whose prompt
     begins like an earlier one's prefills only what is new (llama.cpp's ``LlamaRAMCache``)."""
+    seed: int = Field(default=0, ge=0)
+    """Base of each call's sampling seed. A call's seed comes from this, the request (its
+    messages and temperature) and how many times this object was made that request before,
+    not from how many calls ran first: the same requests get the same samples run after
+    run (up to llama.cpp's rounding, which depends a little on how a prompt was split into
+    batches), a repeated request (another witness) another, and a change to one call of an
+    agent no longer redraws every later sample (paired comparisons of agent versions)."""
 
     _resolved: str | None = PrivateAttr(default=None)
     # The weights (1.1 GB) are loaded on first use and belong to this object: whoever
@@ -120,6 +128,7 @@ class LocalChatModel(BaseChatModel):
     # is not thread-safe, so calls through this object are serialised.
     _llama: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _asked: dict[bytes, int] = PrivateAttr(default_factory=dict)
 
     @property
     def _llm_type(self) -> str:
@@ -138,7 +147,17 @@ class LocalChatModel(BaseChatModel):
             "temperature": self.temperature,
             "stop_early": self.stop_early,
             **({"prompt_lookup": lookup} if lookup else {}),
+            **({"seed": self.seed} if self.seed else {}),
         }
+
+    def _call_seed(self, chat: list[dict[str, Any]], temperature: float) -> int:
+        """This call's sampling seed: the base seed, the request, and its occurrence so far."""
+        request = json.dumps([self.seed, chat, temperature], sort_keys=True, default=str)
+        key = hashlib.sha256(request.encode()).digest()
+        with self._lock:
+            n = self._asked.get(key, 0)
+            self._asked[key] = n + 1
+        return int.from_bytes(hashlib.sha256(key + n.to_bytes(8, "big")).digest()[:4], "big")
 
     def _lookup_now(self) -> int:
         """Tokens drafted a step for the call being made now (0: no prompt lookup)."""
@@ -217,6 +236,7 @@ class LocalChatModel(BaseChatModel):
             "max_tokens": max_tokens,
             "temperature": temperature,
             "stop": stop,
+            "seed": self._call_seed(chat, temperature),
         }
         if allowed is not None:
             request["response_format"] = {"type": "json_object", "schema": _reply_schema(allowed)}

@@ -51,6 +51,7 @@ _META = re.compile(
     r"tests?\b",
     re.IGNORECASE,
 )
+_FENCE_MARK = re.compile(r"```[A-Za-z0-9_+-]*")
 _EXC = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception)|[A-Z][a-z]+[A-Z][A-Za-z]*)\b")
 _SIGNATURE_HEAD = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
 _RETURN = re.compile(r"\s*->\s*([A-Za-z_][\w\[\], |]*)")
@@ -215,6 +216,8 @@ def split_clauses(task: str) -> list[tuple[str, int]]:
     text = task
     for block in code_blocks(task):
         text = text.replace(block, " " * len(block))
+    # The fences too: "```python" is no sentence of the task (offsets stay as they were).
+    text = _FENCE_MARK.sub(lambda m: " " * len(m.group()), text)
     parts: list[tuple[str, int]] = []
     start = 0
     depth, quote = 0, ""

@@ -76,6 +76,16 @@ def test_a_task_splits_into_clauses_and_the_meta_request_is_not_one() -> None:
     assert [t for t, _ in split_clauses("add(1); sub(2)")] == ["add(1);", "sub(2)"]
 
 
+def test_a_code_block_and_its_fences_are_no_clause() -> None:
+    task = (
+        "Complete `mean` below.\n\n```python\ndef mean(xs: list[float]) -> float:\n"
+        '    """The mean of xs. mean([]) raises ValueError."""\n```\n'
+    )
+    parts = split_clauses(task)
+    assert [t for t, _ in parts] == ["Complete `mean` below."]
+    assert all(task[at : at + len(t)] == t for t, at in parts)
+
+
 def test_stated_signatures_become_inspect_checks_with_defaults(tmp_path: Path) -> None:
     clauses = task_clauses(ALLOCATE)
     sig = [c for cl in clauses for c in cl.checks if c.criterion == SIGNATURE_CRITERION]
