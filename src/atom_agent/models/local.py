@@ -106,8 +106,8 @@ class LocalChatModel(BaseChatModel):
     """Sampling temperature; 0 is greedy (deterministic)."""
     stop_early: bool = False
     """End a plain-text reply that loops, and one asked for code alone
-    (:func:`~atom_agent.models.stopping.code_replies`) once its code block is complete
-    (:mod:`atom_agent.models.stopping`)."""
+    (:func:`~atom_agent.models.stopping.code_replies`) once its code block is complete or
+    its tests begin after the code it must define (:mod:`atom_agent.models.stopping`)."""
     prompt_lookup: int = Field(default=0, ge=0, le=64)
     """Tokens drafted a step by prompt-lookup decoding for calls made inside
     :func:`~atom_agent.models.lookup.copying` (0: off): replies that copy their prompt."""

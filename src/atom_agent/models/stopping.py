@@ -1,7 +1,7 @@
 """When a plain-text reply of the local model has said all it will say: end it there.
 
 On two cores the embedded model decodes about ten tokens a second, so every token after the
-answer is a tenth of a second a user waits for nothing. Two rules end a reply early:
+answer is a tenth of a second a user waits for nothing. Three rules end a reply early:
 
 - **the block is complete** (only for calls made inside :func:`code_replies`: drafts,
   retries, witnesses and contracts, whose prompts ask for the implementation alone, or the
