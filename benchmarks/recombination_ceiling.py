@@ -85,26 +85,27 @@ def swapped(base: str, unit: str, donor: str) -> str | None:
         if cls is None:
             return None
         body = cls.body
-        name = name or unit
-    else:
-        name = unit
     at = next((i for i, n in enumerate(body) if getattr(n, "name", None) == name), None)
     if at is None:
         body.append(new)
     else:
         body[at] = new
-    have = {getattr(n, "name", None) for n in tree.body}
+    have = {b for n in tree.body for b in _bound(n)}
     imports = [n for n in giver.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    helpers = [
-        n
-        for n in giver.body
-        if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.Assign)
-        and getattr(n, "name", "")
-        and n.name not in have
-    ]
+    helpers = [n for n in giver.body if _bound(n) and not _bound(n) & have]
     tree.body[:0] = imports
     tree.body += helpers
     return ast.unparse(tree)
+
+
+def _bound(node: ast.stmt) -> set[str]:
+    """The module-level names a definition or a plain assignment binds (imports: none)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
 
 
 def scorer(oracle: Path, tid: str, folder: Path) -> Callable[[str], tuple[int, str]]:

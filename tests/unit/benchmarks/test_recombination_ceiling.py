@@ -79,7 +79,13 @@ def test_units_are_functions_and_methods() -> None:
     assert set(ceiling.units(RIGHT)) == {"enc", "Box.__init__", "Box.dec", "_twice"}
 
 
-def test_a_swapped_method_brings_its_helpers_and_imports() -> None:
+def test_a_swap_does_not_bring_a_helper_the_base_already_has() -> None:
+    base = LEFT + "\n\ndef _twice(s, n):\n    return s\n"
+    mixed = ceiling.swapped(base, "Box.dec", RIGHT)
+    assert mixed is not None and mixed.count("def _twice") == 1
+
+
+def test_a_swapped_method_brings_its_helpers_constants_and_imports() -> None:
     mixed = ceiling.swapped(LEFT, "Box.dec", RIGHT)
     namespace: dict[str, object] = {}
     exec(compile(mixed, "mixed", "exec"), namespace)  # noqa: S102
