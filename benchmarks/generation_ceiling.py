@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from devtasks_eval import _write  # noqa: E402  (where the oracle reads a run's code)
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage  # noqa: E402
 
 from atom_agent.context import Context  # noqa: E402
@@ -49,13 +51,6 @@ Reply with the corrected whole module in one ```python block, nothing else."""
 def _tokens(reply: Any) -> int:
     usage = getattr(reply, "usage_metadata", None) or {}
     return int(usage.get("output_tokens", 0))
-
-
-def write(ws: Path, prefix: str, task_id: str, source: str) -> None:
-    """`source` where the oracle reads run `<prefix>.<task_id>`'s committed code."""
-    folder = ws / "runs" / f"{prefix}.{task_id}" / "steps" / "step1" / "committed" / "artifacts"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "impl.py").write_text(source, encoding="utf-8")
 
 
 def oracle(ws: Path, prefix: str, oracle_path: Path = ORACLE) -> dict[str, str]:
@@ -98,7 +93,7 @@ def samples_arm(
             names = task_names(item["task"])
             messages: list[BaseMessage] = [HumanMessage(PLAIN_TASK.format(task=item["task"]))]
             reply = sample(model, messages, temperature, code_only="module", names=names)
-            write(ws, prefix, item["id"], code_of(reply, item["task"], names))
+            _write(ws, prefix, item["id"], code_of(reply, item["task"], names))
             row = per_task.setdefault(item["id"], {"passed": [], "tokens": 0, "seconds": 0.0})
             row["tokens"] += _tokens(reply)
             row["seconds"] += time.monotonic() - t0
@@ -136,7 +131,7 @@ def repair_arm(
             source = code_of(reply, item["task"], names)
             row["unchanged"] += source == before
             before = source
-            write(ws, prefix, item["id"], source)
+            _write(ws, prefix, item["id"], source)
             verdict = oracle(ws, prefix, oracle_path).get(item["id"], "FAIL no verdict")
             row["verdicts"].append(verdict)
             if verdict == "PASS" or r == rounds:
