@@ -15,6 +15,7 @@ checkout is reset after every trial; the reflector proves the chosen one.
 from __future__ import annotations
 
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -99,12 +100,12 @@ def make_project_executor(res: Resources) -> Any:
                 ladder = [] if report.all_passed() else ladder
         previous = source_of(incumbent, qualname) if incumbent else ""
         feedback = _feedback(res.workspace, step_ref, attempt)
-        messages = _prompt(project, state["task"], step, feedback, previous)
+        messages = edit_request(project.checkout.root, state["task"], step, feedback, previous)
         requests = [(messages, t) for t in ladder]
         if feedback and previous and len(ladder) > 1:
             # One repair of the previous version, then fresh samples told only what failed:
             # resampling finds what a small model's repair (often its old code again) does not.
-            anew = _prompt(project, state["task"], step, feedback)
+            anew = edit_request(project.checkout.root, state["task"], step, feedback)
             requests = [(messages, ladder[0]), (anew, 0.0), *((anew, t) for t in ladder[1:-1])]
         seen = {incumbent} if incumbent is not None and best is not None else set()
         for prompt, temperature in requests:
@@ -169,15 +170,19 @@ def make_project_executor(res: Resources) -> Any:
     return executor
 
 
-def _prompt(
-    project: ProjectRun, task: str, step: PlanStep, feedback: str, previous: str = ""
+def edit_request(
+    root: Path, task: str, step: PlanStep, feedback: str = "", previous: str = ""
 ) -> list[BaseMessage]:
-    """The edit request: task, other files' signatures, documents it names, the target's code."""
+    """The edit request for the project at `root`.
+
+    The task, the other files' signatures, the documents the task names, the target's code,
+    and what the previous attempt's verdict said (with its version, or asking anew).
+    """
     path, _, qualname = step.target.partition("::")
-    defs = scan(project.checkout.root)
+    defs = scan(root)
     target = target_of(defs, step)
     around = (
-        excerpt(project.checkout.root, target, budget_tokens=EXCERPT_TOKENS)
+        excerpt(root, target, budget_tokens=EXCERPT_TOKENS)
         if target is not None
         else "(not defined yet)"
     )
@@ -188,7 +193,7 @@ def _prompt(
         qualname=qualname,
         path=path,
         excerpt=around,
-        documents=documents_for(project.checkout.root, task, qualname),
+        documents=documents_for(root, task, qualname),
         feedback=(
             prompts.PROJECT_FEEDBACK.format(previous=previous.strip(), why=feedback)
             if previous.strip()
