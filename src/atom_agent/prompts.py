@@ -353,12 +353,18 @@ PROJECT_CONTRACT = """\
 
 `{qualname}` in `{path}` is not written yet. The code around it (line numbers on the left):
 {excerpt}
-
+{origins}
 Before it is written, write the tests for it: 4 to 8 pytest `assert` lines that use the \
 project the way its users do, with concrete inputs and the exact results the task and the \
 docstrings state, worked out carefully. Import what the tests use from the project. Reply with \
 one ```python block, nothing else."""
 """The planner's request for reproduction tests of a project step that has no examples."""
+PROJECT_CONTRACT_ORIGINS = """
+The project's own tests get a `{cls}` like this:
+{lines}
+"""
+"""How the project's tests get an object of a method's class (traced in its suite), for the
+reproduction request: a test that builds it another way may never reach the method."""
 
 PROJECT_CONTRACT_AGAIN = """
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from atom_agent import prompts
@@ -32,10 +32,23 @@ MAX_MODEL_CHECKS = 6
 CRITERION = "the model's reproduction test of the task"
 
 
-def reproduction_prompt(task: str, qualname: str, path: str, around: str) -> str:
-    """The request for reproduction tests: the task and the code around the unwritten target."""
+def reproduction_prompt(
+    task: str, qualname: str, path: str, around: str, origins: Sequence[str] = ()
+) -> str:
+    """The request for reproduction tests: the task and the code around the unwritten target.
+
+    `origins`: lines of the project's tests that get an object of a method's class
+    (:func:`atom_agent.project.instances.instance_origins`), shown when there are any.
+    """
+    shown = (
+        prompts.PROJECT_CONTRACT_ORIGINS.format(
+            cls=qualname.rpartition(".")[0], lines="\n".join(origins)
+        )
+        if origins and "." in qualname
+        else ""
+    )
     return prompts.PROJECT_CONTRACT.format(
-        task=task.strip(), qualname=qualname, path=path, excerpt=around
+        task=task.strip(), qualname=qualname, path=path, excerpt=around, origins=shown
     )
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "FAILED_IDS_SHOWN",
     "OUTPUT_TAIL_CHARS",
     "Gate",
+    "Plugin",
     "SuiteResult",
     "TestCommand",
     "detect",
@@ -60,6 +61,8 @@ class SuiteResult:
     exit_code: int | None
     output_tail: str
     collected_ok: bool
+    plugin_output: str = ""
+    """What a :class:`Plugin` of the run wrote (not kept by :meth:`to_dict`)."""
 
     def to_dict(self, *, ids: bool = False) -> dict[str, Any]:
         """A JSON-ready summary: counts and the first failed ids; `ids` adds every id.
@@ -110,6 +113,15 @@ class SuiteResult:
 
 
 @dataclass(frozen=True)
+class Plugin:
+    """A pytest plugin for one run of the suite: its module name, source and environment."""
+
+    name: str
+    source: str
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Gate:
     """How a run of the suite after a change compares with the baseline before it.
 
@@ -153,6 +165,7 @@ def run_suite(
     limits: Limits,
     extra: Sequence[str] = (),
     only: Sequence[str] = (),
+    plugin: Plugin | None = None,
 ) -> SuiteResult:
     """Run the project's suite in the sandbox and read its junit report test by test.
 
@@ -163,6 +176,8 @@ def run_suite(
         limits: the run's limits (see :func:`suite_limits`).
         extra: more paths to collect besides the default targets (a generated test file).
         only: node ids to run instead of the default targets (a rerun of suspects).
+        plugin: a pytest plugin loaded into the run (``-p``); what it writes to the file
+            named by ``$ATOM_PLUGIN_OUT`` comes back as :attr:`SuiteResult.plugin_output`.
 
     Returns:
         The outcome per node id. A run that leaves no report (killed, crashed, a usage error)
@@ -181,17 +196,30 @@ def run_suite(
     argv = [*options, f"--junitxml={junit}", "-o", "junit_family=xunit2"]
     if not any(a.startswith("--rootdir") for a in options):
         argv.append(f"--rootdir={root}")  # node ids relative to the project root
+    # The runners set it too; a project's checkout gets no __pycache__ whatever the runner.
+    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    python_path = [root / p for p in command.python_path]
+    out = scratch / "plugin.out"
+    if plugin is not None:
+        # The plugin lives in the scratch folder (writable, seen by the sandbox), never in
+        # the project's tree.
+        plugins = scratch / "plugins"
+        plugins.mkdir()
+        (plugins / f"{plugin.name}.py").write_text(plugin.source, encoding="utf-8")
+        python_path.append(plugins)
+        argv += ["-p", plugin.name]
+        env |= {"ATOM_PLUGIN_OUT": str(out), **plugin.env}
     try:
         result = runner.run(
             [*argv, *targets],
             cwd=root,
             limits=limits,
-            python_path=[root / p for p in command.python_path],
-            # The runners set it too; a project's checkout gets no __pycache__ whatever the runner.
-            env={"PYTHONDONTWRITEBYTECODE": "1"},
+            python_path=python_path,
+            env=env,
             scratch=scratch,
         )
         report = _read_junit(junit, root)
+        written = out.read_text(encoding="utf-8", errors="replace") if out.is_file() else ""
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     tail = result.output[-OUTPUT_TAIL_CHARS:]
@@ -208,6 +236,7 @@ def run_suite(
             exit_code=result.exit_code,
             output_tail=f"{tail}\n[pytest left no report: {how}]",
             collected_ok=False,
+            plugin_output=written,
         )
     passed, failed, skipped, broken = report
     return SuiteResult(
@@ -220,6 +249,7 @@ def run_suite(
         # 0: all passed, 1: some failed; 2 (interrupted), 3, 4 (usage), 5 (no tests) are not a
         # suite that ran.
         collected_ok=not broken and result.exit_code in (0, 1),
+        plugin_output=written,
     )
 
 

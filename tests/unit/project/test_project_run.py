@@ -417,3 +417,50 @@ def test_reproduction_tests_are_written_again_once_only(tmp_path: Path) -> None:
     run = tmp_path / "ws" / "runs" / outcome.run_id
     plan = json.loads((run / "plan.json").read_text())["revisions"][-1]["plan"]
     assert plan["steps"][0]["checks"] == []
+
+
+BOXES = '''"""Boxes."""
+
+
+class Box:
+    def __init__(self, items):
+        self.items = items
+
+    def size(self):
+        """How many items the box holds."""
+        raise NotImplementedError
+
+
+def pack(*items):
+    return Box(list(items))
+'''
+
+
+def test_the_request_for_tests_shows_how_the_projects_tests_get_the_object(
+    tmp_path: Path,
+) -> None:
+    test = "from boxes import pack\n\n\ndef test_pack():\n    assert pack(1, 2).items == [1, 2]\n"
+    repo = files_project(tmp_path / "proj", {"boxes/__init__.py": BOXES, "tests/test_b.py": test})
+    asked: list[str] = []
+
+    def respond(messages: list[BaseMessage]) -> str:
+        last = str(messages[-1].content)
+        if "write the tests for it" in last:
+            asked.append(last)
+            return "```python\nfrom boxes import pack\n\ndef test_size():\n    assert pack(1, 2, 3).size() == 3\n```"  # noqa: E501
+        return "```python\ndef size(self):\n    return len(self.items)\n```"
+
+    outcome = run_task("Implement `boxes.Box.size` as its docstring says.", ctx(tmp_path, repo),
+                       models=ScriptedChatModel(respond=respond))  # fmt: skip
+    assert outcome.status == "done", outcome.stop_reason
+    # The suite, traced once, showed where its tests get a Box: from `pack`, never `Box(…)`.
+    assert len(asked) == 1
+    assert (
+        "The project's own tests get a `Box` like this:\n"
+        "tests/test_b.py:5: assert pack(1, 2).items == [1, 2]\n"
+    ) in asked[0]
+    run = tmp_path / "ws" / "runs" / outcome.run_id
+    plan = json.loads((run / "plan.json").read_text())["revisions"][-1]["plan"]
+    assert [c["call"].splitlines()[-1] for c in plan["steps"][0]["checks"]] == [
+        "pack(1, 2, 3).size()"
+    ]

@@ -22,6 +22,7 @@ from atom_agent.project.checks import (
     unmutated_checks,
 )
 from atom_agent.project.environment import dependencies
+from atom_agent.project.instances import MAX_BASELINE_SECONDS, instance_origins
 from atom_agent.project.knowledge import (
     baseline_key,
     keep_baseline,
@@ -54,6 +55,7 @@ from .common import (
     limits_of,
     load_project,
     module_of,
+    runner_of,
     save_project,
 )
 
@@ -241,7 +243,9 @@ def _reproduction(
     """The planner model's reproduction tests of `target` that fail inside it as it is."""
     model = res.model("planner")
     around = excerpt(project.checkout.root, target, budget_tokens=CONTRACT_EXCERPT_TOKENS)
-    prompt = reproduction_prompt(task, target.qualname, target.path, around)
+    prompt = reproduction_prompt(
+        task, target.qualname, target.path, around, _origins(res, project, target, module)
+    )
     replies: list[BaseMessage] = []
     kept: list[Check] = []
     again = ""
@@ -267,6 +271,26 @@ def _reproduction(
         usages = usages_in_tests(project.checkout.root, set(tests), target.qualname.split(".")[-1])
         again = again_prompt(target.qualname, target.signature, stopped, usages)
     return [c.model_copy(update={"origin": "planner"}) for c in kept], replies
+
+
+def _origins(res: Resources, project: ProjectRun, target: Definition, module: str) -> list[str]:
+    """How the project's tests get an object of a method's class.
+
+    [] for a function, or when the baseline suite is too slow to run once more for it.
+    """
+    cls = target.qualname.rpartition(".")[0]
+    if not cls or project.baseline.seconds > MAX_BASELINE_SECONDS:
+        return []
+    origins = instance_origins(
+        project.checkout.root,
+        project.command,
+        module,
+        cls,
+        runner=runner_of(res, project),
+        limits=limits_of(res),
+    )
+    emit("project.instances", target=target.qualname, lines=len(origins))
+    return origins
 
 
 def _attributed(step: PlanStep, clauses: list[Clause]) -> PlanStep:
