@@ -35,6 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from generation_ceiling import _tokens  # noqa: E402  (output tokens of a reply)
 from repotasks_eval import SKIP_COPY, load_tasks  # noqa: E402
 
 from atom_agent.context import Context  # noqa: E402
@@ -123,11 +124,6 @@ def counts(result: dict[str, Any]) -> str:
         c = result.get(key) or {}
         parts.append(f"{key} {c.get('passed', 0)}/{c.get('passed', 0) + c.get('failed', 0)}")
     return " ".join(parts)
-
-
-def _tokens(reply: Any) -> int:
-    usage = getattr(reply, "usage_metadata", None) or {}
-    return int(usage.get("output_tokens", 0))
 
 
 def samples_task(

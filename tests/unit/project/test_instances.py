@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from tests.unit.sandbox.conftest import make_runner
 
 from atom_agent.project.instances import MAX_ORIGINS, instance_origins
 from atom_agent.project.reproduction import reproduction_prompt
 from atom_agent.project.suite import TestCommand, suite_limits
-from atom_agent.sandbox import Limits, SandboxRunner, probe_bubblewrap
+from atom_agent.sandbox import Limits, SandboxRunner
+
+from .test_suite import make
 
 LIMITS = suite_limits(Limits(timeout_s=120.0, cpu_s=120, memory_mb=1024))
 
@@ -45,19 +45,6 @@ def _helper():
 class Unused:
     pass
 """
-
-
-def make(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
-
-
-@pytest.fixture
-def runner() -> SandboxRunner:
-    return make_runner("bubblewrap" if probe_bubblewrap().usable else "namespaces")
 
 
 def command(*targets: str) -> TestCommand:

@@ -19,7 +19,7 @@ from atom_agent.project.suite import (
     run_suite,
     suite_limits,
 )
-from atom_agent.sandbox import Limits, SandboxRunner, probe_bubblewrap
+from atom_agent.sandbox import Limits, SandboxRunner
 
 PY = sys.executable
 NO_DEPRECATIONS = ["-W", "ignore::pytest.PytestDeprecationWarning"]
@@ -34,12 +34,6 @@ def make(root: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
     return root
-
-
-@pytest.fixture
-def runner() -> SandboxRunner:
-    """The strongest runner here (bubblewrap shows the sandbox only pytest and hypothesis)."""
-    return make_runner("bubblewrap" if probe_bubblewrap().usable else "namespaces")
 
 
 # --- detection -----------------------------------------------------------------------------------
