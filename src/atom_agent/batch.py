@@ -330,11 +330,16 @@ def _count(progress: BatchProgress, result: Mapping[str, Any], *, skipped: bool 
         progress.cost_usd += float(usage.get("cost_usd", 0.0))
 
 
+UNATTENDED: dict[str, Any] = {"ask_user": False}
+"""A batch task's settings unless it states its own: nobody is there to answer a question."""
+
+
 def _run_one(
     task: BatchTask, name: str, workspace: Workspace, opts: BatchOptions, resources: Resources
 ) -> dict[str, Any]:
     run_id = f"{name}.{task.id}"
-    ctx = opts.context.replace(**task.settings)
+    # Nobody answers a batch's questions unless its settings say a person is there.
+    ctx = opts.context.replace(**{**UNATTENDED, **task.settings})
     if opts.isolated_memory:
         ctx = ctx.replace(project_id=f"{ctx.project_id}.{task.id}")
     started = time.monotonic()
@@ -389,7 +394,8 @@ def _on_server(task: BatchTask, run_id: str, url: str) -> dict[str, Any]:
         if not isinstance(values, dict) or values.get("status") not in _SERVER_FINAL:
             # Never started, or stopped mid-run (a server restart): run, or continue, it.
             payload = None if values else {"task": task.task, "run_id": run_id}
-            client.runs.wait(thread_id, GRAPH_ID, input=payload, context=task.settings or None)
+            context = {**UNATTENDED, **task.settings}
+            client.runs.wait(thread_id, GRAPH_ID, input=payload, context=context)
             values = client.threads.get_state(thread_id)["values"]
     if not isinstance(values, dict):
         raise AtomAgentError(f"server returned no state for {run_id}")

@@ -52,6 +52,14 @@ class Context:
     judge), or empty to pick by the size the model's name states (≤ 8B is small; the
     embedded model is small)."""
 
+    base_url: str = field(
+        default="", metadata=_doc("OpenAI-compatible server URL for openai: models.")
+    )
+    """Where ``openai:`` models are served: any OpenAI-compatible server (vLLM, llama.cpp's
+    ``llama-server``, LM Studio, Ollama's ``/v1``, a LiteLLM proxy), e.g.
+    ``http://127.0.0.1:8080/v1``. No API key is needed for a loopback or private address;
+    empty = OpenAI's own API."""
+
     # --- workspace ---
     workspace: str = field(default="atom_workspace", metadata=_doc("Workspace directory."))
     """Root of the workspace tree (runs, memory, checkpoints)."""
@@ -90,6 +98,12 @@ class Context:
     """Token budget of the executor prompt built by tiered context reconstruction (≥ 500)."""
     approve_plan: bool = field(default=False, metadata=_doc("Interrupt for plan approval."))
     """Pause after planning so a human approves or edits the plan."""
+    ask_user: bool = field(
+        default=True, metadata=_doc("A person answers the run's questions (ask_user tool).")
+    )
+    """Whether somebody answers the run's questions. False (evaluations; a batch unless its
+    settings say a person is there) takes the ask_user tool away: the model decides and
+    states what it assumed, and the run never ends waiting on a question."""
     candidate_zero: bool = field(
         default=True, metadata=_doc("Ask the model once for the whole task first.")
     )

@@ -59,9 +59,18 @@ until they pass.
 nothing special: those directories are on the Python path when tests run.
 - Use `remember` for a lesson or decision worth keeping for later steps; `recall` to look \
 up what earlier steps learned.
-- Only if the task is ambiguous in a way you cannot resolve, call `ask_user` with one \
-precise question.
+- {ambiguity}
 - When the tests pass, stop: answer with a one-line summary."""
+
+EXECUTOR_ASK = (
+    "Only if the task is ambiguous in a way you cannot resolve, call `ask_user` with one "
+    "precise question."
+)
+
+EXECUTOR_DECIDE = (
+    "Nobody can answer questions in this run: where the task is ambiguous, decide, and state "
+    "what you assumed in a comment in impl.py."
+)
 
 EXECUTOR_PINNED = """\
 # Task

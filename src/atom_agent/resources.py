@@ -89,7 +89,7 @@ class _Shared:
     ) -> None:
         self.models = models
         self.cache = cache
-        self.loaded: dict[tuple[str, float], BaseChatModel] = {}
+        self.loaded: dict[tuple[str, float, str], BaseChatModel] = {}
         self.memories: dict[tuple[str, ...], MemoryManager] = {}
         self.opened: set[tuple[str, ...]] = set()
         self.savers: dict[str, tuple[SqliteSaver, ExitStack]] = {}
@@ -181,12 +181,12 @@ class Resources:
         if given is not None and role in given:
             return self._cached(given[role])
         spec = resolve_default_model(self.ctx.model_for(role) or None).spec
-        key = (spec, self.ctx.temperature)
+        key = (spec, self.ctx.temperature, self.ctx.base_url)
         with self._shared.lock:
             found = self._shared.loaded.get(key)
             if found is None:
                 found = self._shared.loaded[key] = load_chat_model(
-                    spec, temperature=self.ctx.temperature
+                    spec, temperature=self.ctx.temperature, base_url=self.ctx.base_url
                 )
         return self._cached(found)
 

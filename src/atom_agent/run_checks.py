@@ -22,12 +22,15 @@ from langchain_core.language_models import BaseChatModel
 from atom_agent.context import Context
 from atom_agent.environment import environment_failure
 from atom_agent.errors import (
+    AtomAgentError,
     ConfigError,
     CorruptFileError,
     EnvironmentFailure,
     InvalidInputError,
+    ModelError,
     WorkspaceError,
 )
+from atom_agent.models.failures import model_failure
 from atom_agent.models.registry import check_usable, resolve_default_model
 from atom_agent.project.checkout import project_root
 from atom_agent.workspace import Workspace
@@ -80,7 +83,7 @@ def check_models(ctx: Context, models: BaseChatModel | Mapping[str, BaseChatMode
     for role in ROLES:
         if models is not None and role in models:
             continue
-        check_usable(resolve_default_model(ctx.model_for(role) or None).spec)
+        check_usable(resolve_default_model(ctx.model_for(role) or None).spec, base_url=ctx.base_url)
 
 
 def check_project(ctx: Context) -> None:
@@ -162,13 +165,18 @@ def failing_run(workspace: Workspace, run_id: str, resumable: Callable[[], bool]
         yield
     except Exception as exc:
         can_resume = _safely(resumable)
-        env = environment_failure(exc, run_id=run_id if can_resume else None)
+        env: AtomAgentError | None = environment_failure(exc, run_id=run_id if can_resume else None)
+        served = model_failure(exc) if env is None else None
+        if served is not None:
+            # A model server that died or answers garbage: one line, and how to go on.
+            then = f"atom-agent resume {run_id}" if can_resume else "run the task again"
+            env = ModelError(f"{served}; once it is back: {then}")
         reason = str(env) if env is not None else f"{type(exc).__name__}: {exc}"
         if can_resume:
             _mark_failed(workspace, run_id, reason)
         else:
             shutil.rmtree(workspace.runs_dir / run_id, ignore_errors=True)
-            if env is not None:
+            if isinstance(env, EnvironmentFailure):
                 env = EnvironmentFailure(f"{env}; then run the task again (it had not started)")
         if env is not None:
             raise env from exc

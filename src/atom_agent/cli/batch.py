@@ -15,7 +15,7 @@ from rich.text import Text
 from atom_agent.batch import BatchOptions, BatchProgress, run_batch
 from atom_agent.resources import models_from_factory
 
-from .run import context_from_args
+from .run import context_from_args, model_options
 
 
 def _line(p: BatchProgress) -> Text:
@@ -89,7 +89,7 @@ def register(subparsers: Any) -> None:
         "--out", help="results file (default: <workspace>/batches/<name>/results.jsonl)"
     )
     parser.add_argument("--workspace", help="workspace directory")
-    parser.add_argument("--model", help="provider:model or 'local' for every role")
+    model_options(parser)
     parser.add_argument("--project", help="memory project id shared by the tasks")
     parser.add_argument(
         "--isolated-memory", action="store_true", help="give each task its own memory project"

@@ -13,7 +13,7 @@ from atom_agent.evals.humaneval import load_problems
 from atom_agent.evals.runner import run_humaneval
 from atom_agent.resources import models_from_factory
 
-from .run import context_from_args
+from .run import context_from_args, model_options
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -55,7 +55,7 @@ def register(subparsers: Any) -> None:
     )
     he.add_argument("--limit", type=int, help="the first N problems")
     he.add_argument("--ids", help="comma-separated ids, e.g. 0,12,HumanEval/31")
-    he.add_argument("--model", help="provider:model or 'local'")
+    model_options(he)
     he.add_argument(
         "--baseline",
         choices=("all", "single-shot", "warming", "none"),

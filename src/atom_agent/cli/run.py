@@ -26,6 +26,8 @@ def context_from_args(args: argparse.Namespace) -> Context:
     overrides: dict[str, Any] = {}
     for option, field_name in (
         ("model", "model"),
+        ("model_profile", "model_profile"),
+        ("base_url", "base_url"),
         ("workspace", "workspace"),
         ("project", "project_id"),
         ("max_attempts", "max_attempts"),
@@ -41,7 +43,25 @@ def context_from_args(args: argparse.Namespace) -> Context:
             overrides[field_name] = str(Path(value).resolve()) if option == "repo" else value
     if getattr(args, "approve_plan", False):
         overrides["approve_plan"] = True
+    if overrides.get("model_profile") == "auto":
+        overrides["model_profile"] = ""
     return Context.from_env(**overrides)
+
+
+def model_options(parser: argparse.ArgumentParser) -> None:
+    """``--model``, ``--model-profile`` and ``--base-url``: which model, and how it is used."""
+    parser.add_argument("--model", help="provider:model or 'local' for every role")
+    parser.add_argument(
+        "--model-profile",
+        choices=("small", "standard", "auto"),
+        help="small: whole-file drafts, no tool loop; standard: the ReAct tool loop; "
+        "auto (default): by the size the model's name states (<= 8B is small)",
+    )
+    parser.add_argument(
+        "--base-url",
+        help="OpenAI-compatible server for openai: models (vLLM, llama-server, LM Studio, "
+        "a LiteLLM proxy), e.g. http://127.0.0.1:8080/v1; no key needed on loopback",
+    )
 
 
 def models_from_args(args: argparse.Namespace) -> Models | None:
@@ -141,7 +161,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", help="provider:model or 'local' for every role")
+    model_options(parser)
     parser.add_argument("--workspace", help="workspace directory (default: ATOM_WORKSPACE)")
     parser.add_argument("--project", help="memory project id")
     parser.add_argument("--max-attempts", type=int, help="attempts per step")

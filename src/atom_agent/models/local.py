@@ -16,24 +16,26 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, cast
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
 )
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic.v1 import BaseModel as BaseModelV1
 
 from atom_agent.errors import ContextWindowError, ModelError, ModelUnavailableError
 from atom_agent.models.lookup import copying_now
@@ -89,7 +91,8 @@ class LocalChatModel(BaseChatModel):
     """Chat model over an embedded llama.cpp model (default: Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
 
     Supports ``bind_tools`` (JSON-schema-constrained tool calls), ``with_structured_output``,
-    sync and async calls (async runs in a worker thread), and reports token usage.
+    sync and async calls (async runs in a worker thread), ``stream`` (the whole reply as one
+    chunk), stop sequences, and reports token usage.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -102,6 +105,8 @@ class LocalChatModel(BaseChatModel):
     """CPU threads; None = all cores."""
     max_tokens: int = Field(default=1024, ge=1)
     """Tokens generated per reply at most (tool calls that write files need room)."""
+    stop: list[str] | None = None
+    """Stop sequences of the calls that give none of their own (``invoke(..., stop=[...])``)."""
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     """Sampling temperature; 0 is greedy (deterministic)."""
     stop_early: bool = False
@@ -146,9 +151,16 @@ class LocalChatModel(BaseChatModel):
             "n_ctx": self.n_ctx,
             "temperature": self.temperature,
             "stop_early": self.stop_early,
+            **({"stop": self.stop} if self.stop else {}),
             **({"prompt_lookup": lookup} if lookup else {}),
             **({"seed": self.seed} if self.seed else {}),
         }
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        params = super()._get_ls_params(stop=stop, **kwargs)
+        if stop is None and self.stop:
+            params["ls_stop"] = self.stop
+        return params
 
     def _call_seed(self, chat: list[dict[str, Any]], temperature: float) -> int:
         """This call's sampling seed: the base seed, the request, and its occurrence so far."""
@@ -205,12 +217,59 @@ class LocalChatModel(BaseChatModel):
         """Structured output through a forced, grammar-constrained call of `schema`.
 
         Unlike the base implementation, a reply that could not be parsed (cut off at
-        `max_tokens`) raises :class:`ModelError` instead of returning None.
+        `max_tokens`) raises :class:`ModelError` instead of returning None. ``method``
+        (``"function_calling"``, ``"json_schema"``, ``"json_mode"``) and ``strict`` are
+        accepted and change nothing: every method is this call, whose grammar admits only
+        JSON of the schema (always strict).
         """
         runnable = super().with_structured_output(schema, include_raw=include_raw, **kwargs)
         if include_raw:
             return runnable
-        return runnable | RunnableLambda(_require_parsed)
+        # Instances of a pydantic.v1 schema pass too, as the base implementation returns them.
+        checked = runnable | RunnableLambda(_require_parsed)
+        return cast("Runnable[LanguageModelInput, dict[str, Any] | BaseModel]", checked)
+
+    def _should_stream(
+        self,
+        *,
+        async_api: bool,
+        run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> bool:
+        """Stream when asked to (``stream``/``astream``), not because a handler listens.
+
+        An ``invoke`` under a streaming callback handler (LangGraph's "messages" stream mode)
+        returns :meth:`_generate`'s reply as it is: LangChain would rebuild a streamed reply
+        from its chunks, re-parsing a cut-off tool call (an ``invalid_tool_calls`` entry, whose
+        partial JSON the agent salvages) into a call of a tool named "".
+        """
+        return bool(kwargs.get("stream")) and super()._should_stream(
+            async_api=async_api, run_manager=run_manager, **kwargs
+        )
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """The reply as one chunk, the last: ``invoke``'s reply, as an ``AIMessageChunk``.
+
+        A reply is not streamed token by token: a tool call is known once its JSON is
+        complete, and `stop_early` may cut a reply's end after it was decoded.
+        """
+        result = self._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        message = cast(AIMessage, result.generations[0].message)
+        chunk = AIMessageChunk(
+            content=message.content,
+            tool_calls=message.tool_calls,
+            invalid_tool_calls=message.invalid_tool_calls,
+            usage_metadata=message.usage_metadata,
+            response_metadata=message.response_metadata,
+            chunk_position="last",
+        )
+        yield ChatGenerationChunk(message=chunk)
 
     def _generate(
         self,
@@ -235,7 +294,7 @@ class LocalChatModel(BaseChatModel):
             "messages": chat,
             "max_tokens": max_tokens,
             "temperature": temperature,
-            "stop": stop,
+            "stop": self.stop if stop is None else stop,
             "seed": self._call_seed(chat, temperature),
         }
         if allowed is not None:
@@ -253,10 +312,13 @@ class LocalChatModel(BaseChatModel):
                 if watch is not None and hasattr(llama, "stopping_with")
                 else nullcontext()
             )
-            # A greedy reply must not depend on what ran before (see models/_llama.py).
+            # A greedy code reply must not depend on what ran before (see models/_llama.py).
+            # A call with tools bound is a turn of a tool loop (or a structured reply): it
+            # continues the KV state of its conversation's previous turn instead of
+            # prefilling the whole conversation again on every call.
             fresh = (
                 llama.from_scratch()
-                if temperature == 0.0 and hasattr(llama, "from_scratch")
+                if temperature == 0.0 and allowed is None and hasattr(llama, "from_scratch")
                 else nullcontext()
             )
             looking = llama.looking_up(lookup) if lookup else nullcontext()
@@ -332,13 +394,13 @@ def _watching(llama: Any, watch: ReplyWatch) -> Callable[[Any, Any], bool]:
     return criterion
 
 
-def _require_parsed(value: Any) -> dict[str, Any] | BaseModel:
+def _require_parsed(value: Any) -> dict[str, Any] | BaseModel | BaseModelV1:
     if value is None:
         raise ModelError(
             "the local model's structured reply was cut off before it was complete; "
             "raise max_tokens (LocalChatModel(max_tokens=...)) or simplify the schema"
         )
-    if not isinstance(value, dict | BaseModel):
+    if not isinstance(value, dict | BaseModel | BaseModelV1):
         raise ModelError(f"structured output parsed to {type(value).__name__}, not an object")
     return value
 

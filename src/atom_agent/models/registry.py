@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from langchain.chat_models import init_chat_model
 from langchain.chat_models.base import _BUILTIN_PROVIDERS
@@ -103,6 +105,32 @@ def _env_key(provider: str, env: Mapping[str, str]) -> tuple[str, str] | None:
     return None
 
 
+SERVED_KEY = "not-needed"
+"""The API key sent to an OpenAI-compatible server on a loopback or private address that
+needs none (the client library insists on some key)."""
+
+
+def local_address(url: str) -> bool:
+    """Whether `url`'s host is this machine or a private network (no API key expected).
+
+    Raises:
+        ModelSpecError: `url` is not an http(s) URL with a host.
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelSpecError(
+            f"base_url {url!r} is not an http(s) URL; write e.g. http://127.0.0.1:8080/v1"
+        )
+    host = parts.hostname
+    if host == "localhost" or host.endswith(".localhost") or host.endswith(".local"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
 def load_chat_model(
     spec: str,
     *,
@@ -110,6 +138,7 @@ def load_chat_model(
     max_retries: int = 3,
     timeout_s: float | None = 120.0,
     env: Mapping[str, str] | None = None,
+    base_url: str = "",
     **kwargs: Any,
 ) -> BaseChatModel:
     """A LangChain chat model for `spec` (``provider:model`` or ``local``).
@@ -125,6 +154,8 @@ def load_chat_model(
         max_retries: retries of transient errors inside the provider SDK.
         timeout_s: per-request timeout where the provider supports one.
         env: environment to read keys from (default ``os.environ``).
+        base_url: an OpenAI-compatible server for ``openai:`` specs (no key needed on a
+            loopback or private address).
         **kwargs: passed to the chat model's constructor.
 
     Raises:
@@ -132,7 +163,7 @@ def load_chat_model(
         MissingCredentialsError: the provider's API key is not set (names the variable).
         ModelUnavailableError: the provider's package (or the local model) is not installed.
     """
-    parsed = check_usable(spec, env)
+    parsed = check_usable(spec, env, base_url=base_url)
     source = os.environ if env is None else env
     if parsed.provider == LOCAL:
         options: dict[str, Any] = dict(kwargs)
@@ -151,23 +182,31 @@ def load_chat_model(
         return LocalChatModel(**options)
 
     options = dict(kwargs)
+    if base_url.strip() and parsed.provider == "openai":
+        options.setdefault("base_url", base_url.strip())
     if parsed.provider in PROVIDER_KEYS:
         found = _env_key(parsed.provider, source)
-        assert found is not None  # check_usable raised otherwise
-        options.setdefault("api_key", found[1])
+        # check_usable raised when a key is needed and none is set.
+        options.setdefault("api_key", found[1] if found is not None else SERVED_KEY)
     if parsed.provider in _NATIVE_RETRIES:
         options.setdefault("max_retries", max_retries)
         if timeout_s is not None:
             options.setdefault("timeout", timeout_s)
     if temperature is not None:
         options.setdefault("temperature", temperature)
+    if parsed.provider == "openai":
+        from atom_agent.models.served import ServedChatOpenAI
+
+        return ServedChatOpenAI(model=parsed.model, **options)
     model = init_chat_model(parsed.model, model_provider=parsed.provider, **options)
     if not isinstance(model, BaseChatModel):  # init_chat_model is typed loosely
         raise ModelSpecError(f"{spec!r} did not produce a chat model")
     return model
 
 
-def check_usable(spec: str, env: Mapping[str, str] | None = None) -> ModelSpec:
+def check_usable(
+    spec: str, env: Mapping[str, str] | None = None, *, base_url: str = ""
+) -> ModelSpec:
     """Check, without building a client or loading weights, that `spec` can be loaded here.
 
     What :func:`load_chat_model` would fail on, found before a run starts: a run with a
@@ -180,6 +219,11 @@ def check_usable(spec: str, env: Mapping[str, str] | None = None) -> ModelSpec:
     """
     parsed = parse_spec(spec)
     source = os.environ if env is None else env
+    if base_url.strip() and parsed.provider != "openai":
+        raise ModelSpecError(
+            f"base_url is for OpenAI-compatible servers: write the model as "
+            f"openai:<served model name>, not {spec!r}"
+        )
     if parsed.provider == LOCAL:
         if not llama_available():
             raise ModelUnavailableError(
@@ -193,7 +237,12 @@ def check_usable(spec: str, env: Mapping[str, str] | None = None) -> ModelSpec:
             f"provider {parsed.provider!r} needs the package {dist}: pip install {dist} "
             f"(or choose another model with --model / ATOM_MODEL, e.g. 'local')"
         )
-    if parsed.provider in PROVIDER_KEYS and _env_key(parsed.provider, source) is None:
+    served_locally = bool(base_url.strip()) and local_address(base_url)
+    if (
+        parsed.provider in PROVIDER_KEYS
+        and not served_locally
+        and _env_key(parsed.provider, source) is None
+    ):
         raise MissingCredentialsError(parsed.provider, PROVIDER_KEYS[parsed.provider])
     return parsed
 

@@ -35,13 +35,14 @@ def read_file(
     *,
     runtime: ToolRun,
 ) -> str:
-    """Read a UTF-8 text file: yours ('impl.py') or a dependency's ('deps/<step>/impl.py').
+    """Read a UTF-8 text file of your staging area, or of a dependency the prompt lists.
 
     Returns the text of the requested lines. Large files come back in parts: pass
     start_line / max_lines to read further. Binary files are refused.
 
     Args:
-        path: Relative path: 'impl.py', or 'deps/<step_id>/impl.py'.
+        path: Relative path, e.g. 'impl.py' (a dependency's files only at the paths
+            the prompt gives under Files).
         start_line: First line to return (1-based).
         max_lines: Most lines to return.
         runtime: the run's context, injected by the agent (never sent by the model).
@@ -174,11 +175,10 @@ def edit_file(path: str, old_text: str, new_text: str, *, runtime: ToolRun) -> s
 def list_files(path: str = ".", *, runtime: ToolRun) -> str:
     """List files (recursively, with sizes) in your staging area and dependency artifacts.
 
-    '.' lists everything: your files plus 'deps/<step_id>/…' of each dependency.
+    '.' lists everything: your files, and the files of the dependencies the prompt lists.
 
     Args:
-        path: Directory to list: '.' (everything), a subdirectory, 'deps' or
-            'deps/<step_id>'.
+        path: Directory to list: '.' (everything) or a subdirectory.
         runtime: the run's context, injected by the agent (never sent by the model).
     """
     scope = _scope(runtime)

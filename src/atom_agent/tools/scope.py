@@ -32,6 +32,10 @@ class ToolScope:
         max_write_bytes: largest file write_file / edit_file may produce.
         max_read_bytes: most bytes read_file returns in one call.
         max_list_entries: most entries list_files returns.
+        read_only: staged files the model may read and run but never write (the step's
+            checks, staged as its tests: a failing check is fixed in the code, not there).
+        started: the staging area begins with code to improve (the plain answer, or the
+            step's best so far), not empty.
     """
 
     staging: Path
@@ -39,6 +43,8 @@ class ToolScope:
     max_write_bytes: int = 512 * 1024
     max_read_bytes: int = 128 * 1024
     max_list_entries: int = 500
+    read_only: frozenset[str] = frozenset()
+    started: bool = False
 
     @classmethod
     def for_attempt(
@@ -62,6 +68,16 @@ class ToolScope:
             "Write your files with relative paths (e.g. impl.py, test.py); they go to "
             "your staging area."
         ]
+        if self.started:
+            lines.append(
+                "impl.py already holds a first version of the code: read it, run the tests, "
+                "and fix what fails in impl.py instead of starting over."
+            )
+        for name in sorted(self.read_only):
+            lines.append(
+                f"{name} holds the step's checks (read-only): they state what the task "
+                f"requires; when one fails, change the code, never the check."
+            )
         for step_id in self.dependencies:
             lines.append(
                 f"Dependency {step_id!r} (read-only): read as {DEPS}/{step_id}/<file>; "
@@ -103,6 +119,11 @@ class ToolScope:
             )
         if not parts:
             raise ToolException("write_file needs a file name, e.g. 'impl.py'")
+        if "/".join(parts) in self.read_only:
+            raise ToolException(
+                f"{path!r} holds the step's checks and is read-only: they state what the "
+                f"task requires. Change impl.py so that they pass."
+            )
         return locate(self.staging, parts, path, make_dirs=make_dirs)
 
     def resolve_write(self, path: str) -> Path:

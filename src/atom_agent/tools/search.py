@@ -88,8 +88,7 @@ def search_files(
     Args:
         pattern: Text or regular expression to find.
         regex: Treat pattern as a Python regular expression (default: literal text).
-        path: Where to search: '.', a file or directory of yours, 'deps' or
-            'deps/<step_id>'.
+        path: Where to search: '.' (everything), or a file or directory.
         ignore_case: Match case-insensitively.
         runtime: the run's context, injected by the agent (never sent by the model).
     """

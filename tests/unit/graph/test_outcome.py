@@ -163,12 +163,15 @@ def test_a_package_that_executes_worse_than_the_plain_answer_is_not_handed_back(
 ) -> None:
     ctx = Context(workspace=str(tmp_path / "ws"), sandbox_timeout_s=30, max_attempts=1,
                   max_replans=0)  # fmt: skip
+    # The plain answer covers neither step (no `Adder`, no `helper`): their tool loops start
+    # from nothing, and what they write executes worse than the plain answer.
     plan = Plan(
         steps=[
-            step("adder", defines=["add"]),
-            step("rest", ["adder"], ["sub(5, 3) == 2", "mul(2, 3) == 6"], ["sub", "mul"]),
+            step("adder", defines=["add", "Adder"]),
+            step("rest", ["adder"], ["sub(5, 3) == 2", "mul(2, 3) == 6"],
+                 ["sub", "mul", "helper"]),
         ]
-    )
+    )  # fmt: skip
     executor = ExecutorScript(
         {("adder", 1): passing_attempt(), ("rest", 1): failing_attempt()},
         plain=f"```python\n{PLAIN_THREE}```\n",

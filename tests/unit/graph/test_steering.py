@@ -23,7 +23,7 @@ from atom_agent.nodes.executor.steering.reask import Reask
 from atom_agent.nodes.executor.steering.require_files import RequireFiles
 from atom_agent.testing import ScriptedChatModel
 
-SHARED = ["SalvageNote", "ExamplesNote", "Reask", "ContextWindow", "SalvageWrite"]
+SHARED = ["SalvageNote", "ExamplesNote", "Reask", "ContextWindow", "SalvageWrite", "RecoverCalls"]
 
 
 def test_the_middlewares_and_their_order_come_from_the_profile() -> None:

@@ -198,7 +198,9 @@ def test_a_wrong_self_written_test_does_not_reject_correct_code(ctx: Context) ->
 def test_a_wrong_self_written_test_still_rejects_code_the_witnesses_disagree_with(
     tmp_path,  # type: ignore[no-untyped-def]
 ) -> None:
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    # No plain answer: the tool loop writes the code and its (wrong) test itself.
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0,
+                  candidate_zero=False)  # fmt: skip
     plan = Plan(steps=[add_step([])])
     script = ExecutorScript({("step1", 1): passing_attempt(test=BAD_TEST)})
     roles = models([plan], script)

@@ -282,3 +282,40 @@ def test_writes_and_edits_of_python_files_report_plain_problems(
     assert "problems" not in out
     _, out = call(tools["write_file"], path="notes.txt", content="def f(:")
     assert "problems" not in out  # only Python files are checked
+
+
+def test_read_only_checks_are_readable_never_writable(
+    tools: dict[str, BaseTool], call: Call, area: dict[str, Path], scope: ToolScope
+) -> None:
+    import dataclasses
+
+    from atom_agent.tools.context import ToolContext as Ctx
+
+    checks = "from impl import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    (area["staging"] / "test.py").write_text(checks)
+    guarded = Ctx(scope=dataclasses.replace(scope, read_only=frozenset({"test.py"})),
+                  session=SessionContext(session_id="s", project_id="p", run_id="r",
+                                         step_id="s1", attempt=1))  # fmt: skip
+    for tool, args in (
+        ("write_file", {"path": "test.py", "content": "def test_add():\n    pass\n"}),
+        ("write_file", {"path": "./test.py", "content": "x = 1\n"}),
+        ("edit_file", {"path": "test.py", "old_text": "== 5", "new_text": "== 6"}),
+    ):
+        status, out = call(tools[tool], _context=guarded, **args)
+        assert status == "error" and "read-only" in out["error"] and "impl.py" in out["error"]
+    assert (area["staging"] / "test.py").read_text() == checks
+    status, out = call(tools["read_file"], _context=guarded, path="test.py")
+    assert status == "success" and out["content"] == checks
+    status, _ = call(tools["write_file"], _context=guarded, path="impl.py", content="x = 1\n")
+    assert status == "success"
+
+
+def test_scope_describes_a_staged_start_and_read_only_checks(scope: ToolScope) -> None:
+    import dataclasses
+
+    plain = scope.describe()
+    assert "read-only): they state" not in plain and "first version" not in plain
+    started = dataclasses.replace(scope, started=True, read_only=frozenset({"test.py"}))
+    text = started.describe()
+    assert "impl.py already holds a first version" in text
+    assert "test.py holds the step's checks (read-only)" in text

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain.agents import create_agent
@@ -18,10 +20,19 @@ from atom_agent import prompts
 from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.checks.names import defined_in_code
-from atom_agent.drafting import Drafts, dependency_lines, draft_prompt, temperatures, write_drafts
+from atom_agent.drafting import (
+    Candidate,
+    Drafts,
+    dependency_lines,
+    draft_prompt,
+    run_candidate,
+    temperatures,
+    write_drafts,
+)
 from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.resources import Resources
-from atom_agent.state import IMPL_FILE, TEST_FILE, Check, DraftsSummary, State
+from atom_agent.session import SessionContext
+from atom_agent.state import IMPL_FILE, TEST_FILE, Check, DraftsSummary, Plan, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.tools.calls import ToolCalls
 from atom_agent.tools.scope import ToolScope
@@ -87,142 +98,236 @@ def make_executor(res: Resources) -> Any:
         return known[1]
 
     def executor(state: State) -> dict[str, Any]:
-        ctx = res.ctx
-        plan = plan_of(state)
-        step_id = state.get("current_step")
-        step = next((s for s in plan.steps if s.id == step_id), None)
-        if step is None:
-            raise RuntimeError(f"executor: current step {step_id!r} is not in the plan")
-        step_ref = res.workspace.step(run_ref(res, state), step.id)
-        attempt = unfinished_attempt(res.workspace, step_ref) or res.workspace.new_attempt(step_ref)
-        session = step_session(state, ctx, step.id, attempt.n)
-        scope = attempt_scope(res.workspace, step_ref, attempt)
-        model = res.model("executor")
-        profile = profile_for(model, ctx.model_profile)
-        tools = executor_tools(ctx.executor_tools, profile)  # a bad setting fails here
-        available = available_names(res.workspace.dependency_artifacts(step_ref))
-        runnable = [
-            c
-            for c in step.checks
-            if not check_problems(c, defines=step.defines, available=available)
-        ]
-        # A draft is only worth more than a tool loop when a contract can prove it.
+        at = _this_attempt(res, state)
         # Recalled memories reach the draft prompt too (small models never see tier 2).
+        drafting = at.profile.draft_first and bool(at.runnable)
         notes, note_reasons = (
-            draft_notes(res.memory, session, ctx, step, state["task"])
-            if profile.draft_first and runnable
+            draft_notes(res.memory, at.session, res.ctx, at.step, state["task"])
+            if drafting
             else ([], {})
         )
-        first = _candidate_zero(state.get("plain"), step.defines) if attempt.n == 1 else None
-        drafts = (
-            _draft(
-                res,
-                state["task"],
-                plan,
-                step,
-                step_ref,
-                attempt,
-                scope,
-                model,
-                runnable,
-                notes,
-                first,
-            )  # fmt: skip
-            if profile.draft_first and runnable
-            else None
-        )
+        drafts: Drafts | None
+        if drafting:
+            drafts = _draft(res, state["task"], at, notes, _first(state, at))
+        else:
+            # The tool loop of a step's first attempt starts from the plain answer, staged for
+            # it to edit: never from less than one plain call.
+            drafts = _stage_start(res, at, _first(state, at))
         best = drafts.best if drafts is not None else None
         passed = drafts is not None and best is not None and drafts.passes(best)
-        # The reflector's witnesses and voters travel in the state (checkpointed with it).
-        summary = _summary(drafts, step.id, attempt) if drafts is not None else None
-        if drafts is not None and (passed or not profile.tool_loop):
-            # The draft passed its contract (or this model does worse in a tool loop): the
-            # attempt is the draft, and the reflector proves it.
-            messages = drafts.spent
-            res.workspace.write_history(attempt, messages)
-            emit(
-                "executor.done",
-                run_id=state["run_id"],
-                step_id=step.id,
-                attempt=attempt.n,
-                tool_calls=0,
-                question=None,
-                stopped="draft passed" if passed else "drafts only",
-            )
-            return {
-                "attempts": {step.id: attempt.n},
-                "drafts": summary,
-                "usage": usage_of(messages, model_name_of(model)),
-                "question": None,
-                "used_memories": list(note_reasons),
-                "used_memory_reasons": note_reasons,
-            }
-        prompt = reconstruct_context(
-            ctx=ctx,
-            task=state["task"],
-            plan=plan,
-            step=step,
-            statuses=dict(state.get("step_status") or {}),
-            workspace=res.workspace,
-            step_ref=step_ref,
-            attempt=attempt,
-            files_text=scope.describe(),
-            memory=res.memory,
-            session=session,
-            answers=list(state.get("answers") or []),
-        )
-        emit(
-            "executor.attempt",
-            run_id=state["run_id"],
-            step_id=step.id,
-            attempt=attempt.n,
-            prompt_tokens=prompt.tokens,
-            memories=len(prompt.memory_ids),
-            unrelated_memories=len(prompt.unrelated),
-        )
-        agent = agent_for(model, profile, tools)
+        if drafts is not None and (passed or (drafting and not at.profile.tool_loop)):
+            # The code met every check (or this model does worse in a tool loop): the
+            # attempt is that code, and the reflector proves it.
+            why = ("draft passed" if drafting else "start passed") if passed else "drafts only"
+            return _finish_attempt(res, state, at, drafts, drafts.spent, None, why, note_reasons)
+        prompt = _loop_prompt(res, state, at)
+        agent = agent_for(at.model, at.profile, at.tools)
         context = AttemptContext(
-            session=session,
-            scope=scope,
+            session=at.session,
+            scope=_loop_scope(at),
             runner=res.runner,
             limits=res.limits,
             memory=res.memory,
-            max_tool_calls=ctx.max_tool_calls,
+            max_tool_calls=res.ctx.max_tool_calls,
             check_examples=_examples_check(
-                res, scope, task_examples(state["task"], step.description)
+                res, at.scope, task_examples(state["task"], at.step.description)
             ),
         )
         messages, stopped = _run(agent, prompt.text, context)
         if drafts is not None:
+            stopped = _keep_better(res, at, drafts) or stopped
             messages = [*drafts.spent, *messages]
-        res.workspace.write_history(attempt, messages)
         question = _question(messages)
-        if question:
-            # The attempt ends with a question, not a verdict; tier 1 shows it to the next one.
-            res.workspace.write_verdict(
-                attempt,
-                {"outcome": "asked the user", "decision": "ask_user", "feedback": question},
-            )
-        emit(
-            "executor.done",
-            run_id=state["run_id"],
-            step_id=step.id,
-            attempt=attempt.n,
-            tool_calls=sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage)),
-            question=question,
-            stopped=stopped,
+        used = {**dict.fromkeys([*note_reasons, *prompt.memory_ids]), **prompt.memory_reasons}
+        return _finish_attempt(
+            res, state, at, drafts, messages, question, stopped, {**used, **note_reasons}
         )
-        return {
-            "attempts": {step.id: attempt.n},
-            "drafts": summary,
-            "usage": usage_of(messages, model_name_of(model)),
-            "question": question,
-            # Only what reached a prompt: the gate's rejects are neither reinforced nor blamed.
-            "used_memories": list(dict.fromkeys([*note_reasons, *prompt.memory_ids])),
-            "used_memory_reasons": {**prompt.memory_reasons, **note_reasons},
-        }
 
     return executor
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One attempt of one step, as the executor works on it."""
+
+    plan: Plan
+    step: PlanStep
+    step_ref: StepRef
+    attempt: AttemptRef
+    session: SessionContext
+    scope: AttemptScope
+    model: BaseChatModel
+    profile: ModelProfile
+    tools: list[BaseTool]
+    runnable: list[Check]
+    """The step's checks that can run (what they use is defined by the step or its deps)."""
+    available: list[str]
+
+
+def _this_attempt(res: Resources, state: State) -> _Attempt:
+    """The current step's attempt to work on: the unfinished one (after a crash) or a new one."""
+    ctx = res.ctx
+    plan = plan_of(state)
+    step_id = state.get("current_step")
+    step = next((s for s in plan.steps if s.id == step_id), None)
+    if step is None:
+        raise RuntimeError(f"executor: current step {step_id!r} is not in the plan")
+    step_ref = res.workspace.step(run_ref(res, state), step.id)
+    attempt = unfinished_attempt(res.workspace, step_ref) or res.workspace.new_attempt(step_ref)
+    model = res.model("executor")
+    profile = profile_for(model, ctx.model_profile)
+    available = available_names(res.workspace.dependency_artifacts(step_ref))
+    return _Attempt(
+        plan=plan,
+        step=step,
+        step_ref=step_ref,
+        attempt=attempt,
+        session=step_session(state, ctx, step.id, attempt.n),
+        scope=attempt_scope(res.workspace, step_ref, attempt),
+        model=model,
+        profile=profile,
+        # A bad setting fails here.
+        tools=executor_tools(ctx.executor_tools, profile, ask_user=ctx.ask_user),
+        runnable=[
+            c
+            for c in step.checks
+            if not check_problems(c, defines=step.defines, available=available)
+        ],
+        available=available,
+    )
+
+
+def _first(state: State, at: _Attempt) -> str | None:
+    """Candidate zero on a step's first attempt (the plain answer, if it covers the step)."""
+    return _candidate_zero(state.get("plain"), at.step.defines) if at.attempt.n == 1 else None
+
+
+def _loop_prompt(res: Resources, state: State, at: _Attempt) -> Any:
+    """The tool loop's first message: the tiered context reconstruction of the attempt."""
+    prompt = reconstruct_context(
+        ctx=res.ctx,
+        task=state["task"],
+        plan=at.plan,
+        step=at.step,
+        statuses=dict(state.get("step_status") or {}),
+        workspace=res.workspace,
+        step_ref=at.step_ref,
+        attempt=at.attempt,
+        files_text=_loop_scope(at).describe(),
+        memory=res.memory,
+        session=at.session,
+        answers=list(state.get("answers") or []),
+    )
+    emit(
+        "executor.attempt",
+        run_id=state["run_id"],
+        step_id=at.step.id,
+        attempt=at.attempt.n,
+        prompt_tokens=prompt.tokens,
+        memories=len(prompt.memory_ids),
+        unrelated_memories=len(prompt.unrelated),
+    )
+    return prompt
+
+
+def _loop_scope(at: _Attempt) -> AttemptScope:
+    """The attempt's scope as the tool loop sees it: a staged start, the checks read-only."""
+    return dataclasses.replace(
+        at.scope,
+        started=(at.attempt.staging / IMPL_FILE).is_file(),
+        read_only=frozenset({TEST_FILE}) if (at.attempt.path / _CHECKS_MARK).is_file()
+        else frozenset(),
+    )  # fmt: skip
+
+
+_CHECKS_MARK = "checks-staged"
+"""Beside staging: test.py was staged from the step's checks (read-only for the tool loop)."""
+
+
+def _stage_start(res: Resources, at: _Attempt, source: str | None) -> Drafts | None:
+    """Stage `source` as the tool loop's starting impl.py, run on the step's checks.
+
+    With runnable checks the checks go beside it as test.py (read-only for the loop), and
+    the returned :class:`Drafts` holds `source` as its only candidate: when it meets every
+    check the attempt is that code, with no tool loop at all.
+    """
+    if not source:
+        return None
+    staging = at.attempt.staging
+    atomic_write_text(staging / IMPL_FILE, source)
+    if not at.runnable:
+        return None
+    drafts = Drafts()
+    zero = Candidate(k=0, source=source, temperature=0.0, informed=False, origin="plain")
+    drafts.candidates.append(zero)
+    run_candidate(zero, at.attempt.path / "candidates", at.runnable, at.step.defines,
+                  at.available, at.scope.python_path()[1:], res.runner, res.limits)  # fmt: skip
+    atomic_write_text(staging / TEST_FILE, contract_tests(at.runnable))
+    atomic_write_text(at.attempt.path / _CHECKS_MARK, "")
+    return drafts
+
+
+def _keep_better(res: Resources, at: _Attempt, drafts: Drafts) -> str:
+    """After the loop: the staged code is the loop's unless it executes worse than the start.
+
+    The step's checks are staged again too (sandboxed code could have rewritten them).
+    Returns why the start was kept ('' when the loop's code stays).
+    """
+    staging, start = at.attempt.staging, drafts.candidates[0]
+    atomic_write_text(staging / TEST_FILE, contract_tests(at.runnable))
+    impl = staging / IMPL_FILE
+    written = impl.read_text(encoding="utf-8", errors="replace") if impl.is_file() else ""
+    if written == start.source:
+        return ""
+    if written.strip():
+        loop = Candidate(k=len(drafts.candidates), source=written, temperature=-1.0,
+                         informed=True, origin="tool loop")  # fmt: skip
+        drafts.candidates.append(loop)
+        run_candidate(loop, at.attempt.path / "candidates", at.runnable, at.step.defines,
+                      at.available, at.scope.python_path()[1:], res.runner, res.limits)  # fmt: skip
+        if drafts.best is loop:
+            return ""
+    atomic_write_text(impl, start.source)
+    return f"kept the {start.origin} code: the tool loop's executes worse on the step's checks"
+
+
+def _finish_attempt(
+    res: Resources,
+    state: State,
+    at: _Attempt,
+    drafts: Drafts | None,
+    messages: list[BaseMessage],
+    question: str | None,
+    stopped: str,
+    used: dict[str, Any],
+) -> dict[str, Any]:
+    """Record the attempt (history.json, a question's verdict, telemetry) and its update."""
+    res.workspace.write_history(at.attempt, messages)
+    if question:
+        # The attempt ends with a question, not a verdict; tier 1 shows it to the next one.
+        res.workspace.write_verdict(
+            at.attempt,
+            {"outcome": "asked the user", "decision": "ask_user", "feedback": question},
+        )
+    emit(
+        "executor.done",
+        run_id=state["run_id"],
+        step_id=at.step.id,
+        attempt=at.attempt.n,
+        tool_calls=sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage)),
+        question=question,
+        stopped=stopped,
+    )
+    return {
+        "attempts": {at.step.id: at.attempt.n},
+        # The reflector's witnesses and voters travel in the state (checkpointed with it).
+        "drafts": _summary(drafts, at.step.id, at.attempt) if drafts is not None else None,
+        "usage": usage_of(messages, model_name_of(at.model)),
+        "question": question,
+        # Only what reached a prompt: the gate's rejects are neither reinforced nor blamed.
+        "used_memories": list(used),
+        "used_memory_reasons": used,
+    }
 
 
 Agent = CompiledStateGraph[Any, Any, Any, Any]
@@ -237,7 +342,11 @@ def attempt_agent(model: BaseChatModel, profile: ModelProfile, tools: Sequence[B
     return create_agent(
         model,
         tools=list(tools),
-        system_prompt=prompts.EXECUTOR_SYSTEM,
+        system_prompt=prompts.EXECUTOR_SYSTEM.format(
+            ambiguity=prompts.EXECUTOR_ASK
+            if any(t.name == ASK_USER for t in tools)
+            else prompts.EXECUTOR_DECIDE
+        ),
         middleware=[ToolCalls(), *chained(steering(profile))],
         context_schema=AttemptContext,
         # An attempt is one unit: after a crash it restarts on its staging (files kept)
@@ -266,17 +375,7 @@ for people and evals; the reflector reads the state's ``drafts`` (:func:`_summar
 
 
 def _draft(
-    res: Resources,
-    task: str,
-    plan: Any,
-    step: Any,
-    step_ref: StepRef,
-    attempt: AttemptRef,
-    scope: AttemptScope,
-    model: BaseChatModel,
-    checks: list[Check],
-    notes: list[str],
-    first: str | None = None,
+    res: Resources, task: str, at: _Attempt, notes: list[str], first: str | None = None
 ) -> Drafts:
     """The attempt's drafts; the best goes to staging with the contract's tests beside it.
 
@@ -284,6 +383,8 @@ def _draft(
     candidates compete with the code the step's previous attempt staged (the best so far):
     an attempt never stages code that executes worse than what the step already had.
     """
+    plan, step, step_ref, attempt, scope = at.plan, at.step, at.step_ref, at.attempt, at.scope
+    model, checks = at.model, at.runnable
     artifacts = res.workspace.dependency_artifacts(step_ref)
     deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
     earlier = _last_feedback(res.workspace, step_ref, attempt)
@@ -305,7 +406,7 @@ def _draft(
         witnesses=profile.cross_samples,
         first=first,
     )
-    incumbent = _incumbent(res.workspace, step_ref, attempt)
+    incumbent = _incumbent(res.workspace, at)
     if incumbent is not None:
         drafts.consider(incumbent, folder=attempt.path / "candidates", checks=checks,
                         defines=step.defines, available=available,
@@ -366,9 +467,9 @@ def _candidate_zero(plain: str | None, defines: list[str]) -> str | None:
     return plain if set(defines) <= set(defined_in_code(plain)) else None
 
 
-def _incumbent(workspace: Workspace, step_ref: StepRef, attempt: AttemptRef) -> str | None:
+def _incumbent(workspace: Workspace, at: _Attempt) -> str | None:
     """The impl.py the step's previous attempt staged (its best candidate), if any."""
-    earlier = [a for a in workspace.list_attempts(step_ref) if a.n < attempt.n]
+    earlier = [a for a in workspace.list_attempts(at.step_ref) if a.n < at.attempt.n]
     if not earlier:
         return None
     impl = earlier[-1].staging / IMPL_FILE

@@ -71,7 +71,13 @@ def select_tools(available: set[str], setting: str, profile: ModelProfile) -> se
     return wanted
 
 
-def executor_tools(setting: str, profile: ModelProfile) -> list[BaseTool]:
-    """The tools of the executor for ``Context.executor_tools`` and the model's profile."""
+def executor_tools(setting: str, profile: ModelProfile, *, ask_user: bool = True) -> list[BaseTool]:
+    """The tools of the executor for ``Context.executor_tools`` and the model's profile.
+
+    Without `ask_user` (nobody answers this run's questions) the question tool is never
+    offered, whatever the setting names.
+    """
     chosen = select_tools({t.name for t in EXECUTOR_TOOLS}, setting, profile)
+    if not ask_user:
+        chosen.discard(ASK_USER)
     return [t for t in EXECUTOR_TOOLS if t.name in chosen]

@@ -19,6 +19,7 @@ from .context_window import ContextWindow
 from .examples_note import ExamplesNote
 from .narrow_tools import NarrowTools
 from .reask import Reask
+from .recover_calls import RecoverCalls
 from .require_files import RequireFiles
 from .salvage import SALVAGED, SalvageNote, SalvageWrite
 from .stop import StopAttempt
@@ -32,8 +33,9 @@ def steering(profile: ModelProfile) -> list[AgentMiddleware[Any, Any, Any]]:
 
     Request side, in this order: force a tool call until the files exist (the missing-files
     note), narrow the choice and sample when stuck (``steer_tools``), the salvage note, the
-    examples note. Reply side, innermost first: a cut-off write is salvaged; a context-window
-    refusal drops earlier turns; a still broken call is asked once more.
+    examples note. Reply side, innermost first: a call written as text becomes a call; a
+    cut-off write is salvaged; a context-window refusal drops earlier turns; a still broken
+    call is asked once more.
     """
     small = profile.steer_tools
     return [
@@ -45,4 +47,5 @@ def steering(profile: ModelProfile) -> list[AgentMiddleware[Any, Any, Any]]:
         Reask(resample=small),
         ContextWindow(),
         SalvageWrite(),
+        RecoverCalls(),
     ]

@@ -1,0 +1,136 @@
+"""The standard profile's tool loop starts from the plain answer and never ends worse than it.
+
+Scripted models, the real sandbox and workspace: the plain answer is staged for the loop to
+edit, the step's checks beside it read-only; code the loop makes worse is replaced by the
+start; a call written as text is taken as a call; nobody-answers runs offer no question tool.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from atom_agent import Context, run_task
+from atom_agent.batch import BatchOptions, run_batch
+from atom_agent.resources import Resources
+from atom_agent.state import Check, Plan
+from atom_agent.testing import ScriptedChatModel
+from atom_agent.workspace import Workspace
+
+from .scripts import BAD_TEST, ExecutorScript, models, read, run_tests, step, write
+
+TASK = "Write add(a, b) and sub(a, b)."
+BOTH = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+BROKEN_SUB = BOTH.replace("return a - b", "return b - a")
+WORSE = "def add(a, b):\n    return 0\n\n\ndef sub(a, b):\n    return 0\n"
+
+
+def _plan() -> Plan:
+    calc = step("calc", criteria=["add(2, 3) == 5", "sub(5, 3) == 2"], defines=["add", "sub"])
+    checks = [
+        Check(call="add(2, 3)", expect="5", criterion="add(2, 3) == 5"),
+        Check(call="sub(5, 3)", expect="2", criterion="sub(5, 3) == 2"),
+    ]
+    return Plan(steps=[calc.model_copy(update={"checks": checks})])
+
+
+def _run(
+    tmp_path: Path, replies: list[AIMessage], plain: str = BROKEN_SUB
+) -> tuple[object, ExecutorScript, dict[str, ScriptedChatModel], Context]:
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
+    script = ExecutorScript({("calc", 1): replies}, plain=f"```python\n{plain}```\n")
+    roles = models([_plan()], script)
+
+    def no_witness(messages: list[BaseMessage]) -> AIMessage:
+        if "Reply with the whole file" in str(messages[-1].content):
+            return AIMessage(content="I cannot.")  # a witness for a failed step: no code
+        return script(messages)
+
+    roles["executor"] = ScriptedChatModel(respond=no_witness)
+    return run_task(TASK, ctx, models=roles), script, roles, ctx
+
+
+def _attempt(ctx: Context, run_id: str) -> Path:
+    ws = Workspace(ctx.workspace)
+    step_ref = ws.step(ws.run(run_id), "calc")
+    (attempt,) = ws.list_attempts(step_ref)
+    return attempt.path
+
+
+def _tool_results(roles: dict[str, ScriptedChatModel]) -> list[dict[str, object]]:
+    loop = [c.messages for c in roles["executor"].calls if c.tools]
+    last = max(loop, key=len)
+    return [json.loads(str(m.content)) for m in last if isinstance(m, ToolMessage)]
+
+
+def test_the_loop_edits_the_staged_plain_answer_and_its_fix_is_kept(tmp_path: Path) -> None:
+    outcome, script, roles, ctx = _run(
+        tmp_path, [read("impl.py"), write("impl.py", BOTH), run_tests()]
+    )
+    assert outcome.status == "done", outcome  # type: ignore[attr-defined]
+    prompt = script.prompts[("calc", 1)]
+    assert "impl.py already holds a first version" in prompt
+    assert "test.py holds the step's checks (read-only)" in prompt
+    first_read = _tool_results(roles)[0]
+    assert first_read["content"] == BROKEN_SUB  # the loop began with the plain answer
+    staged = _attempt(ctx, outcome.run_id) / "staging"  # type: ignore[attr-defined]
+    assert (staged / "impl.py").read_text() == BOTH
+
+
+def test_code_the_loop_made_worse_is_replaced_by_the_start(tmp_path: Path) -> None:
+    outcome, _, roles, ctx = _run(
+        tmp_path,
+        [
+            write("test.py", BAD_TEST),  # the checks are not the model's to rewrite
+            write("impl.py", WORSE),
+            run_tests(),
+            AIMessage(content="Done."),
+        ],
+    )
+    results = _tool_results(roles)
+    assert "read-only" in str(results[0]["error"]) and "impl.py" in str(results[0]["error"])
+    attempt = _attempt(ctx, outcome.run_id)  # type: ignore[attr-defined]
+    # The plain answer passes add's check; the loop's code passes none: the start stays.
+    assert (attempt / "staging" / "impl.py").read_text() == BROKEN_SUB
+    assert "BAD" not in (attempt / "staging" / "test.py").read_text()
+    assert "assert add(2, 3) == 6" not in (attempt / "staging" / "test.py").read_text()
+    candidates = sorted(p.name for p in (attempt / "candidates").iterdir())
+    assert candidates == ["0", "1"]  # the start and the loop's code, each run on the checks
+
+
+def test_a_plain_answer_that_meets_the_checks_needs_no_tool_loop(tmp_path: Path) -> None:
+    outcome, script, roles, _ = _run(tmp_path, [], plain=BOTH)
+    assert outcome.status == "done", outcome  # type: ignore[attr-defined]
+    assert ("calc", 1) not in script.prompts  # the loop was never prompted
+    assert all(not call.tools for call in roles["executor"].calls)
+
+
+def test_a_call_written_as_text_is_run_as_a_call(tmp_path: Path) -> None:
+    as_text = AIMessage(
+        content=json.dumps({"name": "write_file", "arguments": {"path": "impl.py",
+                                                                "content": BOTH}})
+    )  # fmt: skip
+    outcome, _, roles, ctx = _run(tmp_path, [as_text, run_tests()])
+    assert outcome.status == "done", outcome  # type: ignore[attr-defined]
+    assert _tool_results(roles)[0]["written"] == "impl.py"
+
+
+def test_nobody_is_asked_in_a_batch_unless_its_settings_say_so(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        json.dumps({"id": "quiet", "task": TASK}) + "\n"
+        + json.dumps({"id": "asks", "task": TASK, "settings": {"ask_user": True}}) + "\n"
+    )  # fmt: skip
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0,
+                  candidate_zero=False)  # fmt: skip
+    script = ExecutorScript({}, default=lambda: [write("impl.py", BOTH), run_tests()])
+    roles = models([_plan()], script, cycle=True)
+    with Resources(ctx, models=roles) as res:  # type: ignore[arg-type]
+        run_batch(tasks, tmp_path / "out.jsonl", BatchOptions(ctx, 1, resources=res))
+    offered = {"ask_user" in call.tool_names for call in roles["executor"].calls if call.tools}
+    assert offered == {False, True}
+    systems = {str(c.messages[0].content) for c in roles["executor"].calls if c.tools}
+    assert any("Nobody can answer questions in this run" in s for s in systems)
+    assert any("call `ask_user`" in s for s in systems)

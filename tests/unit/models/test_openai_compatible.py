@@ -1,0 +1,131 @@
+"""`openai:` models on any OpenAI-compatible server: base URL, keys, and a dead or odd server."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langchain_openai import ChatOpenAI
+
+from atom_agent.errors import MissingCredentialsError, ModelSpecError
+from atom_agent.models.failures import model_failure
+from atom_agent.models.registry import SERVED_KEY, check_usable, load_chat_model, local_address
+
+
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("http://127.0.0.1:8080/v1", True),
+        ("http://localhost:11434/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("http://10.1.2.3/v1", True),
+        ("http://192.168.0.7:1234/v1", True),
+        ("http://gpu-box.local:8000/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("https://8.8.8.8/v1", False),
+        ("https://my-vllm.example.com/v1", False),
+    ],
+)
+def test_loopback_and_private_addresses_need_no_key(url: str, local: bool) -> None:
+    assert local_address(url) is local
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8080", "ftp://host/v1", "http:///v1", ""])
+def test_a_base_url_that_is_no_http_url_is_refused(url: str) -> None:
+    with pytest.raises(ModelSpecError, match="not an http"):
+        local_address(url)
+
+
+def test_a_served_model_needs_no_key_on_loopback() -> None:
+    model = load_chat_model(
+        "openai:qwen2.5-coder-1.5b-instruct", env={}, base_url="http://127.0.0.1:8080/v1"
+    )
+    assert isinstance(model, ChatOpenAI)
+    assert model.openai_api_base == "http://127.0.0.1:8080/v1"
+    assert model.openai_api_key is not None
+    assert model.openai_api_key.get_secret_value() == SERVED_KEY
+    assert model.model_name == "qwen2.5-coder-1.5b-instruct"
+
+
+def test_a_key_that_is_set_is_sent_to_the_server_too() -> None:
+    model = load_chat_model(
+        "openai:m", env={"OPENAI_API_KEY": "sk-test"}, base_url="http://127.0.0.1:9/v1"
+    )
+    assert isinstance(model, ChatOpenAI) and model.openai_api_key is not None
+    assert model.openai_api_key.get_secret_value() == "sk-test"
+
+
+def test_a_public_server_still_needs_its_key() -> None:
+    with pytest.raises(MissingCredentialsError, match="OPENAI_API_KEY"):
+        check_usable("openai:m", env={}, base_url="https://my-vllm.example.com/v1")
+
+
+def test_base_url_is_only_for_openai_specs() -> None:
+    with pytest.raises(ModelSpecError, match="openai:<served model name>"):
+        check_usable("anthropic:claude", env={}, base_url="http://127.0.0.1:8080/v1")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_dead_server_is_one_line() -> None:
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    model = load_chat_model("openai:m", env={}, base_url=url, max_retries=0)
+    with pytest.raises(Exception) as info:
+        model.invoke([HumanMessage("hi")])
+    line = model_failure(info.value)
+    assert line is not None and "cannot be reached" in line and "127.0.0.1" in line
+    assert "\n" not in line
+
+
+class _Odd(http.server.BaseHTTPRequestHandler):
+    status = 200
+    body = b"<html>not an API</html>"
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+@pytest.fixture
+def odd_server(request: pytest.FixtureRequest) -> Iterator[str]:
+    status, body = request.param
+    handler = type("Handler", (_Odd,), {"status": status, "body": body})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("odd_server", "said"),
+    [
+        ((500, b'{"error": {"message": "model crashed"}}'), "HTTP 500"),
+        ((200, b"<html>not an API</html>"), "the model server"),
+        ((200, b'{"choices": "nope"}'), "the model server"),
+    ],
+    indirect=["odd_server"],
+)
+def test_a_server_answering_garbage_is_one_line(odd_server: str, said: str) -> None:
+    model = load_chat_model("openai:m", env={}, base_url=odd_server, max_retries=0)
+    with pytest.raises(Exception) as info:
+        model.invoke([HumanMessage("hi")])
+    line = model_failure(info.value)
+    assert line is not None and said in line, (type(info.value), info.value)
