@@ -29,6 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from loop_figures import arm_line, run_figures  # noqa: E402
+
 from atom_agent.batch import BatchOptions, run_batch  # noqa: E402
 from atom_agent.context import Context  # noqa: E402
 from atom_agent.models.replay import ReplayCache  # noqa: E402
@@ -133,10 +135,40 @@ def warming_arm(
     return done
 
 
-def agent_arm(res: Resources, tasks_path: Path, ws: Path) -> dict[str, dict[str, Any]]:
+AGENT_ARMS = ("agent", "small", "standard", "server")
+"""Arms that run the agent: as configured (``agent``), on one profile, or the standard
+profile through an OpenAI-compatible server (``server``: --base-url)."""
+
+
+def arm_context(ctx: Context, arm: str, args: argparse.Namespace) -> Context:
+    """The Context of an agent arm."""
+    if arm in ("small", "standard"):
+        return ctx.replace(model_profile=arm)
+    if arm == "server":
+        if not args.base_url:
+            raise SystemExit("the server arm needs --base-url (an OpenAI-compatible server)")
+        return ctx.replace(model_profile="standard", model=f"openai:{args.served_model}",
+                           base_url=args.base_url)  # fmt: skip
+    return ctx
+
+
+def prefix_of(arm: str) -> str:
+    """The run-id prefix (and oracle prefix) of an arm's runs."""
+    return "tasks" if arm == "agent" else arm
+
+
+def agent_arm(
+    res: Resources, tasks_path: Path, ws: Path, arm: str = "agent", ctx: Context | None = None
+) -> dict[str, dict[str, Any]]:
     """The agent on every task (a batch; its results file resumes it)."""
-    results = ws / "devtasks_agent_results.jsonl"
-    run_batch(tasks_path, results, BatchOptions(res.ctx, 1, isolated_memory=True, resources=res))
+    named = tasks_path.with_name(f"{prefix_of(arm)}.jsonl")
+    if named != tasks_path:
+        named.write_text(tasks_path.read_text())
+    results = ws / (
+        "devtasks_agent_results.jsonl" if arm == "agent" else f"devtasks_{arm}_results.jsonl"
+    )
+    options = BatchOptions(ctx or res.ctx, 1, isolated_memory=True, resources=res)
+    run_batch(named, results, options)
     rows = _done(results)
     return {
         k: {
@@ -148,6 +180,7 @@ def agent_arm(res: Resources, tasks_path: Path, ws: Path) -> dict[str, dict[str,
                 key: int((v.get("usage") or {}).get(key, 0))
                 for key in ("input_tokens", "prefill_computed", "prefill_without_prefix_cache")
             },
+            **run_figures(ws / "runs" / f"{prefix_of(arm)}.{k}"),
         }
         for k, v in rows.items()
     }
@@ -207,6 +240,9 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated task ids")
     parser.add_argument("--settings", default="{}", help="Context fields for the agent (JSON)")
     parser.add_argument("--cache", help="replay cache file (model calls recorded there replay)")
+    parser.add_argument("--base-url", default="", help="OpenAI-compatible server (server arm)")
+    parser.add_argument("--served-model", default="qwen2.5-coder-1.5b-instruct",
+                        help="the model name the server arm asks for")  # fmt: skip
     args = parser.parse_args()
     arms = args.arms.split(",")
     tasks = [json.loads(x) for x in args.tasks.read_text().splitlines() if x.strip()]
@@ -219,7 +255,7 @@ def main() -> None:
     tasks_path.write_text("".join(json.dumps({"id": t["id"], "task": t["task"]}) + "\n"
                                   for t in tasks))  # fmt: skip
     ctx = Context(workspace=str(ws), model="local" if args.model == "local" else args.model,
-                  **json.loads(args.settings))  # fmt: skip
+                  **{"ask_user": False, **json.loads(args.settings)})  # fmt: skip
     table: dict[str, Any] = {}
     replay = ReplayCache(args.cache) if args.cache else None
     with Resources(ctx, cache=replay) as res:
@@ -228,21 +264,28 @@ def main() -> None:
             rows["plain"] = plain_arm(res, tasks, ws)
         if "warming" in arms:
             rows["warming"] = warming_arm(res, tasks, ws, rows["plain"])
-        if "agent" in arms:
-            rows["agent"] = agent_arm(res, tasks_path, ws)
+        for arm in (a for a in AGENT_ARMS if a in arms):
+            rows[arm] = agent_arm(res, tasks_path, ws, arm, arm_context(ctx, arm, args))
     ids = [t["id"] for t in tasks]
-    verdicts = {arm: oracle(ws, "tasks" if arm == "agent" else arm) for arm in rows}
+    verdicts = {arm: oracle(ws, prefix_of(arm)) for arm in rows}
     for arm, arm_rows in rows.items():
         mine = {i: arm_rows[i] for i in ids if i in arm_rows}
         table[arm] = summary(mine, verdicts[arm])
         print(f"{arm}: {json.dumps(table[arm])}")
-    if "agent" in rows:
-        print(prefill_line(rows["agent"]))
-    if "agent" in rows and "plain" in rows:
-        fixed = [i for i in ids if verdicts["agent"].get(i) and not verdicts["plain"].get(i)]
-        broken = [i for i in ids if verdicts["plain"].get(i) and not verdicts["agent"].get(i)]
-        table["fixed_by_agent"], table["broken_by_agent"] = fixed, broken
-        print(f"fixed by the agent: {fixed}; broken by the agent: {broken}")
+    for arm in (a for a in AGENT_ARMS if a in rows):
+        print(prefill_line(rows[arm]))
+        print(arm_line(arm, [rows[arm][i] for i in ids if i in rows[arm]]))
+        if "plain" in rows:
+            fixed = [i for i in ids if verdicts[arm].get(i) and not verdicts["plain"].get(i)]
+            broken = [i for i in ids if verdicts["plain"].get(i) and not verdicts[arm].get(i)]
+            suffix = "" if arm == "agent" else f"_{arm}"
+            table[f"fixed_by_agent{suffix}"], table[f"broken_by_agent{suffix}"] = fixed, broken
+            print(f"{arm}: fixed {fixed}; broken {broken}")
+            plain_median = table["plain"]["seconds_median"] or 0
+            if plain_median:
+                ratio = (table[arm]["seconds_median"] or 0) / plain_median
+                table[arm]["median_vs_plain"] = round(ratio, 2)
+                print(f"{arm}: median seconds {ratio:.2f}x the plain call's")
     for i in ids:
         cells = [f"{arm} {'PASS' if verdicts[arm].get(i) else 'fail'} "
                  f"{rows[arm].get(i, {}).get('tokens', '-')} tok "

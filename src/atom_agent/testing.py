@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from uuid import UUID
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    BaseCallbackHandler,
+    CallbackManagerForLLMRun,
+)
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, message_to_dict, messages_from_dict
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
@@ -211,3 +218,99 @@ def _to_message(reply: Reply, messages: list[BaseMessage]) -> AIMessage:
     if not message.id:
         message.id = f"scripted-{uuid.uuid4().hex[:12]}"
     return message
+
+
+RECORDING_VERSION = 1
+"""Format version of the files :class:`ExchangeRecorder` writes."""
+
+
+class ExchangeRecorder(BaseCallbackHandler):
+    """Records every reply a real model gives during a run, in order, for replay in tests.
+
+    Attach it to the model's ``callbacks`` (``model.callbacks = [recorder]``) and run the
+    task; :meth:`save` writes the replies (with their token usage and which tools each call
+    had bound) to a JSON file that :func:`replaying` turns into a scripted model. A tool loop
+    is then regression-tested on what a real model actually said, not on hand-written
+    scripts.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._started: dict[UUID, dict[str, Any]] = {}
+        self.calls: list[dict[str, Any]] = []
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        """Note the call: its order, and the tools bound to it."""
+        params = kwargs.get("invocation_params") or {}
+        tools = [
+            (t.get("function") or t).get("name", "")
+            for t in params.get("tools") or []
+            if isinstance(t, dict)
+        ]
+        with self._lock:
+            self._started[run_id] = {"n": len(self._started), "tools": tools}
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """Keep the reply."""
+        generation = response.generations[0][0] if response.generations else None
+        message = getattr(generation, "message", None)
+        if not isinstance(message, AIMessage):
+            return
+        with self._lock:
+            started = self._started.get(run_id, {"n": len(self._started), "tools": []})
+            self.calls.append({**started, "reply": message_to_dict(message)})
+
+    def save(self, path: str | Path, **about: Any) -> Path:
+        """Write the recording (replies in call order) and `about` (task, model, …) as JSON."""
+        with self._lock:
+            calls = sorted(self.calls, key=lambda c: int(c["n"]))
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        body = {"version": RECORDING_VERSION, **about,
+                "calls": [{"tools": c["tools"], "reply": c["reply"]} for c in calls]}  # fmt: skip
+        target.write_text(json.dumps(body, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        return target
+
+
+class RecordingOutOfStepError(AtomAgentError):
+    """A replayed run made a call the recording does not hold at that point: re-record it."""
+
+
+def replaying(path: str | Path, *, model_name: str = "recorded") -> ScriptedChatModel:
+    """A scripted model answering with a recording's replies, in the order they were given.
+
+    Each call must be of the kind recorded there (a tool-loop turn with tools bound, or a
+    call without): a run whose calls no longer line up with the recording raises
+    :class:`RecordingOutOfStepError` naming the call, which is the sign to record again.
+    """
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if data.get("version") != RECORDING_VERSION:
+        raise RecordingOutOfStepError(f"{path}: recording version {data.get('version')!r}")
+    calls: list[dict[str, Any]] = list(data["calls"])
+    model = ScriptedChatModel(model_name=model_name)
+
+    def respond(_messages: list[BaseMessage]) -> Reply:
+        n = len(model.calls) - 1
+        if n >= len(calls):
+            raise RecordingOutOfStepError(
+                f"{path}: call {n + 1} has no recorded reply (the recording holds {len(calls)})"
+            )
+        got, wanted = model.calls[n].tool_names, calls[n]["tools"]
+        if bool(got) != bool(wanted):
+            raise RecordingOutOfStepError(
+                f"{path}: call {n + 1} had tools {got} bound, the recorded one {wanted}"
+            )
+        reply = messages_from_dict([calls[n]["reply"]])[0]
+        assert isinstance(reply, AIMessage)
+        return reply
+
+    model.respond = respond
+    return model

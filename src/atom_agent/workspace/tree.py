@@ -426,13 +426,18 @@ class Workspace:
         return sorted(found, key=lambda a: a.n)
 
     def write_history(
-        self, attempt: AttemptRef, messages: Iterable[BaseMessage | Mapping[str, Any]]
+        self,
+        attempt: AttemptRef,
+        messages: Iterable[BaseMessage | Mapping[str, Any]],
+        figures: Mapping[str, Any] | None = None,
     ) -> Path:
         """Write the attempt's conversation to ``messages/history.json`` atomically.
 
         Messages are cleaned (:func:`~atom_agent.workspace.history.clean_message`): provider
         metadata, ids, usage and signatures dropped; tool calls and results kept. Each write
         replaces the file whole, so a stale file from a crashed earlier run is never appended to.
+        `figures` (model and tool calls, the largest prompt, why the attempt stopped) go
+        beside the messages as ``figures``.
         """
         cleaned = clean_messages(messages)
         clean_temp_files(attempt.messages_dir)
@@ -443,6 +448,7 @@ class Workspace:
                 "step_id": attempt.step_id,
                 "attempt": attempt.n,
                 "written_at": now_iso(),
+                **({"figures": dict(figures)} if figures else {}),
                 "messages": cleaned,
             },
         )

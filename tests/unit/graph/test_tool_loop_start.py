@@ -98,6 +98,11 @@ def test_code_the_loop_made_worse_is_replaced_by_the_start(tmp_path: Path) -> No
     assert "assert add(2, 3) == 6" not in (attempt / "staging" / "test.py").read_text()
     candidates = sorted(p.name for p in (attempt / "candidates").iterdir())
     assert candidates == ["0", "1"]  # the start and the loop's code, each run on the checks
+    figures = json.loads((attempt / "messages" / "history.json").read_text())["figures"]
+    assert figures["tool_calls"] == 3 and figures["tool_errors"] == 1
+    assert figures["model_calls"] == 4 and figures["broken_calls"] == 0
+    assert figures["largest_prompt"] > 0 and figures["context_window"] is None
+    assert "kept the plain code" in figures["stopped"]
 
 
 def test_a_plain_answer_that_meets_the_checks_needs_no_tool_loop(tmp_path: Path) -> None:
@@ -115,6 +120,8 @@ def test_a_call_written_as_text_is_run_as_a_call(tmp_path: Path) -> None:
     outcome, _, roles, ctx = _run(tmp_path, [as_text, run_tests()])
     assert outcome.status == "done", outcome  # type: ignore[attr-defined]
     assert _tool_results(roles)[0]["written"] == "impl.py"
+    history = _attempt(ctx, outcome.run_id) / "messages" / "history.json"  # type: ignore[attr-defined]
+    assert json.loads(history.read_text())["figures"]["recovered_calls"] == 1
 
 
 def test_nobody_is_asked_in_a_batch_unless_its_settings_say_so(tmp_path: Path) -> None:

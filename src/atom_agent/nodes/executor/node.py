@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
@@ -54,6 +54,7 @@ from .attempt import ASK_USER, AttemptContext
 from .prompt import draft_notes, reconstruct_context
 from .steering import steering
 from .steering.chain import chained
+from .steering.reask import REASKED
 from .steering.stop import without_stop
 from .tools import executor_tools
 
@@ -302,7 +303,7 @@ def _finish_attempt(
     used: dict[str, Any],
 ) -> dict[str, Any]:
     """Record the attempt (history.json, a question's verdict, telemetry) and its update."""
-    res.workspace.write_history(at.attempt, messages)
+    res.workspace.write_history(at.attempt, messages, attempt_figures(messages, stopped, at.model))
     if question:
         # The attempt ends with a question, not a verdict; tier 1 shows it to the next one.
         res.workspace.write_verdict(
@@ -331,6 +332,34 @@ def _finish_attempt(
 
 
 Agent = CompiledStateGraph[Any, Any, Any, Any]
+
+
+def attempt_figures(
+    messages: Sequence[BaseMessage], stopped: str, model: BaseChatModel
+) -> dict[str, Any]:
+    """What an attempt's model and tool calls came to, for history.json and evaluations.
+
+    ``broken_calls`` counts replies whose tool call could not be used (re-asked, or left
+    invalid); ``recovered_calls`` calls the model wrote as text; ``tool_errors`` calls that
+    came back as errors (unknown tool, bad arguments, a refused path); ``largest_prompt`` the
+    most prompt tokens one call took, beside the model's context window where it states one.
+    """
+    replies = [m for m in messages if isinstance(m, AIMessage)]
+    meta = [m.response_metadata or {} for m in replies]
+    reasked = sum(int(x.get(REASKED, 0)) for x in meta)
+    window = getattr(model, "n_ctx", None)
+    return {
+        "model_calls": len(replies) + reasked,
+        "tool_calls": sum(len(m.tool_calls) for m in replies),
+        "tool_errors": sum(isinstance(m, ToolMessage) and m.status == "error" for m in messages),
+        "broken_calls": reasked + sum(len(m.invalid_tool_calls) for m in replies),
+        "recovered_calls": sum(int(x.get("recovered_calls", 0)) for x in meta),
+        "largest_prompt": max(
+            (m.usage_metadata["input_tokens"] for m in replies if m.usage_metadata), default=0
+        ),
+        "context_window": window if isinstance(window, int) else None,
+        "stopped": stopped,
+    }
 
 
 def attempt_agent(model: BaseChatModel, profile: ModelProfile, tools: Sequence[BaseTool]) -> Agent:

@@ -40,7 +40,7 @@ class Reask(AgentMiddleware[AgentState[Any], Any, Any]):
         """The reply, or after a broken call the reply to the re-ask."""
         response = handler(request)
         again = self._again(request, response)
-        return response if again is None else spent_too(handler(again), response)
+        return response if again is None else spent_too(handler(again), response, reasked=True)
 
     async def awrap_model_call(
         self,
@@ -50,7 +50,9 @@ class Reask(AgentMiddleware[AgentState[Any], Any, Any]):
         """Async :meth:`wrap_model_call`."""
         response = await handler(request)
         again = self._again(request, response)
-        return response if again is None else spent_too(await handler(again), response)
+        if again is None:
+            return response
+        return spent_too(await handler(again), response, reasked=True)
 
     def _again(
         self, request: ModelRequest[Any], response: ModelResponse[Any]
@@ -64,10 +66,24 @@ class Reask(AgentMiddleware[AgentState[Any], Any, Any]):
         return unstuck(again) if self.resample else again
 
 
-def spent_too(response: ModelResponse[Any], wasted: ModelResponse[Any]) -> ModelResponse[Any]:
-    """`response`, its reply also carrying the tokens of the `wasted` call (for budgets)."""
+REASKED = "atom_reasked"
+"""``response_metadata`` key of a reply that answers a re-ask: the model's calls it stands for."""
+
+
+def spent_too(
+    response: ModelResponse[Any], wasted: ModelResponse[Any], *, reasked: bool = False
+) -> ModelResponse[Any]:
+    """`response`, its reply also carrying the tokens of the `wasted` call (for budgets).
+
+    With `reasked`, the reply also counts the broken call it replaces (``REASKED``).
+    """
     last, spent = last_reply(response), last_reply(wasted)
-    if last is None or spent is None or spent.usage_metadata is None:
+    if last is None or spent is None:
         return response
-    usage = add_usage(last.usage_metadata, spent.usage_metadata)
-    return replaced(response, last.model_copy(update={"usage_metadata": usage}))
+    update: dict[str, Any] = {}
+    if spent.usage_metadata is not None:
+        update["usage_metadata"] = add_usage(last.usage_metadata, spent.usage_metadata)
+    if reasked:
+        before = int((spent.response_metadata or {}).get(REASKED, 0))
+        update["response_metadata"] = {**(last.response_metadata or {}), REASKED: before + 1}
+    return replaced(response, last.model_copy(update=update)) if update else response
