@@ -694,6 +694,13 @@ def missing_note(reply: BaseMessage, defines: Sequence[str]) -> str:
 
 def retry_note(report: ContractReport, suspect: set[int] | None = None) -> str:
     """What the next candidate is told: the failed checks (not suspect) and what the code gave."""
+    return prompts.DRAFT_RETRY.format(
+        summary=report.summary(), failures=failure_lines(report, suspect)
+    )
+
+
+def failure_lines(report: ContractReport, suspect: set[int] | None = None) -> str:
+    """The failed checks (not suspect), the task's own first, each with what the code gave."""
     lines = []
     failed = [r for i, r in enumerate(report.results) if i not in (suspect or set())]
     failed = [r for r in failed if r.status in ("failed", "error", "timeout")]
@@ -705,7 +712,7 @@ def retry_note(report: ContractReport, suspect: set[int] | None = None) -> str:
         lines.append(f"- {result.check.describe()[:200]}: {why[:200]}{where}")
     if report.error and not lines:
         lines.append(f"- {report.error[:300]}")
-    return prompts.DRAFT_RETRY.format(summary=report.summary(), failures="\n".join(lines))
+    return "\n".join(lines)
 
 
 def independent_samples(

@@ -72,6 +72,15 @@ EXECUTOR_DECIDE = (
     "what you assumed in a comment in impl.py."
 )
 
+EXECUTOR_START = """\
+impl.py already holds this code, one plain answer to the task:
+```python
+{code}
+```
+Run against the step's checks (test.py, read-only): {summary}.
+{failures}
+Fix what fails in impl.py (edit_file or write_file), then run_tests."""
+
 EXECUTOR_PINNED = """\
 # Task
 {task}

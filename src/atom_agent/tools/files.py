@@ -28,6 +28,10 @@ def _scope(runtime: ToolRun) -> ToolScope:
     return tool_context(runtime).need_scope()
 
 
+MIN_READ_LINES = 40
+"""The fewest lines one read_file call returns (when the file has them)."""
+
+
 def read_file(
     path: str,
     start_line: Annotated[int, Field(ge=1)] = 1,
@@ -37,16 +41,19 @@ def read_file(
 ) -> str:
     """Read a UTF-8 text file of your staging area, or of a dependency the prompt lists.
 
-    Returns the text of the requested lines. Large files come back in parts: pass
-    start_line / max_lines to read further. Binary files are refused.
+    Returns the whole file, or for a large file a part: pass start_line to read further.
+    Binary files are refused.
 
     Args:
         path: Relative path, e.g. 'impl.py' (a dependency's files only at the paths
             the prompt gives under Files).
         start_line: First line to return (1-based).
-        max_lines: Most lines to return.
+        max_lines: Most lines to return (at least 40 are shown; default: all).
         runtime: the run's context, injected by the agent (never sent by the model).
     """
+    if max_lines is not None:
+        # A model that pages one line a call spends its whole tool budget reading.
+        max_lines = max(max_lines, MIN_READ_LINES)
     scope = _scope(runtime)
     where, prefix = scope.locate_read(path)
     with where:

@@ -71,7 +71,7 @@ def test_the_loop_edits_the_staged_plain_answer_and_its_fix_is_kept(tmp_path: Pa
     )
     assert outcome.status == "done", outcome  # type: ignore[attr-defined]
     prompt = script.prompts[("calc", 1)]
-    assert "impl.py already holds a first version" in prompt
+    assert "impl.py already holds this code" in prompt
     assert "test.py holds the step's checks (read-only)" in prompt
     first_read = _tool_results(roles)[0]
     assert first_read["content"] == BROKEN_SUB  # the loop began with the plain answer
@@ -141,3 +141,20 @@ def test_nobody_is_asked_in_a_batch_unless_its_settings_say_so(tmp_path: Path) -
     systems = {str(c.messages[0].content) for c in roles["executor"].calls if c.tools}
     assert any("Nobody can answer questions in this run" in s for s in systems)
     assert any("call `ask_user`" in s for s in systems)
+
+
+def test_the_first_prompt_shows_the_start_and_the_checks_it_fails(tmp_path: Path) -> None:
+    _, script, _, _ = _run(tmp_path, [write("impl.py", BOTH), run_tests()])
+    prompt = script.prompts[("calc", 1)]
+    assert "impl.py already holds this code" in prompt and BROKEN_SUB.strip() in prompt
+    assert "passed, 1 failed." in prompt and "sub(5, 3) == 2: expected 2, got -2" in prompt
+
+
+def test_a_loop_repeating_the_same_call_is_stopped(tmp_path: Path) -> None:
+    outcome, _, roles, ctx = _run(tmp_path, [read("impl.py")] * 8)
+    loop = [c.messages for c in roles["executor"].calls if c.tools]
+    assert len(loop) == 3  # the third identical call ran; the model was not asked again
+    history = _attempt(ctx, outcome.run_id) / "messages" / "history.json"  # type: ignore[attr-defined]
+    assert json.loads(history.read_text())["figures"]["stopped"] == (
+        "the same tool call 3 times running"
+    )

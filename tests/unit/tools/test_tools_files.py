@@ -189,7 +189,8 @@ def test_long_files_are_read_in_parts(
     assert 0 < shown < 200 and len(first["content"].encode()) <= 2048
     assert f"start_line={shown + 1}" in first["note"]
     _, second = call(tools["read_file"], path="long.txt", start_line=shown + 1, max_lines=3)
-    assert second["content"] == "".join(lines[shown : shown + 3])
+    # A window of at least 40 lines (a model paging one line a call wastes its budget).
+    assert second["content"] == "".join(lines[shown : shown + 40])
 
 
 def test_edit_file_requires_exactly_one_match(

@@ -25,6 +25,7 @@ from atom_agent.drafting import (
     Drafts,
     dependency_lines,
     draft_prompt,
+    failure_lines,
     run_candidate,
     temperatures,
     write_drafts,
@@ -121,7 +122,7 @@ def make_executor(res: Resources) -> Any:
             # attempt is that code, and the reflector proves it.
             why = ("draft passed" if drafting else "start passed") if passed else "drafts only"
             return _finish_attempt(res, state, at, drafts, drafts.spent, None, why, note_reasons)
-        prompt = _loop_prompt(res, state, at)
+        prompt = _loop_prompt(res, state, at, drafts)
         agent = agent_for(at.model, at.profile, at.tools)
         context = AttemptContext(
             session=at.session,
@@ -203,8 +204,21 @@ def _first(state: State, at: _Attempt) -> str | None:
     return _candidate_zero(state.get("plain"), at.step.defines) if at.attempt.n == 1 else None
 
 
-def _loop_prompt(res: Resources, state: State, at: _Attempt) -> Any:
-    """The tool loop's first message: the tiered context reconstruction of the attempt."""
+def _loop_prompt(res: Resources, state: State, at: _Attempt, start: Drafts | None) -> Any:
+    """The tool loop's first message: the tiered context reconstruction of the attempt.
+
+    A staged start is shown in it with the checks it fails, so the first call can fix it.
+    """
+    scope = _loop_scope(at)
+    first = start.candidates[0] if start is not None and start.candidates else None
+    shown = first is not None and first.report is not None
+    files = dataclasses.replace(scope, started=scope.started and not shown).describe()
+    if first is not None and first.report is not None:
+        files += "\n\n" + prompts.EXECUTOR_START.format(
+            code=first.source.strip(),
+            summary=first.report.summary(),
+            failures=failure_lines(first.report, set(start.suspect) if start else None),
+        )
     prompt = reconstruct_context(
         ctx=res.ctx,
         task=state["task"],
@@ -214,7 +228,7 @@ def _loop_prompt(res: Resources, state: State, at: _Attempt) -> Any:
         workspace=res.workspace,
         step_ref=at.step_ref,
         attempt=at.attempt,
-        files_text=_loop_scope(at).describe(),
+        files_text=files,
         memory=res.memory,
         session=at.session,
         answers=list(state.get("answers") or []),

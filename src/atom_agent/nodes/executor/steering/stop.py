@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -45,10 +46,16 @@ class StopAttempt(AgentMiddleware[AgentState[Any], Any, Any]):
         return await handler(request) if why is None else stop_reply(why)
 
 
+REPEATS = 3
+"""The same tool calls this many turns running end the attempt: the model is stuck."""
+
+
 def over(messages: Sequence[BaseMessage], attempt: AttemptContext) -> str | None:
     """Why the attempt is over before its next model call (None: it goes on)."""
     if sum(isinstance(m, ToolMessage) for m in messages) >= attempt.max_tool_calls:
         return "tool budget spent"
+    if repeating(messages):
+        return f"the same tool call {REPEATS} times running"
     last = messages[-1] if messages else None
     if isinstance(last, ToolMessage):
         if last.name == ASK_USER and last.status != "error":
@@ -69,3 +76,14 @@ def without_stop(messages: list[BaseMessage]) -> tuple[list[BaseMessage], str]:
     if isinstance(last, AIMessage) and STOPPED in (last.response_metadata or {}):
         return messages[:-1], str(last.response_metadata[STOPPED])
     return messages, ""
+
+
+def repeating(messages: Sequence[BaseMessage], times: int = REPEATS) -> bool:
+    """Whether the last `times` replies made the very same tool calls (names and arguments)."""
+    turns = [
+        tuple((c["name"], json.dumps(c["args"], sort_keys=True, default=str)) for c in m.tool_calls)
+        for m in messages
+        if isinstance(m, AIMessage)
+    ]
+    last = turns[-times:]
+    return len(last) == times and bool(last[0]) and all(t == last[0] for t in last)
