@@ -155,6 +155,8 @@ def edit_file(path: str, old_text: str, new_text: str, *, runtime: ToolRun) -> s
     split_path(path)
     if not old_text:
         raise ToolException("old_text is empty; give the exact text to replace")
+    if old_text == new_text:
+        raise ToolException("new_text is the same as old_text: that edit changes nothing")
     _encode(old_text, "old_text")
     _encode(new_text, "new_text")
     with scope.locate_write(path) as where:

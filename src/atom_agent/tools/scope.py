@@ -109,8 +109,13 @@ class ToolScope:
             return locate(Path(dep), parts[2:], path), f"{DEPS}/{parts[1]}"
         return locate(self.staging, parts, path), ""
 
-    def locate_write(self, path: str, *, make_dirs: bool = False) -> Located:
-        """Where `path` is in the staging area for writing (the caller closes it)."""
+    def locate_write(
+        self, path: str, *, make_dirs: bool = False, run_only: bool = False
+    ) -> Located:
+        """Where `path` is in the staging area for writing (the caller closes it).
+
+        `run_only`: the file is only handed to the sandbox to run (read-only files allowed).
+        """
         parts = split_path(path)
         if parts and parts[0] == DEPS:
             raise ToolException(
@@ -119,7 +124,7 @@ class ToolScope:
             )
         if not parts:
             raise ToolException("write_file needs a file name, e.g. 'impl.py'")
-        if "/".join(parts) in self.read_only:
+        if not run_only and "/".join(parts) in self.read_only:
             raise ToolException(
                 f"{path!r} holds the step's checks and is read-only: they state what the "
                 f"task requires. Change impl.py so that they pass."
@@ -132,7 +137,7 @@ class ToolScope:
         For handing a file to the sandbox runner; the file tools themselves never reopen a
         path by name: they work through the directory fds of :meth:`locate_write`.
         """
-        with self.locate_write(path) as where:
+        with self.locate_write(path, run_only=True) as where:
             return self.staging.resolve().joinpath(*where.parts)
 
     def _dep_names(self) -> str:

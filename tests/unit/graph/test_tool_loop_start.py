@@ -16,7 +16,7 @@ from atom_agent import Context, run_task
 from atom_agent.batch import BatchOptions, run_batch
 from atom_agent.resources import Resources
 from atom_agent.state import Check, Plan
-from atom_agent.testing import ScriptedChatModel
+from atom_agent.testing import ScriptedChatModel, tool_call
 from atom_agent.workspace import Workspace
 
 from .scripts import BAD_TEST, ExecutorScript, models, read, run_tests, step, write
@@ -156,5 +156,15 @@ def test_a_loop_repeating_the_same_call_is_stopped(tmp_path: Path) -> None:
     assert len(loop) == 3  # the third identical call ran; the model was not asked again
     history = _attempt(ctx, outcome.run_id) / "messages" / "history.json"  # type: ignore[attr-defined]
     assert json.loads(history.read_text())["figures"]["stopped"] == (
-        "the same tool call 3 times running"
+        "the same tool call and result 3 times"
     )
+
+
+def test_a_loop_going_round_in_a_cycle_is_stopped(tmp_path: Path) -> None:
+    noop = tool_call("edit_file", {"path": "impl.py", "old_text": "b - a", "new_text": "b - a"})
+    outcome, _, roles, ctx = _run(tmp_path, [noop, run_tests()] * 6)
+    loop = [c.messages for c in roles["executor"].calls if c.tools]
+    assert len(loop) == 5  # edit, run, edit, run, edit: the edit came back the same 3 times
+    results = _tool_results(roles)
+    assert "changes nothing" in str(results[0]["error"])
+    assert "error" not in results[1] and results[1]["tests"]["failed"] == 1  # checks ran

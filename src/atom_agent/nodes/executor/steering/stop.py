@@ -47,7 +47,7 @@ class StopAttempt(AgentMiddleware[AgentState[Any], Any, Any]):
 
 
 REPEATS = 3
-"""The same tool calls this many turns running end the attempt: the model is stuck."""
+"""A tool call made this many times with the same result ends the attempt: it is stuck."""
 
 
 def over(messages: Sequence[BaseMessage], attempt: AttemptContext) -> str | None:
@@ -55,7 +55,7 @@ def over(messages: Sequence[BaseMessage], attempt: AttemptContext) -> str | None
     if sum(isinstance(m, ToolMessage) for m in messages) >= attempt.max_tool_calls:
         return "tool budget spent"
     if repeating(messages):
-        return f"the same tool call {REPEATS} times running"
+        return f"the same tool call and result {REPEATS} times"
     last = messages[-1] if messages else None
     if isinstance(last, ToolMessage):
         if last.name == ASK_USER and last.status != "error":
@@ -79,11 +79,22 @@ def without_stop(messages: list[BaseMessage]) -> tuple[list[BaseMessage], str]:
 
 
 def repeating(messages: Sequence[BaseMessage], times: int = REPEATS) -> bool:
-    """Whether the last `times` replies made the very same tool calls (names and arguments)."""
-    turns = [
-        tuple((c["name"], json.dumps(c["args"], sort_keys=True, default=str)) for c in m.tool_calls)
-        for m in messages
-        if isinstance(m, AIMessage)
-    ]
-    last = turns[-times:]
-    return len(last) == times and bool(last[0]) and all(t == last[0] for t in last)
+    """Whether some tool call (name and arguments) came back with the same result `times` times.
+
+    Nothing changed between those calls that the model could see: it is going round in
+    circles (the same call running, or a cycle such as a no-op edit and a refused run).
+    """
+    calls: dict[str, str] = {}
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                signature = json.dumps([call["name"], call["args"]], sort_keys=True, default=str)
+                calls[str(call.get("id"))] = signature
+    seen: dict[tuple[str, str], int] = {}
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.tool_call_id in calls:
+            key = (calls[message.tool_call_id], str(message.content))
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] >= times:
+                return True
+    return False
