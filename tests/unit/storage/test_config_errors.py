@@ -21,8 +21,8 @@ def test_cli_missing_key_fails_at_once_with_the_fix(tmp_path: Path) -> None:
 
 
 def test_cli_missing_provider_package_fails_at_once_with_the_fix(tmp_path: Path) -> None:
-    done = cli(tmp_path / "ws", "run", "add two numbers", "--model", "openai:gpt-4.1")
-    clean_error(done, "pip install langchain-openai")
+    done = cli(tmp_path / "ws", "run", "add two numbers", "--model", "anthropic:claude-sonnet-4-5")
+    clean_error(done, "pip install langchain-anthropic")
     assert not (tmp_path / "ws" / "runs").exists()
 
 

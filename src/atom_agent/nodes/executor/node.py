@@ -272,7 +272,9 @@ def _stage_start(res: Resources, at: _Attempt, source: str | None) -> Drafts | N
     atomic_write_text(staging / IMPL_FILE, source)
     if not at.runnable:
         return None
-    drafts = Drafts()
+    # The attempt's record starts with the code it starts from (no model call: the plain
+    # answer's call is the planner's).
+    drafts = Drafts(messages=[AIMessage(content=f"```python\n{source.rstrip()}\n```")])
     zero = Candidate(k=0, source=source, temperature=0.0, informed=False, origin="plain")
     drafts.candidates.append(zero)
     run_candidate(zero, at.attempt.path / "candidates", at.runnable, at.step.defines,
@@ -363,7 +365,7 @@ def attempt_figures(
     reasked = sum(int(x.get(REASKED, 0)) for x in meta)
     window = getattr(model, "n_ctx", None)
     return {
-        "model_calls": len(replies) + reasked,
+        "model_calls": sum(m.usage_metadata is not None for m in replies) + reasked,
         "tool_calls": sum(len(m.tool_calls) for m in replies),
         "tool_errors": sum(isinstance(m, ToolMessage) and m.status == "error" for m in messages),
         "broken_calls": reasked + sum(len(m.invalid_tool_calls) for m in replies),
