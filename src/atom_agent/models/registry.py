@@ -105,6 +105,10 @@ def _env_key(provider: str, env: Mapping[str, str]) -> tuple[str, str] | None:
     return None
 
 
+SERVED_MAX_TOKENS = 2048
+"""Most tokens one reply of a model on a ``base_url`` server may take (room for a whole file)."""
+SERVED_TIMEOUT_S = 600.0
+"""Seconds one request to a ``base_url`` server may take (CPU servers decode slowly)."""
 SERVED_KEY = "not-needed"
 """The API key sent to an OpenAI-compatible server on a loopback or private address that
 needs none (the client library insists on some key)."""
@@ -184,6 +188,11 @@ def load_chat_model(
     options = dict(kwargs)
     if base_url.strip() and parsed.provider == "openai":
         options.setdefault("base_url", base_url.strip())
+        # A self-hosted server decodes until its context is full unless told otherwise (a
+        # small model that loops would take minutes); on a CPU a long reply can take minutes.
+        options.setdefault("max_tokens", SERVED_MAX_TOKENS)
+        if timeout_s is not None:
+            options.setdefault("timeout", max(timeout_s, SERVED_TIMEOUT_S))
     if parsed.provider in PROVIDER_KEYS:
         found = _env_key(parsed.provider, source)
         # check_usable raised when a key is needed and none is set.

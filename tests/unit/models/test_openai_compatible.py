@@ -49,6 +49,8 @@ def test_a_served_model_needs_no_key_on_loopback() -> None:
     assert model.openai_api_key is not None
     assert model.openai_api_key.get_secret_value() == SERVED_KEY
     assert model.model_name == "qwen2.5-coder-1.5b-instruct"
+    # A self-hosted server decodes to its context's end unless capped; CPUs are slow.
+    assert model.max_tokens == 2048 and model.request_timeout == 600.0
 
 
 def test_a_key_that_is_set_is_sent_to_the_server_too() -> None:
