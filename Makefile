@@ -4,7 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= local,server,eval,dev
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml scripts/build-llama-wheel.sh 2>/dev/null | sha256sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml scripts/build-llama-wheel.sh scripts/build-llama-server.sh 2>/dev/null | sha256sum | cut -c1-12)
+# Where the llama-server binary is (one line), for the tests; written by `make llama-server`.
+LLAMA_SERVER := $(VENV)/llama-server.path
 
 # Offline, quiet, and no busy-waiting OpenMP threads (5x slower under contention otherwise).
 export ANONYMIZED_TELEMETRY := False
@@ -14,7 +16,7 @@ export LANGSMITH_TRACING := false
 export OMP_WAIT_POLICY := PASSIVE
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install bubblewrap demo test lint unit bench clean
+.PHONY: install llama-server bubblewrap demo test lint unit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,13 +24,29 @@ $(BIN)/python:
 
 # llama-cpp-python has no wheel on PyPI: build it once with flags safe on this CPU (cached
 # under ~/.cache/atom-agent/wheels), then install the package with every extra.
-$(STAMP): $(BIN)/python pyproject.toml scripts/build-llama-wheel.sh
+$(STAMP): $(BIN)/python pyproject.toml scripts/build-llama-wheel.sh scripts/build-llama-server.sh
 	@wheels="$$(PIP=$(BIN)/pip scripts/build-llama-wheel.sh)" && \
 	  $(BIN)/pip install -q --find-links "$$wheels" -e ".[$(EXTRAS)]"
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-install: $(STAMP) bubblewrap
+install: $(STAMP) llama-server bubblewrap
+
+# llama.cpp's OpenAI-compatible server, built once from the same sources and with the same CPU
+# flags as the wheel (cached beside it; ATOM_LLAMA_SERVER=/path/to/llama-server skips the
+# build). The install never fails for it: tests that need it skip, saying why.
+llama-server: $(STAMP)
+	@rm -f $(LLAMA_SERVER) $(VENV)/llama-server.error
+	@set -o pipefail; \
+	  if PIP=$(BIN)/pip scripts/build-llama-server.sh 2>&1 >$(LLAMA_SERVER).tmp \
+	       | tee $(VENV)/llama-server.log >&2; then \
+	    mv $(LLAMA_SERVER).tmp $(LLAMA_SERVER); \
+	  else \
+	    rm -f $(LLAMA_SERVER).tmp; \
+	    reason="$$(grep '^error:' $(VENV)/llama-server.log | tail -n1 | sed 's/^error: //')"; \
+	    echo "warning: llama-server not built ($${reason:-see $(VENV)/llama-server.log});" \
+	         "tests that need it skip" | tee $(VENV)/llama-server.error; \
+	  fi
 
 # Generated code runs in bubblewrap where `bwrap` works, else in the namespace sandbox
 # (`atom-agent doctor` says which, and what each does not cover). Installed when we can (root

@@ -50,13 +50,16 @@ def test_two_steps_second_uses_the_first_committed_artifact(ctx: Context) -> Non
     assert json.loads(run.run_json.read_text())["status"] == "done"
 
 
-def test_the_model_must_call_tools_until_the_files_exist(ctx: Context) -> None:
+def test_a_standard_model_is_asked_for_the_missing_files_not_forced(ctx: Context) -> None:
     executor = ExecutorScript({("adder", 1): passing_attempt()})
     roles = models([Plan(steps=[step("adder")])], executor)
     assert run_task("add", ctx, models=roles).status == "done"
-    choices = [call.kwargs.get("tool_choice") for call in roles["executor"].calls]
-    # write impl.py, write test.py (forced), run_tests (free: both files exist by then)
-    assert choices == ["any", "any", None]
+    calls = [call for call in roles["executor"].calls if call.tools]
+    # Forced tool choice is only as reliable as the server; a call written as text is
+    # recovered instead (steering/require_files.py).
+    assert [call.kwargs.get("tool_choice") for call in calls] == [None, None, None]
+    # After writing impl.py, the note names the file still missing.
+    assert "test.py" in str(calls[1].messages[-1].content)
 
 
 def test_a_local_model_may_only_write_until_the_files_exist_and_must_keep_working(

@@ -36,6 +36,9 @@ def test_the_middlewares_and_their_order_come_from_the_profile() -> None:
     # A small model must keep working once its files exist, and samples when it re-asks.
     assert [m.keep_working for m in small if isinstance(m, RequireFiles)] == [True]
     assert [m.keep_working for m in standard if isinstance(m, RequireFiles)] == [False]
+    # Forced tool choice only where the model's own grammar enforces it (small, embedded).
+    assert [m.force for m in small if isinstance(m, RequireFiles)] == [True]
+    assert [m.force for m in standard if isinstance(m, RequireFiles)] == [False]
     assert [m.resample for m in small if isinstance(m, Reask)] == [True]
     assert [m.resample for m in standard if isinstance(m, Reask)] == [False]
 

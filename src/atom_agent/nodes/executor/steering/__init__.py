@@ -40,7 +40,7 @@ def steering(profile: ModelProfile) -> list[AgentMiddleware[Any, Any, Any]]:
     small = profile.steer_tools
     return [
         StopAttempt(),
-        RequireFiles(keep_working=small),
+        RequireFiles(keep_working=small, force=small),
         *((NarrowTools(), Unstick()) if small else ()),
         SalvageNote(),
         ExamplesNote(),

@@ -23,11 +23,19 @@ class RequireFiles(RequestEdit):
         keep_working: also once the files exist. A small model "gives up" in prose after a
             failing test run; code decides when its attempt ends (tests pass or the tool
             budget is spent, :mod:`.stop`), so it must keep working.
+        force: force the call with ``tool_choice``; otherwise only the missing-files note
+            asks for it. Forced tool choice is only as good as the server behind the model:
+            the embedded model enforces it with a grammar, but llama.cpp's server lets a
+            model write text before the call it must make (a model that writes its call as
+            JSON in a fenced block then pads the reply to its token limit), and some servers
+            ignore it. A standard model is asked, and a call it writes as text is recovered
+            (:mod:`.recover_calls`).
     """
 
-    def __init__(self, *, keep_working: bool = False) -> None:
+    def __init__(self, *, keep_working: bool = False, force: bool = True) -> None:
         super().__init__()
         self.keep_working = keep_working
+        self.force = force
 
     def edit(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """Force a tool call (and name the missing files after a tool result)."""
@@ -39,7 +47,7 @@ class RequireFiles(RequestEdit):
         last = request.messages[-1] if request.messages else None
         if isinstance(last, ToolMessage):
             request = with_note(request, missing_files_note(missing))
-        return request.override(tool_choice="any")
+        return request.override(tool_choice="any") if self.force else request
 
 
 def missing_files_note(missing: list[str]) -> str:
