@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import openai
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 
-from atom_agent.errors import ModelError
+from atom_agent.errors import ContextWindowError, ModelError
+
+_CONTEXT_FULL = re.compile(
+    r"context[ _](length|size|window)|maximum context|exceeds? the available context"
+    r"|too many tokens|prompt is too long",
+    re.IGNORECASE,
+)
+"""How OpenAI, vLLM, llama.cpp's server and LiteLLM say a prompt does not fit the model."""
 
 
 class ServerReplyError(ModelError):
@@ -18,6 +27,9 @@ class ServerReplyError(ModelError):
 
 class ServedChatOpenAI(ChatOpenAI):
     """``ChatOpenAI`` whose unreadable server replies raise :class:`ServerReplyError`.
+
+    A prompt the server refuses as too long for the model's context raises
+    :class:`~atom_agent.errors.ContextWindowError`, as the embedded model's does.
 
     A server that is not quite OpenAI's (a proxy's HTML error page, a reply missing
     ``choices``) makes the client library fail deep inside its parsing with a ``TypeError``
@@ -28,6 +40,11 @@ class ServedChatOpenAI(ChatOpenAI):
     def _readable(self) -> Iterator[None]:
         try:
             yield
+        except openai.BadRequestError as exc:
+            if _CONTEXT_FULL.search(str(exc)):
+                # The agent's context-window middleware drops earlier turns on this.
+                raise ContextWindowError(f"the model server refused the prompt: {exc}") from exc
+            raise
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
             if isinstance(exc, ModelError):
                 raise

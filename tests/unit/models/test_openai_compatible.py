@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 
-from atom_agent.errors import MissingCredentialsError, ModelSpecError
+from atom_agent.errors import ContextWindowError, MissingCredentialsError, ModelSpecError
 from atom_agent.models.failures import model_failure
 from atom_agent.models.registry import SERVED_KEY, check_usable, load_chat_model, local_address
 
@@ -131,3 +131,35 @@ def test_a_server_answering_garbage_is_one_line(odd_server: str, said: str) -> N
         model.invoke([HumanMessage("hi")])
     line = model_failure(info.value)
     assert line is not None and said in line, (type(info.value), info.value)
+
+
+@pytest.mark.parametrize(
+    "odd_server",
+    [
+        (
+            400,
+            b'{"error": {"code": 400, "message": "the request exceeds the available context '
+            b'size, try increasing it", "type": "exceed_context_size_error"}}',
+        ),
+        (
+            400,
+            b'{"error": {"message": "This model\'s maximum context length is 8192 tokens", '
+            b'"code": "context_length_exceeded"}}',
+        ),
+    ],
+    indirect=True,
+)
+def test_a_prompt_too_long_for_the_served_model_is_a_context_window_error(odd_server: str) -> None:
+    model = load_chat_model("openai:m", env={}, base_url=odd_server, max_retries=0)
+    with pytest.raises(ContextWindowError, match="refused the prompt"):
+        model.invoke([HumanMessage("hi")])
+
+
+@pytest.mark.parametrize("odd_server", [(400, b'{"error": {"message": "bad tool"}}')],
+                         indirect=True)  # fmt: skip
+def test_another_bad_request_stays_what_it_is(odd_server: str) -> None:
+    import openai
+
+    model = load_chat_model("openai:m", env={}, base_url=odd_server, max_retries=0)
+    with pytest.raises(openai.BadRequestError):
+        model.invoke([HumanMessage("hi")])
