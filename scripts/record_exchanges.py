@@ -1,4 +1,4 @@
-"""Record real model exchanges of whole runs, for the unit suite to replay in seconds.
+r"""Record real model exchanges of whole runs, for the unit suite to replay in seconds.
 
 Each task runs once on a real model (the embedded one in-process, or any OpenAI-compatible
 server with ``--base-url``) with an :class:`~atom_agent.testing.ExchangeRecorder` on it; the
@@ -39,10 +39,10 @@ TASKS = [
         "For example clamp(5, 0, 3) == 3 and clamp(-1, 0, 3) == 0.",
     },
     {
-        "id": "run-length",
-        "task": "Write encode(s) that run-length encodes a string as count then character "
-        "('aaab' -> '3a1b') and decode(s) that reverses it; decode(encode(s)) == s for any "
-        "string of letters. encode('') == ''.",
+        "id": "roman",
+        "task": "Write to_roman(n) that turns an integer from 1 to 3999 into a Roman numeral "
+        "(to_roman(1994) == 'MCMXCIV') and from_roman(s) that turns it back; both raise "
+        "ValueError for anything out of range or malformed.",
     },
     {
         "id": "stack",
@@ -99,6 +99,7 @@ def record(task: dict[str, str], out: Path, args: argparse.Namespace) -> dict[st
 
 
 def main() -> None:
+    """Record the tasks (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="folder for the recordings")
     parser.add_argument("--model", default="local")

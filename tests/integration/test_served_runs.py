@@ -81,6 +81,8 @@ def test_the_standard_tool_loop_runs_on_real_calls_through_the_server(
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATOM_")}
+    # No plain answer first: after the plan, the step's code needs the model (the server).
+    env["ATOM_CANDIDATE_ZERO"] = "false"
     return subprocess.run(
         [sys.executable, "-m", "atom_agent.cli", *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False,

@@ -47,7 +47,8 @@ def test_several_tagged_calls_are_all_recovered() -> None:
     [
         "",
         "Done: the tests pass.",
-        json.dumps({"name": "delete_everything", "arguments": {}}),  # not a bound tool
+        json.dumps({"name": "clamp"}),  # a name alone is data, not a call
+        json.dumps({"name": "not a name!", "arguments": {}}),
         json.dumps({"name": "write_file", "arguments": ["impl.py"]}),  # arguments not an object
         json.dumps({"answer": "all good"}),
         '{"name": "write_file", "arguments": {"path": "impl.py"',  # cut off
@@ -61,3 +62,11 @@ def test_text_that_is_not_only_calls_of_bound_tools_stays_text(text: str) -> Non
 
 def test_no_bound_tools_means_no_calls() -> None:
     assert calls_in_text(json.dumps(WRITE), ()) == []
+
+
+def test_a_call_of_a_tool_that_does_not_exist_is_recovered_for_the_tool_node_to_refuse() -> None:
+    # A small model "calls" the function it was asked to write: the loop answers with the
+    # error listing the real tools instead of ending on it.
+    text = "```json\n" + json.dumps({"name": "clamp", "arguments": {"x": 5}}) + "\n```"
+    (call,) = calls_in_text(text, TOOLS)
+    assert (call["name"], call["args"]) == ("clamp", {"x": 5})

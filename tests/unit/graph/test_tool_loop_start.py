@@ -168,3 +168,13 @@ def test_a_loop_going_round_in_a_cycle_is_stopped(tmp_path: Path) -> None:
     results = _tool_results(roles)
     assert "changes nothing" in str(results[0]["error"])
     assert "error" not in results[1] and results[1]["tests"]["failed"] == 1  # checks ran
+
+
+def test_a_hallucinated_call_written_as_text_gets_the_tools_listed_and_the_loop_goes_on(
+    tmp_path: Path,
+) -> None:
+    hallucinated = AIMessage(content=json.dumps({"name": "sub", "arguments": {"a": 5, "b": 3}}))
+    outcome, _, roles, _ = _run(tmp_path, [hallucinated, write("impl.py", BOTH), run_tests()])
+    assert outcome.status == "done", outcome  # type: ignore[attr-defined]
+    refused = _tool_results(roles)[0]
+    assert "sub" in str(refused["error"]) and "write_file" in str(refused["error"])

@@ -3,8 +3,10 @@
 Served models (Qwen2.5-Coder behind vLLM, Ollama or llama-server among them) often answer a
 tool turn with the call as JSON in the message content — bare, in a ```json fence, or in
 Hermes ``<tool_call>`` tags — which the server's parser did not recognise. Read as an answer,
-it would end the loop with nothing done. A call is recovered only when it names a tool bound
-to this request and its arguments are a JSON object; anything else stays text.
+it would end the loop with nothing done. A call is recovered when the text is nothing but
+call-shaped JSON (a name and an object of arguments). A name no bound tool has (a small model
+"calls" the function it was asked to write) is recovered too: the tool node answers it with
+the error that lists the real tools, and the loop goes on instead of ending on it.
 """
 
 from __future__ import annotations
@@ -24,11 +26,15 @@ from atom_agent.telemetry import emit
 from ._calls import last_reply, replaced
 
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 _FENCED = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n\s*```", re.DOTALL)
 
 
 def calls_in_text(text: str, tools: Iterable[str]) -> list[ToolCall]:
-    """The tool calls written in `text` that name one of `tools` (empty: none, or not only)."""
+    """The tool calls written in `text` (empty: none, or not only calls; or no tools bound).
+
+    `tools` are the bound tools' names: without any, nothing is a call.
+    """
     names = set(tools)
     stripped = text.strip()
     if not stripped or not names:
@@ -52,8 +58,11 @@ def _call(chunk: str, names: set[str]) -> ToolCall | None:
         return None
     if isinstance(data, dict) and isinstance(data.get("function"), dict):
         data = data["function"]  # the OpenAI wire shape: {"type": "function", "function": …}
-    if not isinstance(data, dict) or data.get("name") not in names:
+    name = data.get("name") if isinstance(data, dict) else None
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         return None
+    if name not in names and not ({"arguments", "parameters"} & set(data)):
+        return None  # {"name": ...} alone is data, not a call of an unknown tool
     args = data.get("arguments", data.get("parameters", {}))
     if isinstance(args, str):  # OpenAI's wire format: the arguments as a JSON string
         try:
