@@ -31,7 +31,7 @@ from atom_agent.resources import Resources  # noqa: E402
 from atom_agent.testing import ExchangeRecorder  # noqa: E402
 from atom_agent.workspace import Workspace  # noqa: E402
 
-TASKS = [
+TASKS: list[dict[str, Any]] = [
     {
         "id": "clamp",
         "task": "Write a Python function clamp(x, low, high) that returns x limited to the "
@@ -45,10 +45,11 @@ TASKS = [
         "ValueError for anything out of range or malformed.",
     },
     {
-        "id": "stack",
-        "task": "Write a class MinStack with push(x), pop() (returns the item; IndexError "
-        "when empty), peek(), and get_min() that returns the smallest item in O(1); "
-        "len(stack) gives the number of items.",
+        # No plain answer to start from: the tool loop writes the code itself.
+        "id": "clamp-loop",
+        "task": "Write a Python function clamp(x, low, high) that returns x limited to the "
+        "range [low, high]. For example clamp(5, 0, 3) == 3 and clamp(-1, 0, 3) == 0.",
+        "settings": {"candidate_zero": False},
     },
 ]
 SETTINGS: dict[str, Any] = {
@@ -61,10 +62,11 @@ SETTINGS: dict[str, Any] = {
 """The settings every recording is made (and replayed) with."""
 
 
-def record(task: dict[str, str], out: Path, args: argparse.Namespace) -> dict[str, Any]:
+def record(task: dict[str, Any], out: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Run one task on the real model with a recorder attached; write its recording."""
+    settings = {**SETTINGS, **task.get("settings", {})}
     with tempfile.TemporaryDirectory(prefix="atom-record-") as tmp:
-        ctx = Context(workspace=tmp, model=args.model, base_url=args.base_url, **SETTINGS)
+        ctx = Context(workspace=tmp, model=args.model, base_url=args.base_url, **settings)
         recorder = ExchangeRecorder()
         with Resources(ctx) as res:
             model = res.model("executor")
@@ -83,7 +85,7 @@ def record(task: dict[str, str], out: Path, args: argparse.Namespace) -> dict[st
         name = task["id"] + (f".{args.suffix}" if args.suffix else "")
         about = {
             "task": task["task"],
-            "settings": SETTINGS,
+            "settings": settings,
             "model": args.model,
             "served": bool(args.base_url),
             "outcome": {
