@@ -56,11 +56,29 @@ class ServedChatOpenAI(ChatOpenAI):
 
     def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
         with self._readable():
-            return super()._generate(*args, **kwargs)
+            try:
+                return super()._generate(*args, **kwargs)
+            except openai.LengthFinishReasonError as exc:
+                return self._cut_off(exc)
 
     async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
         with self._readable():
-            return await super()._agenerate(*args, **kwargs)
+            try:
+                return await super()._agenerate(*args, **kwargs)
+            except openai.LengthFinishReasonError as exc:
+                return self._cut_off(exc)
+
+    def _cut_off(self, exc: openai.LengthFinishReasonError) -> ChatResult:
+        """A structured reply cut off at max_tokens, as the reply it is (it will not parse).
+
+        The client library raises instead of returning it; as a reply, the caller's parser
+        fails on it and the agent falls back as it does for any reply that does not parse
+        (the planner's one-step plan), instead of the run ending in an error.
+        """
+        completion = getattr(exc, "completion", None)
+        if completion is None:
+            raise ModelError(f"the model server's reply was cut off at max_tokens: {exc}") from exc
+        return self._create_chat_result(completion)
 
     def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
         with self._readable():

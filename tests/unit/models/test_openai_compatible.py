@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -163,3 +164,28 @@ def test_another_bad_request_stays_what_it_is(odd_server: str) -> None:
     model = load_chat_model("openai:m", env={}, base_url=odd_server, max_retries=0)
     with pytest.raises(openai.BadRequestError):
         model.invoke([HumanMessage("hi")])
+
+
+_CUT = json.dumps({
+    "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+    "choices": [{"index": 0, "finish_reason": "length",
+                 "message": {"role": "assistant", "content": '{"steps": [{"id": "a", "ti'}}],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 2048, "total_tokens": 2058},
+}).encode()  # fmt: skip
+
+
+@pytest.mark.parametrize("odd_server", [(200, _CUT)], indirect=True)
+def test_a_structured_reply_cut_off_at_max_tokens_is_a_reply_that_does_not_parse(
+    odd_server: str,
+) -> None:
+    from pydantic import BaseModel
+
+    from atom_agent.models.structured import invoke_structured
+
+    class Steps(BaseModel):
+        steps: list[dict[str, str]]
+
+    model = load_chat_model("openai:m", env={}, base_url=odd_server, max_retries=0)
+    reply = invoke_structured(model.with_structured_output(Steps), [HumanMessage("plan")])
+    assert reply.parsed is None and reply.raw is not None
+    assert reply.raw.response_metadata.get("finish_reason") == "length"
