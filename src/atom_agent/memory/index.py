@@ -2,7 +2,8 @@
 
 Chroma stays the source of truth. The mirror holds each record's vector and the fields recall
 filters on as flat arrays, so a type / confidence / supersession filter is a boolean mask and the
-ranking one matrix-vector product (Chroma's `where` costs ≈ 90 ms at 100k records, DESIGN §7).
+ranking one matrix-vector product (Chroma's `where` costs ≈ 90 ms at 100k records; see
+docs/architecture.md, "Facts of this machine that shaped the design").
 """
 
 from __future__ import annotations

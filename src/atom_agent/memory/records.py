@@ -62,7 +62,7 @@ TYPE_CODES: dict[str, int] = {name: i for i, name in enumerate(MEMORY_TYPES)}
 
 @dataclass(frozen=True, kw_only=True)
 class MemoryRecord:
-    """One long-term memory (DESIGN §4). Times are timezone-aware UTC datetimes."""
+    """One long-term memory (docs/architecture.md, "Memory"). Times are timezone-aware UTC."""
 
     id: str
     content: str

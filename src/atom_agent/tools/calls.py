@@ -37,7 +37,7 @@ from atom_agent.tools.results import invalid_arguments_text, to_json, tool_error
 logger = logging.getLogger(__name__)
 
 TRUSTED_TOOLS = frozenset(MEMORY_TOOL_NAMES)
-"""Tools that run in-process with the session (the memory tools of DESIGN §4)."""
+"""Tools that run in-process with the session (the memory tools)."""
 
 Route = Literal["trusted", "sandboxed", "rejected"]
 """How a call ran: in-process with the session, on the attempt's files and sandbox, or not."""

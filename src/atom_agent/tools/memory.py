@@ -1,4 +1,4 @@
-"""The agent's memory tools remember, recall and forget (DESIGN §4), for one session."""
+"""The agent's memory tools remember, recall and forget (docs/architecture.md), for one session."""
 
 from __future__ import annotations
 

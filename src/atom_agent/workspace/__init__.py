@@ -1,4 +1,4 @@
-"""The workspace tree (DESIGN §3): runs, steps, attempts, staging → commit, history.json."""
+"""The workspace tree (docs/workspace-and-sandbox.md): runs, steps, attempts, staging → commit."""
 
 from __future__ import annotations
 

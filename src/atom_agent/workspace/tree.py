@@ -1,4 +1,4 @@
-"""The workspace tree of DESIGN §3 as a typed API: runs, steps, attempts, json files, commits."""
+"""The workspace tree as a typed API: runs, steps, attempts, json files, commits."""
 
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ class AttemptRef:
 
 
 class Workspace:
-    """The workspace tree rooted at `root` (DESIGN §3); creates, reads and commits its parts.
+    """The workspace tree rooted at `root`; creates, reads and commits its parts.
 
     Handles (:class:`RunRef`, :class:`StepRef`, :class:`AttemptRef`) are small frozen values
     holding ids and paths, safe to keep in graph state. Every json file is written atomically

@@ -73,7 +73,7 @@ def test_all_passing_and_targets(runner: SubprocessRunner, staging: Path, short:
 def test_the_executors_test_py_is_collected(
     runner: SubprocessRunner, staging: Path, short: Short
 ) -> None:
-    # DESIGN: the executor writes impl.py and test.py; pytest's defaults would skip test.py.
+    # The executor writes impl.py and test.py; pytest's defaults would skip test.py.
     write(staging / "impl.py", "def square(x):\n    return x * x\n")
     write(
         staging / "test.py",
