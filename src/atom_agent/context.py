@@ -82,6 +82,12 @@ class Context:
     """Executor attempts per step before the reflector replans or fails the step (1–20)."""
     max_tool_calls: int = field(default=25, metadata=_doc("Tool calls per attempt."))
     """Tool calls the executor may make in one attempt (1–500)."""
+    loop_time_factor: float = field(
+        default=2.0, metadata=_doc("Tool-loop time per attempt, × the plain answer's; 0 = none.")
+    )
+    """The tool loop of one attempt may run this many times the seconds the run's plain answer
+    took (measured in the same run, on the same model); 0 = no limit. A loop that would cost
+    more than a few plain calls must win something: this bounds what it can cost."""
     max_plan_steps: int = field(default=12, metadata=_doc("Most steps a plan may have."))
     """Plans with more steps are sent back to the planner (1–50); 1 makes every task one step."""
     max_replans: int = field(default=1, metadata=_doc("Replans per run."))
@@ -89,11 +95,16 @@ class Context:
     max_tokens: int | None = field(
         default=None, metadata=_doc("Token budget per run; empty = none.")
     )
-    """Total model tokens (input + output) a run may spend; None = unlimited."""
+    """Total model tokens (input + output) a run may spend; None = unlimited.
+
+    Budgets are checked before every model call (:mod:`atom_agent.budget`): the call a spent
+    budget no longer allows is not made, the run ends ``budget_exhausted`` and keeps what it
+    committed. The embedded and served models never ask for more tokens than are left."""
     max_cost_usd: float | None = field(default=None, metadata=_doc("Cost budget (USD) per run."))
     """Estimated model cost a run may spend, in USD; None = unlimited."""
     max_wall_seconds: float | None = field(default=None, metadata=_doc("Wall-clock limit per run."))
-    """Wall-clock seconds a run may take; None = unlimited."""
+    """Wall-clock seconds a run may take; None = unlimited (a model call's timeout, and the
+    embedded model's decoding, end when they are spent)."""
     context_token_budget: int = field(default=6000, metadata=_doc("Executor prompt token budget."))
     """Token budget of the executor prompt built by tiered context reconstruction (≥ 500)."""
     approve_plan: bool = field(default=False, metadata=_doc("Interrupt for plan approval."))
@@ -150,6 +161,7 @@ class Context:
         _check_range(self, "max_attempts", 1, 20)
         _check_range(self, "max_tool_calls", 1, 500)
         _check_range(self, "max_replans", 0, 10)
+        _check_range(self, "loop_time_factor", 0.0, 1000.0)
         _check_range(self, "max_plan_steps", 1, 50)
         _check_range(self, "max_tokens", 1, None)
         _check_range(self, "max_cost_usd", 0.0, None)

@@ -402,6 +402,9 @@ class State(TypedDict, total=False):
     plain: str | None
     """Candidate zero: the code of the model's plain answer to the whole task ('' when the
     reply had none; None before it was asked or when candidate zero is off)."""
+    plain_seconds: float | None
+    """How long the plain answer's call took (None when it was not asked in this run): the
+    tool loop's time limit is a multiple of it (``Context.loop_time_factor``)."""
     result_dir: str | None
     """The deliverable (``runs/<id>/result/``: one package with its tests), once the run has
     finished with at least one committed step; None otherwise."""

@@ -17,7 +17,9 @@ from langchain_core.messages import (
 from pydantic import ValidationError
 
 from atom_agent import prompts
-from atom_agent.checks.names import (
+from atom_agent.models.profiles import profile_for
+from atom_agent.models.structured import invoke_structured
+from atom_agent.names import (
     STANDALONE,
     called_names,
     code_blocks,
@@ -27,8 +29,6 @@ from atom_agent.checks.names import (
     without_methods,
     without_shorthands,
 )
-from atom_agent.models.profiles import profile_for
-from atom_agent.models.structured import invoke_structured
 from atom_agent.resources import Resources
 from atom_agent.state import (
     REQUIRED_FILES,
@@ -221,12 +221,32 @@ def _candidate_zero(res: Resources, run: Any, task: str) -> dict[str, Any]:
         samples=len(choice.replies),
         chosen=choice.index,
     )
-    return {"plain": choice.source, "spent": [answer.reply, *choice.replies], "meets_task": meets}
+    return {
+        "plain": choice.source,
+        "plain_seconds": answer.seconds,
+        "spent": [answer.reply, *choice.replies],
+        "meets_task": meets,
+    }
+
+
+def plain_written(res: Resources, state: State) -> dict[str, Any]:
+    """Candidate zero as the workspace holds it, for a planner a budget stopped midway.
+
+    The plain answer is written to ``runs/<id>/plain/`` as soon as it is read (a better
+    task sample replaces it there), so a planner stopped before its plan still leaves the
+    user what one plain call gave ({} when the state has it already or none was written).
+    """
+    if state.get("plain") is not None or not res.ctx.candidate_zero:
+        return {}
+    impl = res.workspace.plain_dir(run_ref(res, state)) / "impl.py"
+    return {"plain": impl.read_text(encoding="utf-8", errors="replace")} if impl.is_file() else {}
 
 
 def _plain(zero: dict[str, Any]) -> dict[str, Any]:
     """The state update that keeps candidate zero ({} when it was not asked for now)."""
-    return {"plain": zero["plain"]} if "plain" in zero else {}
+    if "plain" not in zero:
+        return {}
+    return {"plain": zero["plain"], "plain_seconds": zero.get("plain_seconds")}
 
 
 def _proposed(parsed: Any, raw: AIMessage | None) -> Plan:

@@ -188,6 +188,9 @@ class SubprocessRunner(SandboxRunner):
                 "-m",
                 "pytest",
                 "-q",
+                # Short tracebacks: the failing line and pytest's explanation of the assert,
+                # without each test's whole source (a model reads this output).
+                "--tb=short",
                 "-p",
                 "no:cacheprovider",
                 "--color=no",

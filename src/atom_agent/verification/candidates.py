@@ -9,6 +9,7 @@ worse than asking its model once.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +19,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
-from atom_agent.checks.names import defined_in_code
-from atom_agent.drafting import complete_from_task, extract_code, sample
+from atom_agent.models.sampling import sample
+from atom_agent.names import defined_in_code
+from atom_agent.replies import complete_from_task, extract_code
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import Check, Clause
 from atom_agent.verification.recombine import Scored, recombine
@@ -32,6 +34,8 @@ class PlainAnswer:
 
     source: str
     reply: AIMessage
+    seconds: float = 0.0
+    """How long the call took: what one plain call of this model costs on this task."""
 
 
 def ask_plain(
@@ -45,6 +49,7 @@ def ask_plain(
     where its tests begin after code defining all of `names` (the agent's call: the code is
     the same, the tests are left out anyway); the single-shot baseline is asked without.
     """
+    started = time.monotonic()
     reply = sample(
         model,
         [HumanMessage(prompts.PLAIN_TASK.format(task=task.strip()))],
@@ -52,10 +57,11 @@ def ask_plain(
         code_only="module" if end_at_tests else "",
         names=names,
     )
+    seconds = time.monotonic() - started
     source = complete_from_task(extract_code(reply.text), task, names)
     if names and not set(names) & set(defined_in_code(source)):
         source = ""
-    return PlainAnswer(source=source, reply=reply)
+    return PlainAnswer(source=source, reply=reply, seconds=seconds)
 
 
 def meets_clauses(

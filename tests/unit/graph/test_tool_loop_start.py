@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from atom_agent import Context, run_task
 from atom_agent.batch import BatchOptions, run_batch
+from atom_agent.nodes.executor import attempt
+from atom_agent.nodes.executor.node import LOOP_MIN_SECONDS, _loop_time
 from atom_agent.resources import Resources
 from atom_agent.state import Check, Plan
 from atom_agent.testing import ScriptedChatModel, tool_call
+from atom_agent.verification import candidates
 from atom_agent.workspace import Workspace
 
 from .scripts import BAD_TEST, ExecutorScript, models, read, run_tests, step, write
@@ -162,12 +167,59 @@ def test_a_loop_repeating_the_same_call_is_stopped(tmp_path: Path) -> None:
 
 def test_a_loop_going_round_in_a_cycle_is_stopped(tmp_path: Path) -> None:
     noop = tool_call("edit_file", {"path": "impl.py", "old_text": "b - a", "new_text": "b - a"})
-    outcome, _, roles, ctx = _run(tmp_path, [noop, run_tests()] * 6)
+    outcome, _, roles, ctx = _run(tmp_path, [noop, read("impl.py")] * 6)
     loop = [c.messages for c in roles["executor"].calls if c.tools]
-    assert len(loop) == 5  # edit, run, edit, run, edit: the edit came back the same 3 times
+    assert len(loop) == 5  # edit, read, edit, read, edit: the edit came back the same 3 times
     results = _tool_results(roles)
     assert "changes nothing" in str(results[0]["error"])
-    assert "error" not in results[1] and results[1]["tests"]["failed"] == 1  # checks ran
+    assert _stopped(ctx, outcome) == "the same tool call and result 3 times"
+
+
+def test_test_runs_that_pass_no_more_than_the_start_end_the_loop(tmp_path: Path) -> None:
+    # The start passes 1 of 2 checks; a rewrite that passes none, then one that passes 1 again.
+    other = BROKEN_SUB.replace("b - a", "a - b - 1")
+    replies = [write("impl.py", WORSE), run_tests(), write("impl.py", other), run_tests()] * 2
+    outcome, _, roles, ctx = _run(tmp_path, replies)
+    history = _attempt(ctx, outcome.run_id) / "messages" / "history.json"  # type: ignore[attr-defined]
+    results = [json.loads(m["content"]) for m in json.loads(history.read_text())["messages"]
+               if m["type"] == "tool"]  # fmt: skip
+    # test.py: the two checks of the step and two of the signatures; the start passes three.
+    assert [r["tests"]["passed"] for r in results if "tests" in r] == [2, 3]
+    assert len([c for c in roles["executor"].calls if c.tools]) == 4
+    assert _stopped(ctx, outcome).startswith(
+        "2 test runs in a row passed no more tests than before; kept the plain code"
+    )
+    # Ended without a better code: the start stays staged (never worse than one plain call).
+    committed = _attempt(ctx, outcome.run_id) / "staging" / "impl.py"  # type: ignore[attr-defined]
+    assert committed.read_text() == BROKEN_SUB
+
+
+def test_a_loop_past_its_time_ends_before_its_next_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One clock for the plain answer and the loop, 5 s later at each reading: the plain call
+    # took 5 s, so the loop may take max(2 x 5 s, 20 s) = 20 s; its checks before calls read
+    # 5, 10, 15 (calls made) and 20 s (time is up).
+    readings = iter(range(0, 10_000, 5))
+    clock = SimpleNamespace(monotonic=lambda: float(next(readings)))
+    monkeypatch.setattr(candidates, "time", clock)
+    monkeypatch.setattr(attempt, "time", clock)
+    outcome, _, roles, ctx = _run(tmp_path, [read("impl.py"), read("test.py")] * 4)
+    assert len([c for c in roles["executor"].calls if c.tools]) == 3
+    assert _stopped(ctx, outcome).startswith("its time is up (20 s)")
+
+
+def test_no_time_limit_without_a_real_plain_call_or_with_factor_zero() -> None:
+    # A replayed or scripted plain answer costs nothing real to compare with.
+    assert _loop_time(Context(), {"plain_seconds": 0.2}) is None  # type: ignore[typeddict-item]
+    assert _loop_time(Context(loop_time_factor=0), {"plain_seconds": 30.0}) is None  # type: ignore[typeddict-item]
+    assert _loop_time(Context(), {"plain_seconds": 30.0}) == 60.0  # type: ignore[typeddict-item]
+    assert _loop_time(Context(), {"plain_seconds": 3.0}) == LOOP_MIN_SECONDS  # type: ignore[typeddict-item]
+
+
+def _stopped(ctx: Context, outcome: object) -> str:
+    history = _attempt(ctx, outcome.run_id) / "messages" / "history.json"  # type: ignore[attr-defined]
+    return str(json.loads(history.read_text())["figures"]["stopped"])
 
 
 def test_a_hallucinated_call_written_as_text_gets_the_tools_listed_and_the_loop_goes_on(

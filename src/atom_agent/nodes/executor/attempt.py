@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,23 @@ class AttemptContext(ToolContext):
         check_examples: runs the task's ``>>>`` examples against the staged impl.py (None
             when the task has none); after a failing test run its verdict tells the model
             which side is wrong, the code or its own test.
+        start_passed: how many of the staged checks (test.py) the staged start passes (None
+            when nothing was staged): a test run that passes no more makes no progress.
     """
 
     max_tool_calls: int = 12
     check_examples: Callable[[], ExamplesReport] | None = None
+    start_passed: int | None = None
+    time_limit_s: float | None = None
+    """Seconds the tool loop may run (None: no limit); it ends before a call after them."""
+    started_at: float = field(default_factory=lambda: time.monotonic())
+    """When the attempt's loop started (``time.monotonic``, read when the loop starts)."""
+
+    def time_is_up(self) -> bool:
+        """Whether the loop has used its time."""
+        return self.time_limit_s is not None and time.monotonic() - self.started_at >= (
+            self.time_limit_s
+        )
 
     @property
     def staging(self) -> Path:
@@ -60,6 +74,17 @@ def attempt_of(runtime: Any) -> AttemptContext:
             f"the executor agent needs context=AttemptContext(...), not {type(context).__name__}"
         )
     return context
+
+
+def tests_count(content: str) -> int | None:
+    """How many tests a run_tests tool result reports passing (None: not a test result)."""
+    try:
+        data = json.loads(content)
+    except (TypeError, ValueError):
+        return None
+    tests = data.get("tests") if isinstance(data, dict) else None
+    passed = tests.get("passed") if isinstance(tests, dict) else None
+    return passed if isinstance(passed, int) else None
 
 
 def tests_passed(content: str) -> bool:

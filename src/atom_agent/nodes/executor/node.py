@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 from atom_agent import prompts
 from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
-from atom_agent.checks.names import defined_in_code
+from atom_agent.context import Context
 from atom_agent.drafting import (
     Candidate,
     Drafts,
@@ -31,6 +31,7 @@ from atom_agent.drafting import (
     write_drafts,
 )
 from atom_agent.models.profiles import ModelProfile, profile_for
+from atom_agent.names import defined_in_code
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, TEST_FILE, Check, DraftsSummary, Plan, PlanStep, State
@@ -131,13 +132,16 @@ def make_executor(res: Resources) -> Any:
             limits=res.limits,
             memory=res.memory,
             max_tool_calls=res.ctx.max_tool_calls,
+            start_passed=_start_passed(drafts),
+            time_limit_s=_loop_time(res.ctx, state),
             check_examples=_examples_check(
                 res, at.scope, task_examples(state["task"], at.step.description)
             ),
         )
         messages, stopped = _run(agent, prompt.text, context)
         if drafts is not None:
-            stopped = _keep_better(res, at, drafts) or stopped
+            kept = _keep_better(res, at, drafts)
+            stopped = "; ".join(why for why in (stopped, kept) if why)
             messages = [*drafts.spent, *messages]
         question = _question(messages)
         used = {**dict.fromkeys([*note_reasons, *prompt.memory_ids]), **prompt.memory_reasons}
@@ -282,6 +286,29 @@ def _stage_start(res: Resources, at: _Attempt, source: str | None) -> Drafts | N
     atomic_write_text(staging / TEST_FILE, contract_tests(at.runnable))
     atomic_write_text(at.attempt.path / _CHECKS_MARK, "")
     return drafts
+
+
+LOOP_MIN_SECONDS = 20.0
+"""The least time a limited tool loop gets: a fast model's calls take seconds each."""
+
+
+def _loop_time(ctx: Context, state: State) -> float | None:
+    """The tool loop's time limit: ``loop_time_factor`` × the plain answer's seconds.
+
+    None (no limit) when the factor is 0 or the plain answer's cost is not known: not asked
+    in this run, or answered in under a second (a replayed or scripted call costs nothing
+    real to compare with).
+    """
+    plain = state.get("plain_seconds") or 0.0
+    if not ctx.loop_time_factor or plain < 1.0:
+        return None
+    return max(ctx.loop_time_factor * plain, LOOP_MIN_SECONDS)
+
+
+def _start_passed(drafts: Drafts | None) -> int | None:
+    """How many of the staged checks the staged start passes (None: no start was run)."""
+    first = drafts.candidates[0] if drafts is not None and drafts.candidates else None
+    return len(first.report.passed) if first is not None and first.report is not None else None
 
 
 def _keep_better(res: Resources, at: _Attempt, drafts: Drafts) -> str:

@@ -1,4 +1,8 @@
-"""When an attempt ends: its tool budget is spent, its tests pass with its files, or it asked."""
+"""When an attempt ends: its budget is spent, its tests pass, it asked, or it makes no progress.
+
+No progress: the same call and result again and again, or test runs that pass no more tests
+than before.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ..attempt import ASK_USER, AttemptContext, attempt_of, tests_passed
+from ..attempt import ASK_USER, AttemptContext, attempt_of, tests_count, tests_passed
 
 STOPPED = "atom_stopped"
 """``response_metadata`` key of the reply that ends an attempt in place of a model call."""
@@ -49,13 +53,20 @@ class StopAttempt(AgentMiddleware[AgentState[Any], Any, Any]):
 REPEATS = 3
 """A tool call made this many times with the same result ends the attempt: it is stuck."""
 
+STALLED_RUNS = 2
+"""This many test runs in a row that pass no more tests than the best before end the attempt."""
+
 
 def over(messages: Sequence[BaseMessage], attempt: AttemptContext) -> str | None:
     """Why the attempt is over before its next model call (None: it goes on)."""
     if sum(isinstance(m, ToolMessage) for m in messages) >= attempt.max_tool_calls:
         return "tool budget spent"
+    if attempt.time_is_up():
+        return f"its time is up ({attempt.time_limit_s:.0f} s)"
     if repeating(messages):
         return f"the same tool call and result {REPEATS} times"
+    if stalled(messages, attempt.start_passed):
+        return f"{STALLED_RUNS} test runs in a row passed no more tests than before"
     last = messages[-1] if messages else None
     if isinstance(last, ToolMessage):
         if last.name == ASK_USER and last.status != "error":
@@ -98,3 +109,21 @@ def repeating(messages: Sequence[BaseMessage], times: int = REPEATS) -> bool:
             if seen[key] >= times:
                 return True
     return False
+
+
+def stalled(messages: Sequence[BaseMessage], start: int | None, times: int = STALLED_RUNS) -> bool:
+    """Whether the last `times` test runs each passed no more tests than the best before them.
+
+    `start` is what the staged start passes (it counts as the first run). A loop that fixes
+    something shows it in a test run; one that does not is rewriting the same failures.
+    """
+    best = -1 if start is None else start
+    misses = 0
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.name == "run_tests":
+            passed = tests_count(str(message.content))
+            if passed is not None and passed > best:
+                best, misses = passed, 0
+            else:
+                misses += 1
+    return misses >= times
