@@ -80,6 +80,7 @@ lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy src
+	$(BIN)/lint-imports --no-logo
 
 test: lint
 	$(BIN)/pytest
@@ -88,4 +89,4 @@ unit: install
 	$(BIN)/pytest tests/unit -q
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

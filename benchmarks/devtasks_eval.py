@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from loop_figures import arm_line, run_figures  # noqa: E402
+from loop_figures import arm_line, purpose_line, run_figures  # noqa: E402
 
 from atom_agent.batch import BatchOptions, run_batch  # noqa: E402
 from atom_agent.context import Context  # noqa: E402
@@ -95,8 +95,9 @@ def warming_arm(
     """Rising temperature until the task's stated checks pass (first sample: the plain call)."""
     from langchain_core.messages import HumanMessage
 
-    from atom_agent.drafting import complete_from_task, extract_code, sample
+    from atom_agent.models.sampling import sample
     from atom_agent.prompts import PLAIN_TASK
+    from atom_agent.replies import complete_from_task, extract_code
 
     path = ws / "devtasks_warming.jsonl"
     done = _done(path)
@@ -112,7 +113,10 @@ def warming_arm(
         for temperature in (None, *WARMING):
             if temperature is not None:
                 reply = sample(
-                    model, [HumanMessage(PLAIN_TASK.format(task=item["task"].strip()))], temperature
+                    model,
+                    [HumanMessage(PLAIN_TASK.format(task=item["task"].strip()))],
+                    temperature,
+                    purpose="task_sample",
                 )
                 tokens += _tokens(reply)
                 samples += 1
@@ -275,6 +279,7 @@ def main() -> None:
     for arm in (a for a in AGENT_ARMS if a in rows):
         print(prefill_line(rows[arm]))
         print(arm_line(arm, [rows[arm][i] for i in ids if i in rows[arm]]))
+        print(purpose_line(arm, [rows[arm][i] for i in ids if i in rows[arm]]))
         if "plain" in rows:
             fixed = [i for i in ids if verdicts[arm].get(i) and not verdicts["plain"].get(i)]
             broken = [i for i in ids if verdicts["plain"].get(i) and not verdicts[arm].get(i)]

@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from atom_agent.checks.names import defined_in_code  # noqa: E402
-from atom_agent.drafting import extract_code  # noqa: E402
 from atom_agent.models.stopping import Expecting, ReplyWatch  # noqa: E402
+from atom_agent.names import defined_in_code  # noqa: E402
+from atom_agent.replies import extract_code  # noqa: E402
 
 STEP_CHARS = 4
 """Characters fed to the watch at a time (about one token of code)."""

@@ -36,10 +36,11 @@ from devtasks_eval import _write  # noqa: E402  (where the oracle reads a run's 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage  # noqa: E402
 
 from atom_agent.context import Context  # noqa: E402
-from atom_agent.drafting import complete_from_task, extract_code, sample  # noqa: E402
 from atom_agent.models.replay import ReplayCache  # noqa: E402
+from atom_agent.models.sampling import sample  # noqa: E402
 from atom_agent.nodes.planner import task_names  # noqa: E402
 from atom_agent.prompts import PLAIN_TASK  # noqa: E402
+from atom_agent.replies import complete_from_task, extract_code  # noqa: E402
 from atom_agent.resources import Resources  # noqa: E402
 
 ORACLE = Path(__file__).resolve().parents[2] / "shared" / "devtasks" / "oracle.py"
@@ -92,7 +93,9 @@ def samples_arm(
             t0 = time.monotonic()
             names = task_names(item["task"])
             messages: list[BaseMessage] = [HumanMessage(PLAIN_TASK.format(task=item["task"]))]
-            reply = sample(model, messages, temperature, code_only="module", names=names)
+            reply = sample(
+                model, messages, temperature, purpose="task_sample", code_only="module", names=names
+            )
             _write(ws, prefix, item["id"], code_of(reply, item["task"], names))
             row = per_task.setdefault(item["id"], {"passed": [], "tokens": 0, "seconds": 0.0})
             row["tokens"] += _tokens(reply)
@@ -123,7 +126,7 @@ def repair_arm(
         t0 = time.monotonic()
         names = task_names(item["task"])
         messages: list[BaseMessage] = [HumanMessage(PLAIN_TASK.format(task=item["task"]))]
-        reply = sample(model, messages, 0.0, code_only="module", names=names)
+        reply = sample(model, messages, 0.0, purpose="baseline", code_only="module", names=names)
         row: dict[str, Any] = {"verdicts": [], "tokens": _tokens(reply), "unchanged": 0}
         before = None
         for r in range(rounds + 1):
@@ -137,7 +140,9 @@ def repair_arm(
             if verdict == "PASS" or r == rounds:
                 break
             messages += [reply, HumanMessage(REPAIR.format(failure=verdict.removeprefix("FAIL ")))]
-            reply = sample(model, messages, temperature, code_only="module", names=names)
+            reply = sample(
+                model, messages, temperature, purpose="repair", code_only="module", names=names
+            )
             row["tokens"] += _tokens(reply)
         row["seconds"] = round(time.monotonic() - t0, 1)
         per_task[item["id"]] = row

@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from loop_figures import arm_line, run_figures  # noqa: E402
+from loop_figures import arm_line, purpose_line, run_figures  # noqa: E402
 
 from atom_agent.context import Context  # noqa: E402
 from atom_agent.evals.humaneval import load_problems  # noqa: E402
@@ -118,6 +118,7 @@ def main() -> None:
         print(f"{name}: {json.dumps(table[name])}")
         if name != "plain":
             print(arm_line(name, list(arm_table.values())))
+            print(purpose_line(name, list(arm_table.values())))
     table["per_problem"] = {
         name: {k: r["passed"] for k, r in arm_table.items()} for name, arm_table in rows.items()
     }

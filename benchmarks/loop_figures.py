@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-FINISHED = frozenset({"done", "failed", "rejected"})
+FINISHED = frozenset({"done", "failed", "rejected", "budget_exhausted"})
 """Run statuses that are an ending; anything else (error, interrupted, running) is not."""
 
 
@@ -39,7 +39,26 @@ def run_figures(run_dir: Path) -> dict[str, Any]:
         "status": info.get("status", "missing"),
         "model_calls": int(usage.get("model_calls", 0)),
         "finished": info.get("status") in FINISHED,
+        "calls": info.get("calls") or {},
     }
+
+
+def purpose_line(name: str, rows: list[dict[str, Any]]) -> str:
+    """Where an arm's model calls went: calls, tokens and seconds per task, by purpose."""
+    per = len(rows) or 1
+    totals: dict[str, dict[str, float]] = {}
+    for row in rows:
+        for purpose, figures in (row.get("calls") or {}).items():
+            mine = totals.setdefault(purpose, {})
+            for key, value in figures.items():
+                mine[key] = mine.get(key, 0) + value
+    parts = [
+        f"{purpose} {t.get('calls', 0) / per:.1f} calls, "
+        f"{(t.get('input_tokens', 0) + t.get('output_tokens', 0)) / per:.0f} tok, "
+        f"{t.get('seconds', 0) / per:.1f} s"
+        for purpose, t in sorted(totals.items(), key=lambda kv: -kv[1].get("seconds", 0))
+    ]
+    return f"{name} per task by purpose: " + ("; ".join(parts) or "no figures")
 
 
 def arm_line(name: str, rows: list[dict[str, Any]]) -> str:

@@ -39,8 +39,8 @@ from generation_ceiling import _tokens  # noqa: E402  (output tokens of a reply)
 from repotasks_eval import SKIP_COPY, load_tasks  # noqa: E402
 
 from atom_agent.context import Context  # noqa: E402
-from atom_agent.drafting import sample  # noqa: E402
 from atom_agent.models.replay import ReplayCache  # noqa: E402
+from atom_agent.models.sampling import sample  # noqa: E402
 from atom_agent.nodes.project.executor import edit_request  # noqa: E402
 from atom_agent.project.edits import Edit, EditError, apply_edit, definition_of  # noqa: E402
 from atom_agent.resources import Resources  # noqa: E402
@@ -137,7 +137,9 @@ def samples_task(
     seen: set[str] = set()
     for j in range(k):
         t0 = time.monotonic()
-        reply = sample(model, messages, 0.0 if j == 0 else temperature, code_only="code")
+        reply = sample(
+            model, messages, 0.0 if j == 0 else temperature, purpose="task_sample", code_only="code"
+        )
         edited, why = candidate(item, step, str(reply.content))
         fresh = edited is not None and edited not in seen
         seen.add(edited or "")
@@ -169,7 +171,7 @@ def repair_task(
     before: str | None = None
     for r in range(rounds + 1):
         messages = edit_request(item["repo"], item["task"], step, why, previous)
-        reply = sample(model, messages, 0.0, code_only="code")
+        reply = sample(model, messages, 0.0, purpose="repair", code_only="code")
         row["tokens"] += _tokens(reply)
         edited, error = candidate(item, step, str(reply.content))
         row["unchanged"] += r > 0 and edited == before

@@ -43,9 +43,9 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 
 from atom_agent.batch import BatchOptions, ResultsFile, run_batch  # noqa: E402
 from atom_agent.context import Context  # noqa: E402
-from atom_agent.drafting import extract_code  # noqa: E402
 from atom_agent.errors import ContextWindowError, InvalidInputError  # noqa: E402
 from atom_agent.models.replay import ReplayCache  # noqa: E402
+from atom_agent.replies import extract_code  # noqa: E402
 from atom_agent.resources import Resources  # noqa: E402
 from atom_agent.workspace import Workspace  # noqa: E402
 

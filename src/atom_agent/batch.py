@@ -3,7 +3,10 @@
 Each task becomes a run with a deterministic id (``<batch>.<task id>``), so re-running the same
 batch finds what is done (a line in ``results.jsonl``), what was interrupted (a run directory
 without a result: resumed from its checkpoint) and what never started. A task that crashes,
-times out or runs out of budget is recorded as such and the batch goes on.
+times out or runs out of budget is recorded as such and the batch goes on. A batch may have a
+wall-clock budget of its own (``max_batch_seconds``): a task still running then is stopped by
+its own budget, capped at what the batch had left when it started, and a task not yet started is
+recorded as not run (and runs when the batch is invoked again).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from atom_agent.budget import now
 from atom_agent.context import Context
 from atom_agent.environment import check_results_path, check_workspace
 from atom_agent.errors import (
@@ -43,6 +47,9 @@ logger = logging.getLogger(__name__)
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 FINAL = frozenset({"done", "failed", "budget_exhausted", "interrupted", "error"})
+NOT_RUN = "not_run"
+"""The result of a task the batch's budget left no time to start: not final (a later
+invocation runs it)."""
 _SETTINGS = {f.name for f in dataclasses.fields(Context)} - {"workspace"}
 _MAX_ERRORS_SHOWN = 20
 GRAPH_ID = "atom_agent"
@@ -204,6 +211,8 @@ class BatchProgress:
     running: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
+    not_run: int = 0
+    """Tasks the batch's budget left no time to start."""
     started: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -234,17 +243,26 @@ class BatchOptions:
     resources: Resources | None = None
     """Open Resources the tasks run on (their owner closes them); default: the batch builds
     one from `context` and `models` and closes it at the end."""
+    max_batch_seconds: float | None = None
+    """Wall-clock seconds this invocation may take (None: no limit). A task starts only while
+    time is left, with its own wall-clock budget capped at what is left; the others are
+    recorded as not run, with the reason."""
 
 
 def run_batch(tasks_path: Path, results_path: Path, options: BatchOptions) -> dict[str, Any]:
     """Run (or resume) every task of `tasks_path`; returns the summary (also in summary.json).
 
     Raises:
-        InvalidInputError: the tasks file is invalid (nothing runs) or concurrency < 1.
+        InvalidInputError: the tasks file is invalid (nothing runs), concurrency < 1, or the
+            batch's budget is not positive.
     """
     tasks = parse_tasks(tasks_path)
     if options.concurrency < 1:
         raise InvalidInputError(f"concurrency must be at least 1, got {options.concurrency}")
+    if options.max_batch_seconds is not None and not options.max_batch_seconds > 0:
+        raise InvalidInputError(
+            f"max_batch_seconds must be positive, got {options.max_batch_seconds}"
+        )
     if options.server and importlib.util.find_spec("langgraph_sdk") is None:
         raise InvalidInputError("--server needs langgraph-sdk: pip install 'atom-agent[server]'")
     workspace = Workspace(Path(options.context.workspace).expanduser())
@@ -284,11 +302,22 @@ def _run_locked(
     cache = ReplayCache(options.cache) if options.cache else None
     resources = options.resources or Resources(options.context, models=options.models, cache=cache)
 
+    deadline = None if options.max_batch_seconds is None else now() + options.max_batch_seconds
+    not_run: list[dict[str, Any]] = []
+
     def work(task: BatchTask) -> None:
+        left = None if deadline is None else deadline - now()
+        if left is not None and left <= 0:
+            result = _not_run(task, name, options.max_batch_seconds or 0.0)
+            results.append(result)
+            not_run.append({"id": task.id, "reason": result["stop_reason"]})
+            _count(progress, result)
+            _notify(options, progress)
+            return
         with progress.lock:
             progress.running += 1
         _notify(options, progress)
-        result = _run_one(task, name, workspace, options, resources)
+        result = _run_one(task, name, workspace, options, resources, left)
         results.append(result)
         with progress.lock:
             progress.running -= 1
@@ -309,6 +338,9 @@ def _run_locked(
         summary["model_calls"] = cache.counts()
     if retried:
         summary["retried"] = [t.id for t in retried]
+    if not_run:  # this invocation's: they run when the batch is invoked again
+        order = {t.id: i for i, t in enumerate(tasks)}
+        summary["not_run"] = sorted(not_run, key=lambda r: order[r["id"]])
     summary_path = results_path.with_name("summary.json")
     summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
@@ -321,11 +353,13 @@ def _notify(options: BatchOptions, progress: BatchProgress) -> None:
 
 def _count(progress: BatchProgress, result: Mapping[str, Any], *, skipped: bool = False) -> None:
     usage = result.get("usage") or {}
+    status = result.get("status")
     with progress.lock:
         progress.done += 1
         progress.skipped += int(skipped)
-        progress.passed += int(result.get("status") == "done")
-        progress.failed += int(result.get("status") != "done")
+        progress.passed += int(status == "done")
+        progress.not_run += int(status == NOT_RUN)
+        progress.failed += int(status not in ("done", NOT_RUN))
         progress.tokens += int(usage.get("total_tokens", 0))
         progress.cost_usd += float(usage.get("cost_usd", 0.0))
 
@@ -334,18 +368,38 @@ UNATTENDED: dict[str, Any] = {"ask_user": False}
 """A batch task's settings unless it states its own: nobody is there to answer a question."""
 
 
+def _not_run(task: BatchTask, name: str, seconds: float) -> dict[str, Any]:
+    """The result of a task the batch's wall-clock budget left no time to start."""
+    return {
+        "id": task.id,
+        "run_id": f"{name}.{task.id}",
+        "status": NOT_RUN,
+        "stop_reason": f"not started: the batch's wall-clock budget ({seconds:g}s) was spent",
+    }
+
+
 def _run_one(
-    task: BatchTask, name: str, workspace: Workspace, opts: BatchOptions, resources: Resources
+    task: BatchTask,
+    name: str,
+    workspace: Workspace,
+    opts: BatchOptions,
+    resources: Resources,
+    left: float | None = None,
 ) -> dict[str, Any]:
     run_id = f"{name}.{task.id}"
     # Nobody answers a batch's questions unless its settings say a person is there.
-    ctx = opts.context.replace(**{**UNATTENDED, **task.settings})
+    settings = {**UNATTENDED, **task.settings}
+    if left is not None:
+        # The task's own wall-clock budget ends with the batch's, at the latest.
+        own = settings.get("max_wall_seconds", opts.context.max_wall_seconds)
+        settings["max_wall_seconds"] = left if own is None else min(float(own), left)
+    ctx = opts.context.replace(**settings)
     if opts.isolated_memory:
         ctx = ctx.replace(project_id=f"{ctx.project_id}.{task.id}")
     started = time.monotonic()
     try:
         if opts.server:
-            result = _on_server(task, run_id, opts.server)
+            result = _on_server(task, run_id, opts.server, settings)
         else:
             result = _result(task, _start_or_resume(task, run_id, ctx, workspace, resources))
     except Exception as exc:  # noqa: BLE001 - one task's crash must not stop the batch
@@ -375,11 +429,13 @@ def _start_or_resume(
     return run_task(task.task, ctx, resources=resources, run_id=run_id)
 
 
-def _on_server(task: BatchTask, run_id: str, url: str) -> dict[str, Any]:
+def _on_server(
+    task: BatchTask, run_id: str, url: str, settings: Mapping[str, Any]
+) -> dict[str, Any]:
     """Run `task` on a LangGraph Server; a thread per task (id from the run id) makes it resumable.
 
-    The server's own configuration (``ATOM_*`` in its environment) applies; the task's settings
-    go along as the run's context.
+    The server's own configuration (``ATOM_*`` in its environment) applies; the task's
+    `settings` (its own, with the batch's budget) go along as the run's context.
     """
     from langgraph_sdk import get_sync_client
     from langgraph_sdk.errors import NotFoundError
@@ -394,8 +450,7 @@ def _on_server(task: BatchTask, run_id: str, url: str) -> dict[str, Any]:
         if not isinstance(values, dict) or values.get("status") not in _SERVER_FINAL:
             # Never started, or stopped mid-run (a server restart): run, or continue, it.
             payload = None if values else {"task": task.task, "run_id": run_id}
-            context = {**UNATTENDED, **task.settings}
-            client.runs.wait(thread_id, GRAPH_ID, input=payload, context=context)
+            client.runs.wait(thread_id, GRAPH_ID, input=payload, context=dict(settings))
             values = client.threads.get_state(thread_id)["values"]
     if not isinstance(values, dict):
         raise AtomAgentError(f"server returned no state for {run_id}")

@@ -7,19 +7,24 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from atom_agent.run_checks import checkpoint_failure
+from atom_agent.environment import environment_failure
+from atom_agent.errors import EnvironmentFailure, WorkspaceError
 from atom_agent.workspace import Workspace
 
-__all__ = ["SETUP_TIMEOUT_S", "sqlite_checkpointer"]
+__all__ = ["SETUP_TIMEOUT_S", "checkpoint_failure", "sqlite_checkpointer"]
 
 _SETUP_LOCK = threading.Lock()
 """Serialises the checkpoint database's first set-up among this process's threads."""
 
 SETUP_TIMEOUT_S = 30.0
 """How long opening the checkpoint database waits for other processes before it gives up."""
+
+_DAMAGED = ("file is not a database", "malformed", "file is encrypted")
+"""What SQLite says of a file that is not (or no longer) a checkpoint database."""
 
 
 @contextmanager
@@ -69,3 +74,18 @@ def _retry_locked(action: Callable[[], None]) -> None:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
+
+
+def checkpoint_failure(path: Path, exc: sqlite3.Error) -> WorkspaceError:
+    """The error for a checkpoint database that cannot be opened, with what to do."""
+    text = str(exc).lower()
+    if any(marker in text for marker in _DAMAGED):
+        return EnvironmentFailure(
+            f"the checkpoint database {path} is damaged ({exc}): move it aside "
+            f"(`mv {path} {path}.damaged`); new runs then work, and runs that were in "
+            f"progress can no longer be resumed (their committed steps stay in runs/)"
+        )
+    found = environment_failure(exc)
+    if found is not None:
+        return EnvironmentFailure(f"cannot open the checkpoint database {path}: {found}")
+    return EnvironmentFailure(f"cannot open the checkpoint database {path}: {exc}")

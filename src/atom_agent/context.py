@@ -144,6 +144,24 @@ class Context:
     memory_promotion_threshold: float = field(default=0.7, metadata=_doc("Promotion threshold."))
     """Working-memory candidates at or above this importance are promoted to long-term (0–1)."""
 
+    executor_prompt: str = field(
+        default="", metadata=_doc("Executor system prompt; empty = the built-in one.")
+    )
+    """Your system prompt for the executor's tool loop, replacing the built-in one. Where it
+    says ``{ambiguity}``, the built-in line on questions goes (ask the user, or decide when
+    nobody can answer). The report says that it was replaced."""
+    planner_prompt: str = field(
+        default="", metadata=_doc("Planner system prompt; empty = the built-in one.")
+    )
+    """Your system prompt for the planner, replacing the built-in one; ``{max_steps}`` in it
+    becomes ``max_plan_steps``. The plan's JSON schema is sent as before (the reply must still
+    fit it). The report says that it was replaced. Runs in your own project (``repo``) use
+    their own project prompts, not these two."""
+
+    def replaced_prompts(self) -> list[str]:
+        """The roles whose system prompt the user replaced (for run.json and the report)."""
+        return [r for r in ("planner", "executor") if getattr(self, f"{r}_prompt").strip()]
+
     executor_tools: str = field(
         default="", metadata=_doc("Executor tools: comma list, 'all', or empty = auto.")
     )

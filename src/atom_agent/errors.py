@@ -7,6 +7,8 @@ install, a call without a session.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AtomAgentError(Exception):
     """Base class of every error atom_agent raises on purpose."""
@@ -60,6 +62,24 @@ class ModelIntegrityError(ModelError):
 
 class ContextWindowError(ModelError):
     """The prompt does not fit the model's context window (nothing was generated)."""
+
+
+# --- budgets -------------------------------------------------------------------------------------
+
+
+class BudgetExhaustedError(AtomAgentError):
+    """A run's token, cost or wall-clock budget does not allow the model call being made.
+
+    Raised before the call (nothing was asked), or by a model whose reply the budget cut
+    short (`reply` holds what it said, for its token usage). The node wrapper catches it:
+    the node ends, what the run committed stays, and the run finishes ``budget_exhausted``.
+    Not a :class:`ModelError`: no caller may treat it as a reply that failed and try again.
+    """
+
+    def __init__(self, reason: str, *, reply: Any = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.reply = reply
 
 
 # --- memory --------------------------------------------------------------------------------------

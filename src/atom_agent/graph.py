@@ -13,11 +13,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from atom_agent.context import Context
-from atom_agent.nodes.common import exhausted_budget
+from atom_agent.nodes.common import exhausted_budget, within_budget
 from atom_agent.nodes.executor import make_executor
 from atom_agent.nodes.finish import make_finish
 from atom_agent.nodes.flow import ask_user, make_approve_plan, make_start, select_step
-from atom_agent.nodes.planner import make_planner
+from atom_agent.nodes.planner import make_planner, plain_written
 from atom_agent.nodes.project import (
     make_project_executor,
     make_project_planner,
@@ -51,24 +51,30 @@ def after_select(state: State, ctx: Context) -> Literal["executor", "finish"]:
     return "executor"
 
 
-def after_executor(state: State) -> Literal["ask_user", "reflector"]:
+def after_executor(state: State) -> Literal["ask_user", "reflector", "finish"]:
     """A question goes to the user; else the reflector judges the attempt.
 
     Budgets are checked after the reflector, not here: the attempt's tokens are spent
     already, and judging it (and committing it if it passed) is what keeps them useful.
+    Only an attempt a budget stopped midway (a model call refused) goes to finish.
     """
+    if state.get("status") == "budget_exhausted":
+        return "finish"
     return "ask_user" if state.get("question") else "reflector"
 
 
 def after_reflector(
     state: State, ctx: Context
 ) -> Literal["executor", "planner", "select_step", "finish"]:
-    """Retry, replan, or move on (committed or failed); a spent budget ends the run."""
+    """Retry, replan, or move on (committed or failed); a spent budget ends the run.
+
+    A reflector a budget stopped before its judge's call left no decision of its own.
+    """
+    if exhausted_budget(state, ctx):
+        return "finish"
     decision = state.get("decision")
     if decision not in ("commit", "retry", "replan", "fail"):
         raise ValueError(f"reflector left an unknown decision: {decision!r}")
-    if exhausted_budget(state, ctx):
-        return "finish"
     if decision == "retry":
         return "executor"
     if decision == "replan":
@@ -105,12 +111,17 @@ def build_graph(
     reflector = make_project_reflector if on_project else make_reflector
     builder = StateGraph(State, context_schema=type(ctx), input_schema=InputState)
     builder.add_node("start", _unprobed(make_start(resources)))
-    builder.add_node("planner", _unprobed(planner(resources)))
+    # Every model call of these three is checked against the run's budgets before it is
+    # made; a refused call ends the node cleanly and the run goes to finish.
+    salvage = None if on_project else functools.partial(plain_written, resources)
+    builder.add_node(
+        "planner", _unprobed(within_budget("planner", planner(resources), ctx, salvage))
+    )
     builder.add_node("approve_plan", _unprobed(make_approve_plan(resources)))
     builder.add_node("select_step", select_step)
-    builder.add_node("executor", _unprobed(executor(resources)))
+    builder.add_node("executor", _unprobed(within_budget("executor", executor(resources), ctx)))
     builder.add_node("ask_user", ask_user)
-    builder.add_node("reflector", _unprobed(reflector(resources)))
+    builder.add_node("reflector", _unprobed(within_budget("reflector", reflector(resources), ctx)))
     builder.add_node("finish", _unprobed(make_finish(resources)))
     builder.add_edge(START, "start")
     builder.add_edge("start", "planner")
@@ -119,7 +130,7 @@ def build_graph(
     )
     builder.add_conditional_edges("approve_plan", after_approval)
     builder.add_conditional_edges("select_step", _routed(after_select, ctx), ["executor", "finish"])
-    builder.add_conditional_edges("executor", after_executor)
+    builder.add_conditional_edges("executor", after_executor, ["ask_user", "reflector", "finish"])
     builder.add_edge("ask_user", "executor")
     builder.add_conditional_edges(
         "reflector",

@@ -72,6 +72,26 @@ EXECUTOR_DECIDE = (
     "what you assumed in a comment in impl.py."
 )
 
+
+def executor_system(custom: str, *, ask: bool) -> str:
+    """The executor's system prompt: `custom` when given, else :data:`EXECUTOR_SYSTEM`.
+
+    ``{ambiguity}`` becomes the line on questions (`ask`: the ask_user tool is offered).
+    A custom prompt is taken literally otherwise (its own braces stay as written).
+    """
+    ambiguity = EXECUTOR_ASK if ask else EXECUTOR_DECIDE
+    if custom.strip():
+        return custom.replace("{ambiguity}", ambiguity)
+    return EXECUTOR_SYSTEM.format(ambiguity=ambiguity)
+
+
+def planner_system(custom: str, max_steps: int) -> str:
+    """The planner's system prompt: `custom` (``{max_steps}`` filled in), else the built-in."""
+    if custom.strip():
+        return custom.replace("{max_steps}", str(max_steps))
+    return PLANNER_SYSTEM.format(max_steps=max_steps)
+
+
 EXECUTOR_START = """\
 impl.py already holds this code, one plain answer to the task:
 ```python
@@ -185,7 +205,8 @@ An earlier version of `{name}` failed these checks:
 {kept}Write `{name}` again so that it does everything the task asks and passes these checks. \
 Reply with only the complete `{name}` (its `def` line and body) in one ```python block, nothing \
 else."""
-"""A focused repair (:mod:`atom_agent.repair`): one function written again, its old body unseen."""
+"""A focused repair (:mod:`~atom_agent.verification.repair`): one function written again, its old
+body unseen."""
 
 REPAIR_KEPT = """It must keep passing these:
 {kept}

@@ -93,6 +93,36 @@ def _evidence_section(step_id: str, verdict: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def budget_line(figures: dict[str, Any]) -> str:
+    """``2512 of 2500 tokens · 401.3 s of 400.0 s``: what the run used beside each budget."""
+    parts: list[str] = []
+    if "max_tokens" in figures:
+        parts.append(f"{figures.get('tokens', 0)} of {figures['max_tokens']} tokens")
+    if "max_seconds" in figures:
+        parts.append(f"{figures.get('seconds', 0.0):.1f} s of {figures['max_seconds']:.1f} s")
+    if "max_cost_usd" in figures:
+        parts.append(f"${figures.get('cost_usd', 0.0):.4f} of ${figures['max_cost_usd']:.4f}")
+    return " · ".join(parts)
+
+
+def calls_table(calls: dict[str, dict[str, float]]) -> list[str]:
+    """Report lines: the run's model calls by what they were for ([] when it made none)."""
+    if not calls:
+        return []
+    lines = [
+        "## Model calls by purpose",
+        "",
+        "| purpose | calls | tokens in | tokens out | seconds |",
+        "|---|---|---|---|---|",
+    ]
+    for purpose, row in sorted(calls.items(), key=lambda kv: -kv[1].get("seconds", 0.0)):
+        lines.append(
+            f"| {purpose} | {int(row.get('calls', 0))} | {int(row.get('input_tokens', 0))} | "
+            f"{int(row.get('output_tokens', 0))} | {row.get('seconds', 0.0):.1f} |"
+        )
+    return [*lines, ""]
+
+
 def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> str:
     """The markdown report of a run, from its state and its files."""
     info = workspace.read_run(run)
@@ -106,6 +136,13 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         + (f" — {state['stop_reason']}" if state.get("stop_reason") else ""),
         "",
     ]
+    replaced = info.get("prompts_replaced") or []
+    if replaced:
+        lines += [f"**Prompts:** the user's system prompt replaced the built-in one of the "
+                  f"{' and the '.join(replaced)}", ""]  # fmt: skip
+    if state.get("budget"):
+        lines += [f"**Budget:** {budget_line(state['budget'])}", ""]
+    lines += calls_table(state.get("calls") or {})
     raw_plan = state.get("plan")
     if not raw_plan:
         lines.append("No plan was made.")

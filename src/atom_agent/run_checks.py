@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
-import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -42,7 +41,6 @@ MAX_TASK_CHARS = 20_000
 """Longest task text accepted (it is pinned into every executor prompt)."""
 
 ROLES = ("planner", "executor", "reflector")
-_DAMAGED = ("file is not a database", "malformed", "file is encrypted")
 
 
 def check_task_text(task: object) -> None:
@@ -132,21 +130,6 @@ def check_run_files(workspace: Workspace, run_id: str) -> None:
             f"run {run_id!r} cannot be resumed: " + "; ".join(problems) + ". Restore the "
             f"file(s) from a backup, or move {run.path} aside and run the task again"
         )
-
-
-def checkpoint_failure(path: Path, exc: sqlite3.Error) -> WorkspaceError:
-    """The error for a checkpoint database that cannot be opened, with what to do."""
-    text = str(exc).lower()
-    if any(marker in text for marker in _DAMAGED):
-        return EnvironmentFailure(
-            f"the checkpoint database {path} is damaged ({exc}): move it aside "
-            f"(`mv {path} {path}.damaged`); new runs then work, and runs that were in "
-            f"progress can no longer be resumed (their committed steps stay in runs/)"
-        )
-    found = environment_failure(exc)
-    if found is not None:
-        return EnvironmentFailure(f"cannot open the checkpoint database {path}: {found}")
-    return EnvironmentFailure(f"cannot open the checkpoint database {path}: {exc}")
 
 
 @contextlib.contextmanager

@@ -341,6 +341,21 @@ def _add_usage(left: dict[str, float], right: dict[str, float]) -> dict[str, flo
     return out
 
 
+CallRows = dict[str, dict[str, float]]
+"""Model calls by purpose: ``{purpose: {"calls", "input_tokens", "output_tokens", "seconds"}}``
+(:mod:`atom_agent.models.ledger`)."""
+
+
+def add_call_rows(left: CallRows, right: CallRows) -> CallRows:
+    """Two tallies of model calls by purpose, summed (the reducer of ``State.calls``)."""
+    out = {purpose: dict(row) for purpose, row in left.items()}
+    for purpose, row in right.items():
+        mine = out.setdefault(purpose, {})
+        for key, value in row.items():
+            mine[key] = round(mine.get(key, 0) + value, 3)
+    return out
+
+
 class State(TypedDict, total=False):
     """The graph's state: the task, the plan, per-step progress, budgets and the outcome."""
 
@@ -382,6 +397,8 @@ class State(TypedDict, total=False):
     next replan plans them again instead of keeping them."""
     usage: Annotated[dict[str, float], _add_usage]
     """Accumulated model usage: input_tokens, output_tokens, total_tokens, cost_usd, model_calls."""
+    calls: Annotated[CallRows, add_call_rows]
+    """The run's model calls by what they were for: calls, tokens and seconds of each."""
     started_at: float
     """Unix time the run started (for the wall-clock budget)."""
     question: str | None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import threading
 import time
@@ -27,13 +28,16 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
 
 from atom_agent.errors import AtomAgentError
+from atom_agent.models.purpose import CallInfo, call_info
 from atom_agent.models.tool_schemas import openai_tool
 
 Reply = AIMessage | str | BaseModel
 """What a script may hold: a message, plain text, or a structured-output instance."""
 
-Responder = Callable[[list[BaseMessage]], Reply]
-"""Chooses a reply from the conversation so far."""
+Responder = Callable[[list[BaseMessage]], Reply] | Callable[[list[BaseMessage], CallInfo], Reply]
+"""Chooses a reply from the conversation so far and, when it takes a second argument, what the
+call is for (:class:`~atom_agent.models.purpose.CallInfo`: purpose, step, attempt, read from
+the call's metadata): a test keys on that, never on a prompt's wording."""
 
 
 class ScriptExhaustedError(AtomAgentError):
@@ -47,6 +51,8 @@ class ScriptedCall:
     messages: list[BaseMessage]
     tools: list[dict[str, Any]] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
+    info: CallInfo = field(default_factory=CallInfo)
+    """What the call was for (purpose, step, attempt), from its metadata."""
 
     @property
     def tool_names(self) -> list[str]:
@@ -132,11 +138,13 @@ class ScriptedChatModel(BaseChatModel):
             kwargs["tool_choice"] = tool_choice
         return self.bind(tools=formatted, **kwargs)
 
-    def _next(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
+    def _next(
+        self, messages: list[BaseMessage], kwargs: dict[str, Any], info: CallInfo
+    ) -> AIMessage:
         tools = list(kwargs.pop("tools", []) or [])
         kwargs.pop("stop", None)
         with self._lock:
-            self._calls.append(ScriptedCall(list(messages), tools, dict(kwargs)))
+            self._calls.append(ScriptedCall(list(messages), tools, dict(kwargs), info))
             if self.respond is None:
                 if self._index >= len(self.responses):
                     if not (self.cycle and self.responses):
@@ -148,7 +156,7 @@ class ScriptedChatModel(BaseChatModel):
                 reply: Reply = self.responses[self._index]
                 self._index += 1
         if self.respond is not None:
-            reply = self.respond(list(messages))
+            reply = reply_of(self.respond, list(messages), info)
         return _to_message(reply, messages)
 
     def _generate(
@@ -160,7 +168,8 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.latency_s:
             time.sleep(self.latency_s)
-        return ChatResult(generations=[ChatGeneration(message=self._next(messages, kwargs))])
+        info = call_info(run_manager.metadata if run_manager is not None else None)
+        return ChatResult(generations=[ChatGeneration(message=self._next(messages, kwargs, info))])
 
     async def _agenerate(
         self,
@@ -171,7 +180,20 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        return ChatResult(generations=[ChatGeneration(message=self._next(messages, kwargs))])
+        info = call_info(run_manager.metadata if run_manager is not None else None)
+        return ChatResult(generations=[ChatGeneration(message=self._next(messages, kwargs, info))])
+
+
+def reply_of(respond: Responder, messages: list[BaseMessage], info: CallInfo) -> Reply:
+    """`respond`'s reply; it is given the call's info when it takes a second argument.
+
+    For responders that wrap another responder (``reply_of(inner, messages, info)``).
+    """
+    try:
+        takes_info = len(inspect.signature(respond).parameters) >= 2
+    except (TypeError, ValueError):  # a callable without a readable signature
+        takes_info = False
+    return respond(messages, info) if takes_info else respond(messages)  # type: ignore[call-arg]
 
 
 def tool_call(name: str, args: dict[str, Any] | None = None, *, id: str | None = None) -> AIMessage:

@@ -112,8 +112,8 @@ def test_a_prompt_longer_than_the_window_is_a_typed_error() -> None:
 
 
 def test_a_reply_ends_after_its_code_block_with_the_same_code() -> None:
-    from atom_agent.drafting import extract_code
     from atom_agent.models.stopping import code_replies
+    from atom_agent.replies import extract_code
 
     ask = [HumanMessage("Write a Python function square(x) returning x squared, then explain it.")]
     with code_replies():
@@ -128,8 +128,8 @@ def test_a_reply_ends_after_its_code_block_with_the_same_code() -> None:
 
 
 def test_a_module_reply_ends_where_its_tests_begin_with_the_same_code() -> None:
-    from atom_agent.drafting import extract_code
     from atom_agent.models.stopping import code_replies
+    from atom_agent.replies import extract_code
 
     ask = [
         HumanMessage(

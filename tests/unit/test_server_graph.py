@@ -91,3 +91,17 @@ def test_what_a_client_may_send_as_context() -> None:
 def test_a_bad_server_environment_keeps_the_built_in_defaults() -> None:
     schema = served_context({"ATOM_MAX_ATTEMPTS": "many"})
     assert schema is Context
+
+
+def test_a_served_run_with_a_budget_stops_at_its_first_call_the_budget_refuses(
+    server_env: Path,
+) -> None:
+    # The plan's call spends the one token the client's budget allows: its contract call is
+    # refused inside the planner, and the run ends there.
+    sent = {"max_tokens": 1, "approve_plan": False, "candidate_zero": False}
+    out = asyncio.run(
+        _served(_execution(sent), lambda g: g.invoke({"task": "add", "run_id": "r1"}, context=sent))
+    )
+    assert out["status"] == "budget_exhausted"
+    assert "planner stopped before its next model call" in out["stop_reason"]
+    assert out.get("step_status") in (None, {})

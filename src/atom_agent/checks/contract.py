@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from atom_agent.checks.names import free_names
+from atom_agent.names import free_names
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check
 

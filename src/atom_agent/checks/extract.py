@@ -15,7 +15,7 @@ import re
 import textwrap
 from collections.abc import Iterator
 
-from atom_agent.checks.names import code_blocks, named_in_text
+from atom_agent.names import code_blocks, named_in_text
 from atom_agent.state import Check
 
 MAX_TASK_CHECKS = 40

@@ -25,6 +25,7 @@ def _line(p: BatchProgress) -> Text:
         f" · {p.tokens} tokens · ${p.cost_usd:.4f}"
         + (f" · ETA {eta:.0f}s" if eta is not None else "")
         + (f" · {p.skipped} from an earlier invocation" if p.skipped else "")
+        + (f" · {p.not_run} not run (batch budget spent)" if p.not_run else "")
     )
 
 
@@ -46,6 +47,7 @@ def _cmd(args: argparse.Namespace) -> int:
         on_progress=lambda p: live.update(_line(p)),
         server=args.server,
         cache=args.cache,
+        max_batch_seconds=args.max_batch_seconds,
         on_retry=lambda task, result: console.print(
             f"retrying task {task.id}: it ended in error in an earlier invocation "
             f"({str(result.get('stop_reason', ''))[:200]})",
@@ -71,6 +73,9 @@ def _cmd(args: argparse.Namespace) -> int:
         )
         Console().print(table)
         Console().print(f"by status: {summary['by_status']}\nresults: {out}")
+        if summary.get("not_run"):
+            ids = ", ".join(r["id"] for r in summary["not_run"])
+            Console().print(f"not run (the batch's budget was spent; run the batch again): {ids}")
     return 0 if summary["by_status"].get("done", 0) == summary["tasks"] else 1
 
 
@@ -101,6 +106,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--server",
         help="a LangGraph Server URL whose workers run the tasks (langgraph dev, Platform)",
+    )
+    parser.add_argument(
+        "--max-batch-seconds",
+        type=float,
+        help="wall-clock budget of the whole batch: tasks not started by then are recorded as "
+        "not run (a later invocation runs them); a running task stops at it too",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(func=_cmd)

@@ -57,6 +57,9 @@ class Progress:
         elif event == "reflector.verdict":
             outcome = _VERDICT.get(chunk["outcome"], chunk["outcome"])
             c.print(f"  verdict: {outcome} → {chunk['decision']}")
+        elif event == "run.budget":
+            c.print(f"  [yellow]budget spent[/yellow] in the {chunk.get('node')}: "
+                    f"{escape(str(chunk.get('reason', '')))}")  # fmt: skip
         elif event == "run.finish":
             c.print(f"[bold]{chunk['status']}[/bold]: {escape(str(chunk.get('reason', '')))}")
         elif self.verbose and event:

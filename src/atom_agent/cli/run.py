@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from atom_agent.context import Context
+from atom_agent.errors import ConfigError
 from atom_agent.resources import Models, Resources, models_from_factory
 from atom_agent.run import RunOutcome, resume_run, run_task
 from atom_agent.workspace.deliverable import ExportError, export_result
@@ -41,11 +42,30 @@ def context_from_args(args: argparse.Namespace) -> Context:
         value = getattr(args, option, None)
         if value is not None:
             overrides[field_name] = str(Path(value).resolve()) if option == "repo" else value
+    for role in ("executor", "planner"):
+        path = getattr(args, f"{role}_prompt", None)
+        if path is not None:
+            overrides[f"{role}_prompt"] = _prompt_file(path, f"--{role}-prompt")
     if getattr(args, "approve_plan", False):
         overrides["approve_plan"] = True
     if overrides.get("model_profile") == "auto":
         overrides["model_profile"] = ""
     return Context.from_env(**overrides)
+
+
+def _prompt_file(path: str, option: str) -> str:
+    """The text of a prompt file given on the command line.
+
+    Raises:
+        ConfigError: it cannot be read, or it is empty.
+    """
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{option}: cannot read {path!r}: {exc}") from None
+    if not text.strip():
+        raise ConfigError(f"{option}: {path!r} is empty; leave the option out for the built-in")
+    return text
 
 
 def model_options(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +76,17 @@ def model_options(parser: argparse.ArgumentParser) -> None:
         choices=("small", "standard", "auto"),
         help="small: whole-file drafts, no tool loop; standard: the ReAct tool loop; "
         "auto (default): by the size the model's name states (<= 8B is small)",
+    )
+    parser.add_argument(
+        "--executor-prompt",
+        metavar="FILE",
+        help="your system prompt for the executor (replaces the built-in one; "
+        "{ambiguity} in it becomes the line on questions)",
+    )
+    parser.add_argument(
+        "--planner-prompt",
+        metavar="FILE",
+        help="your system prompt for the planner ({max_steps} in it becomes the step limit)",
     )
     parser.add_argument(
         "--base-url",

@@ -21,8 +21,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from atom_agent.checks.contract import run_contract
 from atom_agent.checks.extract import task_checks
-from atom_agent.checks.names import defined_in_code
 from atom_agent.errors import InvalidInputError, ModelUnavailableError
+from atom_agent.models.purpose import calling
+from atom_agent.names import defined_in_code
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check
 
@@ -139,11 +140,12 @@ def single_shot(
             f"```python block, nothing else.\n\n```python\n{problem.prompt}```"
         )
     ]
-    reply = (
-        model.invoke(messages)
-        if temperature is None
-        else model.invoke(messages, temperature=temperature)
-    )
+    with calling("baseline"):
+        reply = (
+            model.invoke(messages)
+            if temperature is None
+            else model.invoke(messages, temperature=temperature)
+        )
     usage: dict[str, Any] = {}
     if isinstance(reply, AIMessage) and reply.usage_metadata:
         usage = dict(reply.usage_metadata)

@@ -14,21 +14,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from atom_agent.checks.contract import ContractReport
 from atom_agent.errors import MemoryValidationError
 from atom_agent.memory import MemoryManager, MemoryRecord, WorkingMemory
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.idempotent import add_once, memory_key
 from atom_agent.memory.relevance import INTERFACE_TAG
-from atom_agent.sandbox import RunResult
 from atom_agent.state import IMPL_FILE, PlanStep
-from atom_agent.verification.evidence import first_failure
 
 logger = logging.getLogger(__name__)
 
 _MAX_LINES = 14
 _LINE_CHARS = 160
-_FAILED = ("failed", "error", "timeout")
 
 
 # --- interfaces ----------------------------------------------------------------------------------
@@ -141,43 +137,6 @@ def _supersede_older(
             changes.forget(
                 record.id, reason="a later commit of the same interface", replacement_id=new.id
             )
-
-
-# --- failures ------------------------------------------------------------------------------------
-
-
-def failure_lesson(
-    step: PlanStep,
-    contract: ContractReport | None,
-    suspect: set[int],
-    result: RunResult | None,
-    tests_ok: bool,
-    tests_suspect: bool,
-    hard: Any,
-) -> str:
-    """Why an attempt was rejected, from executed evidence only ('' when none ran).
-
-    Names the failing checks with what the code gave, the first failing test, or the
-    hard-coding found; not what a model merely judged.
-    """
-    parts: list[str] = []
-    if contract is not None:
-        for i, r in enumerate(contract.results):
-            if i in suspect or r.status not in _FAILED:
-                continue
-            parts.append(f"check `{r.check.describe()[:160]}` {(r.reason or r.got)[:160]}")
-            if len(parts) == 3:
-                break
-    tests = result.tests if result is not None else None
-    if tests is not None and not tests_ok and not tests_suspect and (tests.failed or tests.errors):
-        failure = " ".join(first_failure(result).split())  # type: ignore[arg-type]
-        parts.append(f"its tests failed: {failure[:200]}")
-    if hard is not None and not hard.ok:
-        parts.append("it hard-coded outputs: " + hard.summary().splitlines()[0][:200])
-    if not parts:
-        return ""
-    defines = f" ({', '.join(step.defines)})" if step.defines else ""
-    return f"In '{step.title[:80]}'{defines}, code was rejected: " + "; ".join(parts)
 
 
 def record_lesson(

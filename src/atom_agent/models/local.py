@@ -37,6 +37,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.v1 import BaseModel as BaseModelV1
 
+from atom_agent.budget import CallLimit, budget_of
 from atom_agent.errors import ContextWindowError, ModelError, ModelUnavailableError
 from atom_agent.models.lookup import copying_now
 from atom_agent.models.stopping import ReplyWatch, expecting_now, names_now
@@ -303,13 +304,28 @@ class LocalChatModel(BaseChatModel):
         watching = self.stop_early and allowed is None
         lookup = self._lookup_now() if allowed is None and hasattr(llama, "looking_up") else 0
         watch = ReplyWatch(expecting=expecting_now(), names=names_now()) if watching else None
+        # The run's budget (when it has one): never ask for more tokens than are left, and
+        # stop decoding when its time is up.
+        budget = budget_of(run_manager)
+        limit = (
+            CallLimit.of(
+                budget, max_tokens, _prompt_tokens(llama, chat) if budget.max_tokens else 0
+            )
+            if budget is not None
+            else None
+        )
+        if limit is not None and limit.max_tokens is not None:
+            request["max_tokens"] = limit.max_tokens
+        criteria = [_watching(llama, watch)] if watch is not None else []
+        if limit is not None and limit.deadline is not None:
+            criteria.append(limit.until_deadline())
         started = time.perf_counter()
         with lock:
             evaluated = getattr(llama, "evaluated", None)
             before = (len(evaluated), llama.restored) if evaluated is not None else (0, 0)
             stopping = (
-                llama.stopping_with(_watching(llama, watch))
-                if watch is not None and hasattr(llama, "stopping_with")
+                llama.stopping_with(_any_of(criteria))
+                if criteria and hasattr(llama, "stopping_with")
                 else nullcontext()
             )
             # A greedy code reply must not depend on what ran before (see models/_llama.py).
@@ -372,7 +388,29 @@ class LocalChatModel(BaseChatModel):
             message.response_metadata["prompt_lookup"] = lookup
         if prefilled_at > started:  # decoding time: what prompt lookup changes
             message.response_metadata["decode_s"] = round(ended - prefilled_at, 3)
+        if limit is not None:
+            limit.end(finish, message)  # raises when the budget cut the reply short
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _prompt_tokens(llama: Any, chat: list[dict[str, Any]]) -> int:
+    """About how many tokens `chat` takes as a prompt (its texts, and the template's marks)."""
+    marks = 5 * len(chat) + 3  # <|im_start|>role ... <|im_end|> per message, the reply's start
+    if not hasattr(llama, "tokenize"):
+        return marks + sum(len(str(m.get("content", ""))) // 4 for m in chat)
+    return marks + sum(
+        len(llama.tokenize(str(m.get("content", "")).encode(), add_bos=False, special=True))
+        for m in chat
+    )
+
+
+def _any_of(criteria: list[Callable[..., bool]]) -> Callable[[Any, Any], bool]:
+    """One llama.cpp stopping criterion: true when one of `criteria` is (each sees every token)."""
+
+    def criterion(input_ids: Any, logits: Any) -> bool:
+        return any([c(input_ids, logits) for c in criteria])  # noqa: C419 - call every one
+
+    return criterion
 
 
 def _watching(llama: Any, watch: ReplyWatch) -> Callable[[Any, Any], bool]:

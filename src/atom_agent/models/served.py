@@ -8,10 +8,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import openai
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 
-from atom_agent.errors import ContextWindowError, ModelError
+from atom_agent.budget import CallLimit, RunBudget, budget_of
+from atom_agent.errors import BudgetExhaustedError, ContextWindowError, ModelError
 
 _CONTEXT_FULL = re.compile(
     r"context[ _](length|size|window)|maximum context|exceeds? the available context"
@@ -54,19 +57,66 @@ class ServedChatOpenAI(ChatOpenAI):
                 f"reply ({type(exc).__name__}: {str(exc)[:120]})"
             ) from exc
 
-    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        with self._readable():
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        limit = _limit(budget_of(run_manager), kwargs.get("max_tokens", self.max_tokens))
+        model = self._within(limit, kwargs) if limit is not None else self
+        with self._readable(), _in_time(limit):
             try:
-                return super()._generate(*args, **kwargs)
+                result = super(ServedChatOpenAI, model)._generate(
+                    messages, stop=stop, run_manager=run_manager, **kwargs
+                )
             except openai.LengthFinishReasonError as exc:
-                return self._cut_off(exc)
+                result = self._cut_off(exc)
+        return _checked(limit, result)
 
-    async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        with self._readable():
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        limit = _limit(budget_of(run_manager), kwargs.get("max_tokens", self.max_tokens))
+        if limit is not None:
+            self._within(limit, kwargs)  # the async client's retries stay as they are
+        with self._readable(), _in_time(limit):
             try:
-                return await super()._agenerate(*args, **kwargs)
+                result = await super()._agenerate(
+                    messages, stop=stop, run_manager=run_manager, **kwargs
+                )
             except openai.LengthFinishReasonError as exc:
-                return self._cut_off(exc)
+                result = self._cut_off(exc)
+        return _checked(limit, result)
+
+    def _within(self, limit: CallLimit, kwargs: dict[str, Any]) -> ServedChatOpenAI:
+        """This model for one call within the run's budget: its max_tokens and time capped.
+
+        Sets the call's ``max_tokens`` and ``timeout`` in `kwargs` (the client takes both per
+        request). The client library retries a request that timed out; a copy of this model
+        on a client with only the retries that fit in the time left makes the call when
+        fewer fit than the client would make (the same connection pool; nothing is rebuilt).
+        """
+        if limit.capped:
+            kwargs["max_tokens"] = limit.max_tokens
+        left = limit.seconds_left()
+        if left is None:
+            return self
+        own = self.request_timeout
+        timeout = min(float(own), left) if isinstance(own, int | float) else left
+        limit.timeout_is_budget = timeout == left
+        kwargs["timeout"] = max(timeout, 0.001)
+        retries = self.max_retries if self.max_retries is not None else openai.DEFAULT_MAX_RETRIES
+        fit = max(0, min(retries, int(left // max(timeout, 0.001)) - 1))
+        if fit == retries or self.root_client is None:
+            return self
+        client = self.root_client.with_options(max_retries=fit)
+        return self.model_copy(update={"root_client": client, "client": client.chat.completions})
 
     def _cut_off(self, exc: openai.LengthFinishReasonError) -> ChatResult:
         """A structured reply cut off at max_tokens, as the reply it is (it will not parse).
@@ -81,6 +131,7 @@ class ServedChatOpenAI(ChatOpenAI):
         return self._create_chat_result(completion)
 
     def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        # A streamed call is refused when the budget is spent, but not capped (nodes invoke).
         with self._readable():
             yield from super()._stream(*args, **kwargs)
 
@@ -88,3 +139,36 @@ class ServedChatOpenAI(ChatOpenAI):
         with self._readable():
             async for chunk in super()._astream(*args, **kwargs):
                 yield chunk
+
+
+def _limit(budget: RunBudget | None, asked: Any) -> CallLimit | None:
+    """The call's share of the run's budget (None: the run has none)."""
+    if budget is None:
+        return None
+    # The prompt's tokens are the server's to count: the reply is capped at what is left.
+    return CallLimit.of(budget, asked if isinstance(asked, int) else None)
+
+
+@contextmanager
+def _in_time(limit: CallLimit | None) -> Iterator[None]:
+    """A request that timed out because the run's time was up: the budget's error."""
+    try:
+        yield
+    except openai.APITimeoutError as exc:
+        if limit is not None and limit.timeout_is_budget:
+            raise BudgetExhaustedError(
+                f"wall-clock budget: {limit.budget.elapsed():.1f}s of "
+                f"{limit.budget.max_wall_seconds or 0.0:.1f}s elapsed (the request to the model "
+                "server timed out at the budget's end)"
+            ) from exc
+        raise
+
+
+def _checked(limit: CallLimit | None, result: ChatResult) -> ChatResult:
+    """`result`, unless the budget's max_tokens cut its reply short (then the budget's error)."""
+    if limit is None or not result.generations:
+        return result
+    reply = result.generations[0].message
+    if isinstance(reply, AIMessage):
+        limit.end(reply.response_metadata.get("finish_reason"), reply)
+    return result

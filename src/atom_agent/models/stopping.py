@@ -16,7 +16,7 @@ answer is a tenth of a second a user waits for nothing. Three rules end a reply 
   the open block, a top-level line begins test code (``def test_…``, ``class Test…``,
   ``import pytest``, ``@pytest…``, ``assert``, ``if __name__``) after code that parses,
   defines every one of those names and reads no name it does not bind. The tests after it
-  are left out of the candidate anyway (:func:`~atom_agent.drafting.without_tests`), so the
+  are left out of the candidate anyway (:func:`~atom_agent.replies.without_tests`), so the
   code is the same; a model asked for code and tests spends about a quarter of its tokens on
   them. The single-shot baseline is never cut there;
 - **the reply loops** (every call): its last lines repeat, as a group, lines it already wrote
@@ -45,7 +45,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal
 
-from atom_agent.checks.names import free_names
+from atom_agent.names import free_names
 
 Expecting = Literal["", "code", "tests", "module"]
 _EXPECTING: ContextVar[tuple[Expecting, tuple[str, ...]]] = ContextVar(

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-import time
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from atom_agent.checks.names import defined_in_code
+from atom_agent.budget import RunBudget, watching
 from atom_agent.context import Context
+from atom_agent.errors import BudgetExhaustedError
+from atom_agent.models.ledger import CallLedger, recording
+from atom_agent.names import defined_in_code
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, Plan, State
+from atom_agent.telemetry import emit
 from atom_agent.tools.scope import ToolScope
 from atom_agent.workspace import AttemptRef, RunRef, StepRef, Workspace
+
+logger = logging.getLogger(__name__)
 
 
 def available_names(artifacts: dict[str, Path]) -> list[str]:
@@ -57,19 +65,79 @@ def plan_of(state: State) -> Plan:
     return Plan.model_validate(raw)
 
 
+def run_budget(state: State, ctx: Context) -> RunBudget | None:
+    """The run's budgets and what it has spent so far (None when it has no budget)."""
+    budget = RunBudget(
+        max_tokens=ctx.max_tokens,
+        max_cost_usd=ctx.max_cost_usd,
+        max_wall_seconds=ctx.max_wall_seconds,
+        started_at=state.get("started_at"),
+        used=state.get("usage") or {},
+    )
+    return budget if budget.limited else None
+
+
 def exhausted_budget(state: State, ctx: Context) -> str | None:
-    """The budget this run has used up, described, or None."""
-    usage = state.get("usage") or {}
-    if ctx.max_tokens is not None and usage.get("total_tokens", 0) >= ctx.max_tokens:
-        return f"token budget: {int(usage['total_tokens'])} of {ctx.max_tokens} tokens used"
-    if ctx.max_cost_usd is not None and usage.get("cost_usd", 0.0) >= ctx.max_cost_usd:
-        return f"cost budget: ${usage['cost_usd']:.4f} of ${ctx.max_cost_usd:.4f} spent"
-    started = state.get("started_at")
-    if ctx.max_wall_seconds is not None and started is not None:
-        elapsed = time.time() - started
-        if elapsed >= ctx.max_wall_seconds:
-            return f"wall-clock budget: {elapsed:.1f}s of {ctx.max_wall_seconds:.1f}s elapsed"
-    return None
+    """The budget this run has used up, described, or None.
+
+    A node that a budget stopped (:func:`within_budget`) left the run ``budget_exhausted``
+    with its reason; otherwise the state's usage and the clock say.
+    """
+    if state.get("status") == "budget_exhausted":
+        return state.get("stop_reason") or "budget exhausted"
+    budget = run_budget(state, ctx)
+    return budget.exhausted() if budget is not None else None
+
+
+Node = Callable[[State], dict[str, Any]]
+
+
+def within_budget(
+    name: str, node: Node, ctx: Context, salvage: Callable[[State], dict[str, Any]] | None = None
+) -> Node:
+    """`node`, ended cleanly at the first model call the run's budget does not allow.
+
+    Its model calls are counted by purpose too (:class:`~atom_agent.models.ledger.CallLedger`:
+    the update's ``calls``).
+
+    Every model call made while the node runs is checked against the run's budgets before it
+    is made, and counted after (:class:`~atom_agent.budget.RunBudget`). A call the budget
+    refuses ends the node: its update is the run ``budget_exhausted`` with the reason and the
+    figures, the usage of the calls it made, and what `salvage` keeps of its work (the
+    planner's plain answer). What earlier nodes committed stays; the routers go to finish.
+    """
+
+    def budgeted(state: State) -> dict[str, Any]:
+        ledger = CallLedger()
+        with recording(ledger):
+            update = within(state)
+        return {**update, "calls": ledger.rows} if ledger.rows else update
+
+    def within(state: State) -> dict[str, Any]:
+        budget = run_budget(state, ctx)
+        if budget is None:
+            return node(state)
+        try:
+            with watching(budget):
+                return node(state)
+        except BudgetExhaustedError as exc:
+            where = (
+                "stopped there" if exc.reply is not None else "stopped before its next model call"
+            )
+            reason = f"{exc.reason} (the {name} {where})"
+            logger.info("run %s: %s", state.get("run_id"), reason)
+            emit("run.budget", run_id=state.get("run_id"), node=name, reason=exc.reason,
+                 **budget.figures())  # fmt: skip
+            kept = salvage(state) if salvage is not None else {}
+            return {
+                **kept,
+                "status": "budget_exhausted",
+                "stop_reason": reason,
+                "usage": dict(budget.spent),
+            }
+
+    budgeted.__name__ = getattr(node, "__name__", name)
+    return budgeted
 
 
 def dependants(plan: Plan, step_id: str) -> set[str]:

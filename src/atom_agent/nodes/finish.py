@@ -10,8 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from atom_agent.budget import now
 from atom_agent.checks.contract import SHAPE_CRITERIA
 from atom_agent.checks.exercised import not_exercised
+from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import promote_once, record_decisions
@@ -30,7 +32,7 @@ from atom_agent.workspace.deliverable import (
     plain_deliverable,
 )
 
-from .common import exhausted_budget, run_ref
+from .common import exhausted_budget, run_budget, run_ref
 from .planner import task_names
 from .project.common import load_project
 
@@ -83,18 +85,23 @@ def make_finish(res: Resources) -> Any:
         if clauses.total:
             reason += f"; {clauses.summary()}"
         final = {**state, "status": status, "stop_reason": reason}
+        figures = budget_figures(state, ctx, budget if status == "budget_exhausted" else None)
+        if figures:
+            final["budget"] = figures
         written = [*(state.get("memories_written") or []), *promoted]
         final["memories_written"] = written
         memories = memory_notes(res, run, statuses, written)
         final["memories"] = memories
-        started = state.get("started_at") or time.time()
+        started = state.get("started_at") or now()
         res.workspace.update_run(
             run,
             status=status,
             stop_reason=reason,
             finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            duration_s=round(time.time() - started, 2),
+            duration_s=round(now() - started, 2),
+            **({"budget": figures} if figures else {}),
             usage=dict(state.get("usage") or {}),
+            calls=dict(state.get("calls") or {}),
             steps=statuses,
             verification=verification,
             clauses={"summary": clauses.summary(), **clauses.to_dict()},
@@ -316,9 +323,25 @@ def clause_coverage(
     return coverage(plan.clauses, results)
 
 
+def budget_figures(
+    state: State, ctx: Context, exhausted: str | None = None
+) -> dict[str, Any] | None:
+    """The run's budgets beside what it used, for run.json and report.md (None: no budget).
+
+    `exhausted`: the budget that ended the run, described (kept as ``exhausted``).
+    """
+    budget = run_budget(state, ctx)
+    if budget is None:
+        return None
+    return {**budget.figures(), **({"exhausted": exhausted} if exhausted else {})}
+
+
 def _outcome(statuses: Mapping[str, str], budget: str | None, reason: str) -> tuple[RunStatus, str]:
-    """The run's final status and reason from its steps and budgets."""
-    if budget is not None and any(s == "pending" for s in statuses.values()):
+    """The run's final status and reason from its steps and budgets.
+
+    A budget spent before the plan was made (no step yet) ends the run budget_exhausted too.
+    """
+    if budget is not None and (not statuses or any(s == "pending" for s in statuses.values())):
         return "budget_exhausted", budget
     if statuses and all(s == "committed" for s in statuses.values()):
         return "done", f"all {len(statuses)} steps committed"

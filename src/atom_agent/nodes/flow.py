@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from pydantic import ValidationError
 
+from atom_agent import budget
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError, InvalidInputError, WorkspaceError
 from atom_agent.resources import Resources
@@ -51,6 +52,11 @@ def make_start(res: Resources) -> Any:
                 models={role: res.spec(role) for role in ("planner", "executor", "reflector")},
                 project_id=res.ctx.project_id,
                 **(
+                    {"prompts_replaced": res.ctx.replaced_prompts()}
+                    if res.ctx.replaced_prompts()
+                    else {}
+                ),
+                **(
                     {"repo": res.ctx.repo, "test_command": res.ctx.test_command}
                     if res.ctx.repo
                     else {}
@@ -61,7 +67,7 @@ def make_start(res: Resources) -> Any:
             "run_id": run_id,
             "task": task.strip(),
             "status": "planning",
-            "started_at": state.get("started_at") or time.time(),
+            "started_at": state.get("started_at") or budget.now(),
             "replans": state.get("replans", 0),
         }
 

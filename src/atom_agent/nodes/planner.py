@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from atom_agent import prompts
 from atom_agent.models.profiles import profile_for
+from atom_agent.models.purpose import calling
 from atom_agent.models.structured import invoke_structured
 from atom_agent.names import (
     STANDALONE,
@@ -93,7 +94,7 @@ def make_planner(res: Resources) -> Any:
             return {**accept_plan(res, state, run, only, reason, usage), **_plain(zero)}
         feedback = state.get("plan_feedback", "") if not replan_text else ""
         messages: list[BaseMessage] = [
-            SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=res.ctx.max_plan_steps)),
+            SystemMessage(prompts.planner_system(res.ctx.planner_prompt, res.ctx.max_plan_steps)),
             HumanMessage(
                 prompts.PLANNER_TASK.format(
                     task=state["task"],
@@ -110,7 +111,8 @@ def make_planner(res: Resources) -> Any:
         plan: Plan | None = None
         answers: list[str] = []
         for attempt in range(1, MAX_PLAN_TRIES + 1):
-            reply = invoke_structured(structured, messages)
+            with calling("plan"):
+                reply = invoke_structured(structured, messages)
             raw = reply.raw
             if raw is not None:
                 spent.append(raw)

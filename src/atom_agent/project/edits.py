@@ -13,8 +13,8 @@ import ast
 import textwrap
 from dataclasses import dataclass
 
-from atom_agent.drafting import extract_code
 from atom_agent.project import _source
+from atom_agent.replies import extract_code
 
 
 class EditError(ValueError):

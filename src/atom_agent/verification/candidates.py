@@ -54,6 +54,7 @@ def ask_plain(
         model,
         [HumanMessage(prompts.PLAIN_TASK.format(task=task.strip()))],
         0.0,
+        purpose="plain" if end_at_tests else "baseline",
         code_only="module" if end_at_tests else "",
         names=names,
     )
@@ -128,7 +129,8 @@ def best_of(
     answers = [Scored(first.source, report)] if report is not None else []
     prompt: list[BaseMessage] = [HumanMessage(prompts.PLAIN_TASK.format(task=task.strip()))]
     for k, temperature in enumerate(temperatures, start=1):
-        reply = sample(model, prompt, temperature, code_only="module", names=names)
+        reply = sample(model, prompt, temperature, purpose="task_sample", code_only="module",
+                       names=names)  # fmt: skip
         replies.append(reply)
         source = complete_from_task(extract_code(reply.text), task, names)
         if names and not set(names) & set(defined_in_code(source)):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
 from atom_agent.checks.extract import TASK_CRITERION, in_call, task_checks
-from atom_agent.checks.names import (
+from atom_agent.names import (
     called_names,
     code_blocks,
     named_in_text,

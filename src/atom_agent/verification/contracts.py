@@ -22,8 +22,9 @@ from atom_agent import prompts
 from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import SHAPE_CRITERIA, check_problems
 from atom_agent.checks.exercised import referenced_names
-from atom_agent.checks.names import named_in_text
-from atom_agent.drafting import extract_code, sample
+from atom_agent.models.sampling import sample
+from atom_agent.names import named_in_text
+from atom_agent.replies import extract_code
 from atom_agent.state import Check, Clause, Plan, PlanStep
 from atom_agent.telemetry import emit
 from atom_agent.verification.clauses import CODE_CRITERIA, placed, states_behaviour
@@ -60,6 +61,7 @@ def write_contracts(
             model,
             [HumanMessage(contract_prompt(task, plan, step))],
             CONTRACT_TEMPERATURE,
+            purpose="contract",
             code_only="tests",
         )
         spent.append(reply)

@@ -11,11 +11,13 @@ import re
 from typing import Any
 
 from atom_agent.checks.contract import ContractReport
-from atom_agent.checks.names import free_names
+from atom_agent.names import free_names
 from atom_agent.sandbox import RunResult
 from atom_agent.state import Check, Judgement, Plan, PlanStep
 
 from .crossexam import Testimony
+
+_REJECTED = ("failed", "error", "timeout")
 
 
 def _norm(text: str) -> str:
@@ -230,3 +232,37 @@ def first_failure(result: RunResult) -> str:
         if line.startswith(("FAILED", "ERROR", "E ")):
             return line.strip()[:300]
     return "see the test output"
+
+
+def failure_lesson(
+    step: PlanStep,
+    contract: ContractReport | None,
+    suspect: set[int],
+    result: RunResult | None,
+    tests_ok: bool,
+    tests_suspect: bool,
+    hard: Any,
+) -> str:
+    """Why an attempt was rejected, from executed evidence only ('' when none ran).
+
+    Names the failing checks with what the code gave, the first failing test, or the
+    hard-coding found; not what a model merely judged.
+    """
+    parts: list[str] = []
+    if contract is not None:
+        for i, r in enumerate(contract.results):
+            if i in suspect or r.status not in _REJECTED:
+                continue
+            parts.append(f"check `{r.check.describe()[:160]}` {(r.reason or r.got)[:160]}")
+            if len(parts) == 3:
+                break
+    tests = result.tests if result is not None else None
+    if tests is not None and not tests_ok and not tests_suspect and (tests.failed or tests.errors):
+        failure = " ".join(first_failure(result).split())  # type: ignore[arg-type]
+        parts.append(f"its tests failed: {failure[:200]}")
+    if hard is not None and not hard.ok:
+        parts.append("it hard-coded outputs: " + hard.summary().splitlines()[0][:200])
+    if not parts:
+        return ""
+    defines = f" ({', '.join(step.defines)})" if step.defines else ""
+    return f"In '{step.title[:80]}'{defines}, code was rejected: " + "; ".join(parts)

@@ -22,9 +22,9 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from atom_agent import repair
 from atom_agent.checks.contract import CheckResult, ContractReport
-from atom_agent.repair import functions_of, pointed_at, splice
+from atom_agent.verification import repair
+from atom_agent.verification.repair import functions_of, pointed_at, splice
 
 MAX_TRIALS = 12
 """Spliced modules executed per recombination (each is one contract run in the sandbox)."""
@@ -59,7 +59,8 @@ Run = Callable[[str], ContractReport | None]
 def exercised(result: CheckResult, functions: Collection[str]) -> list[str]:
     """The functions and methods of the module `result`'s check exercises, likeliest first.
 
-    Where it raised, then the one its value comes from (:func:`~atom_agent.repair.pointed_at`),
+    Where it raised, then the one its value comes from
+    (:func:`~atom_agent.verification.repair.pointed_at`),
     then every other one its expression names: functions called, classes constructed
     (``C.__init__``), methods and properties used (``.insert(``, ``.text``), operators and
     builtins that dispatch to a dunder (``a + b``, ``len(x)``).

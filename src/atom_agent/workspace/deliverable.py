@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atom_agent.checks.names import is_public, named_in_text
 from atom_agent.errors import SandboxError, WorkspaceError
+from atom_agent.names import is_public, named_in_text
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Plan, topological_order
 from atom_agent.workspace._rewrite import ImportMap, rewrite_imports

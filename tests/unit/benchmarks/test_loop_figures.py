@@ -28,7 +28,7 @@ def test_a_runs_figures_add_up_its_attempts(tmp_path: Path) -> None:
     got = figures.run_figures(run)
     assert got == {"tool_calls": 7, "tool_errors": 1, "broken_calls": 2, "recovered_calls": 1,
                    "tool_limit_hits": 1, "largest_prompt": 4100, "context_window": 8192,
-                   "status": "done", "model_calls": 9, "finished": True}  # fmt: skip
+                   "status": "done", "model_calls": 9, "finished": True, "calls": {}}  # fmt: skip
     line = figures.arm_line("standard", [{**got, "id": "t1"}])
     assert "largest prompt 4100 of 8192" in line and "tool-limit hits 1" in line
     assert "unfinished 0" in line
@@ -41,3 +41,20 @@ def test_a_run_that_never_ended_is_unfinished(tmp_path: Path) -> None:
     got = figures.run_figures(run)
     assert got["finished"] is False
     assert "unfinished ['t2']" in figures.arm_line("standard", [{**got, "id": "t2"}])
+
+
+def test_purpose_line_sums_each_purpose_per_task() -> None:
+    rows = [
+        {"calls": {"plain": {"calls": 1, "input_tokens": 90, "output_tokens": 10, "seconds": 4.0}}},
+        {
+            "calls": {
+                "plain": {"calls": 1, "input_tokens": 90, "output_tokens": 10, "seconds": 6.0},
+                "tool_loop": {"calls": 4, "input_tokens": 800, "output_tokens": 200, "seconds": 30},
+            }
+        },
+    ]
+    assert figures.purpose_line("standard", rows) == (
+        "standard per task by purpose: tool_loop 2.0 calls, 500 tok, 15.0 s; "
+        "plain 1.0 calls, 100 tok, 5.0 s"
+    )
+    assert figures.purpose_line("plain", [{}]) == "plain per task by purpose: no figures"

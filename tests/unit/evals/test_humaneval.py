@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,10 @@ from tests.unit.graph.scripts import ExecutorScript, models, passing_attempt, st
 
 from atom_agent import Context
 from atom_agent.errors import InvalidInputError
-from atom_agent.evals.humaneval import extract_code, load_problems, score
+from atom_agent.evals.humaneval import Problem, extract_code, load_problems, score
 from atom_agent.evals.runner import run_humaneval
 from atom_agent.memory import MemoryManager
+from atom_agent.models.purpose import CallInfo
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan
@@ -68,25 +68,28 @@ def test_extract_code() -> None:
     assert extract_code(body_only, problem) == problem.prompt + body_only
 
 
+def _problem_in(text: str, by_entry: dict[str, Problem]) -> tuple[str, Problem]:
+    """The problem whose function the prompt holds (its own `def` line, not our wording)."""
+    return next((name, p) for name, p in by_entry.items() if f"def {name}(" in text)
+
+
 def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
     problems = load_problems(["0", "2"])
     by_entry = {p.entry_point: p for p in problems}
 
     single_shots: list[str] = []
 
-    def executor_reply(messages: list[BaseMessage]) -> AIMessage:
+    def executor_reply(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         text = str(next(m for m in messages if isinstance(m, HumanMessage)).content)
-        if "Complete this Python function" in text:  # the baseline's single shot
+        name, p = _problem_in(text, by_entry)
+        if info.purpose == "baseline":  # the baseline's single shot
             single_shots.append(text)
-            p = next(p for name, p in by_entry.items() if f"def {name}" in text)
             body = "    return False\n" if p.task_id == "HumanEval/0" else p.canonical_solution
             return AIMessage(content=f"```python\n{p.prompt}{body}```")
-        name = re.search(r"Complete the Python function `(\w+)`", text).group(1)  # type: ignore[union-attr]
-        p = by_entry[name]
         test = f"from impl import {name}\n\ndef test_runs():\n    assert {name} is not None\n"
         return ExecutorScript(
             {}, default=lambda: passing_attempt(p.prompt + p.canonical_solution, test)
-        )(messages)
+        )(messages, info)
 
     roles = models([Plan(steps=[step("solve")])] * 2, ExecutorScript({}))
     roles["executor"] = ScriptedChatModel(respond=executor_reply)
@@ -154,12 +157,11 @@ def test_correct_code_rejected_by_a_wrong_own_test_is_counted_apart(tmp_path: Pa
     problems = load_problems(["0", "2"])
     by_entry = {p.entry_point: p for p in problems}
 
-    def executor_reply(messages: list[BaseMessage]) -> AIMessage:
+    def executor_reply(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         text = str(next(m for m in messages if isinstance(m, HumanMessage)).content)
-        if "in one ```python block" in text:
-            return AIMessage(content="I cannot.")  # no independent witness to cross-examine with
-        name = re.search(r"Complete the Python function `(\w+)`", text).group(1)  # type: ignore[union-attr]
-        p = by_entry[name]
+        if info.purpose != "tool_loop":
+            return AIMessage(content="I cannot.")  # no plain answer, no witness: the loop only
+        name, p = _problem_in(text, by_entry)
         if p.task_id == "HumanEval/0":
             impl = p.prompt + p.canonical_solution
             wrong = f"assert {name}([1.0, 1.05], 0.1) is False"  # they are closer than 0.1
@@ -168,7 +170,7 @@ def test_correct_code_rejected_by_a_wrong_own_test_is_counted_apart(tmp_path: Pa
             # Right on the prompt's example (3.5 -> 0.5), wrong on check()'s 1.33.
             impl = p.prompt + "    return round(number % 1.0, 1)\n"
             test = f"from impl import {name}\n\ndef test_half():\n    assert {name}(3.5) == 0.5\n"
-        return ExecutorScript({}, default=lambda: passing_attempt(impl, test))(messages)
+        return ExecutorScript({}, default=lambda: passing_attempt(impl, test))(messages, info)
 
     roles = models([Plan(steps=[step("solve")])] * 2, ExecutorScript({}))
     roles["executor"] = ScriptedChatModel(respond=executor_reply)

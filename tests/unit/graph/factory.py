@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from atom_agent.models.purpose import CallInfo
 from atom_agent.state import CriterionVerdict, Judgement, Plan
 from atom_agent.testing import ScriptedChatModel
 
@@ -63,7 +64,7 @@ def batch_models() -> dict[str, ScriptedChatModel]:
     def plan(messages: list[BaseMessage]) -> Plan:
         return Plan(steps=[step("one")])
 
-    def execute(messages: list[BaseMessage]) -> AIMessage:
+    def execute(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         if "BOOM" in str(messages[0].content) or any("BOOM" in str(m.content) for m in messages):
             raise RuntimeError("the model provider exploded")
         with CONCURRENCY.lock:
@@ -71,7 +72,7 @@ def batch_models() -> dict[str, ScriptedChatModel]:
             CONCURRENCY.peak = max(CONCURRENCY.peak, CONCURRENCY.now)
         try:
             time.sleep(latency)
-            return script(messages)
+            return script(messages, info)
         finally:
             with CONCURRENCY.lock:
                 CONCURRENCY.now -= 1

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from atom_agent.memory import MemoryManager
+from atom_agent.models.purpose import CallInfo
 from atom_agent.state import Check, CriterionVerdict, Judgement, Plan, PlanStep
 from atom_agent.testing import ScriptedChatModel, tool_call
 from atom_agent.workspace import Workspace
@@ -61,31 +62,35 @@ def right_attempt() -> list[AIMessage]:
     return [write("impl.py", RIGHT), write("test.py", ADD_TEST), run_tests()]
 
 
-def is_draft(messages: list[BaseMessage]) -> bool:
-    """Whether this is a draft request (a witness of cross-examination, or a small model)."""
-    first = next(m for m in messages if isinstance(m, HumanMessage))
-    return "in one ```python block" in str(first.content)
+CODE_CALLS = ("plain", "task_sample", "draft", "warming", "witness", "repair")
+"""Calls for code in one block: the plain answer, a witness, a small model's drafts."""
 
 
-def with_witnesses(script: ExecutorScript) -> Callable[[list[BaseMessage]], AIMessage]:
-    """The executor: tool-loop prompts follow `script`; draft requests get the right code."""
+def with_witnesses(script: ExecutorScript) -> Callable[[list[BaseMessage], CallInfo], AIMessage]:
+    """The executor: tool-loop calls follow `script`; draft calls get the right code."""
 
-    def respond(messages: list[BaseMessage]) -> AIMessage:
-        if is_draft(messages):
+    def respond(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        if info.purpose in CODE_CALLS:
             return AIMessage(content=f"```python\n{RIGHT}```")
-        return script(messages)
+        return script(messages, info)
 
     return respond
 
 
-def _judge(messages: list[BaseMessage]) -> Judgement:
-    text = str(messages[-1].content)
-    block = text.split("Acceptance criteria:\n", 1)[1].split("\n\n", 1)[0]
-    criteria = [line[2:] for line in block.splitlines() if line.startswith("- ")]
-    return Judgement(
-        criteria=[CriterionVerdict(criterion=c, met=True, evidence="read it") for c in criteria],
-        lesson=LESSON,
-    )
+def _judge(plan: Plan) -> Callable[[list[BaseMessage], CallInfo], Judgement]:
+    """A reviewer that finds every criterion of the judged step met, and teaches LESSON."""
+
+    def judge(messages: list[BaseMessage], info: CallInfo) -> Judgement:
+        (step,) = [s for s in plan.steps if s.id == info.step]
+        return Judgement(
+            criteria=[
+                CriterionVerdict(criterion=c, met=True, evidence="read it")
+                for c in step.acceptance_criteria
+            ],
+            lesson=LESSON,
+        )
+
+    return judge
 
 
 def roles(plan: Plan, script: Script) -> tuple[dict[str, ScriptedChatModel], ExecutorScript]:
@@ -94,7 +99,7 @@ def roles(plan: Plan, script: Script) -> tuple[dict[str, ScriptedChatModel], Exe
     out = models([plan], executor)
     out["planner"] = planner_model([plan])
     out["executor"] = ScriptedChatModel(respond=with_witnesses(executor))
-    out["reflector"] = ScriptedChatModel(respond=_judge)
+    out["reflector"] = ScriptedChatModel(respond=_judge(plan))
     return out, executor
 
 

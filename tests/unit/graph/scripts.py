@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from atom_agent.models.purpose import CallInfo
 from atom_agent.state import CriterionVerdict, Judgement, Plan, PlanStep
 from atom_agent.testing import ScriptedChatModel, tool_call
-
-STEP_RE = re.compile(r"# Your step: (\S+) —")
-ATTEMPT_RE = re.compile(r"Attempt (\d+) of \d+\.")
 
 ADD_IMPL = "def add(a, b):\n    return a + b\n"
 ADD_TEST = "from impl import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
@@ -64,12 +61,17 @@ def failing_attempt() -> list[AIMessage]:
 
 
 Script = dict[tuple[str, int], list[AIMessage]]
-PLAIN_REQUEST = "Write the complete Python module for this. Reply with the whole module"
-"""What candidate zero's request (one plain call for the whole task) says."""
+WHOLE_TASK = ("plain", "task_sample")
+"""Calls for the whole task (candidate zero and its samples), not for a step's attempt."""
 
 
 class ExecutorScript:
-    """Replies chosen by (step id, attempt number) read from the prompt, and the turn index."""
+    """Replies chosen by the call's (step id, attempt number), and the turn index.
+
+    What a call is for comes from its metadata (:class:`CallInfo`), never from its prompt: a
+    call for the whole task gets `plain`; any other call of an attempt (draft, witness, a turn
+    of the tool loop) gets the attempt's next scripted reply.
+    """
 
     def __init__(
         self,
@@ -82,15 +84,13 @@ class ExecutorScript:
         self.plain = plain
         self.prompts: dict[tuple[str, int], str] = {}
 
-    def __call__(self, messages: list[BaseMessage]) -> AIMessage:
-        first = next(m for m in messages if isinstance(m, HumanMessage))
-        text = str(first.content)
-        if PLAIN_REQUEST in text:
+    def __call__(self, messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        if info.purpose in WHOLE_TASK:
             return AIMessage(content=self.plain)  # candidate zero: no code unless scripted
-        step_match, attempt_match = STEP_RE.search(text), ATTEMPT_RE.search(text)
-        assert step_match and attempt_match, f"not an executor prompt: {text[:200]}"
-        key = (step_match.group(1), int(attempt_match.group(1)))
-        self.prompts[key] = text
+        assert info.step and info.attempt, f"a call of no attempt: {info}"
+        key = (info.step, info.attempt)
+        first = next(m for m in messages if isinstance(m, HumanMessage))
+        self.prompts[key] = str(first.content)
         replies = self.script.get(key) or (self.default() if self.default else [])
         turn = sum(1 for m in messages if isinstance(m, AIMessage))
         if turn >= len(replies):
@@ -119,16 +119,13 @@ def models(
     reflector = (
         ScriptedChatModel(responses=judges, **kwargs)
         if judges
-        else ScriptedChatModel(respond=_judge_everything_met, **kwargs)
+        else ScriptedChatModel(respond=_judge_everything_met(plans), **kwargs)
     )
     return {
         "planner": planner_model(plans, **kwargs),
         "executor": ScriptedChatModel(respond=executor, **kwargs),
         "reflector": reflector,
     }
-
-
-CONTRACT_REQUEST = "Before any code exists"
 
 
 def planner_model(
@@ -145,8 +142,8 @@ def planner_model(
     """
     queue, tests = list(plans), list(contracts)
 
-    def respond(messages: list[BaseMessage]) -> Any:
-        if CONTRACT_REQUEST in str(messages[-1].content):
+    def respond(messages: list[BaseMessage], info: CallInfo) -> Any:
+        if info.purpose == "contract":
             code = tests.pop(0) if tests else "# no asserts\n"
             return AIMessage(content=f"```python\n{code}```")
         if not queue and cycle:
@@ -160,10 +157,30 @@ def planner_model(
     return ScriptedChatModel(respond=respond, **kwargs)
 
 
-def _judge_everything_met(messages: list[BaseMessage]) -> Judgement:
-    text = str(messages[-1].content)
-    block = text.split("Acceptance criteria:\n", 1)[1].split("\n\n", 1)[0]
-    criteria = [line[2:] for line in block.splitlines() if line.startswith("- ")]
-    return Judgement(
-        criteria=[CriterionVerdict(criterion=c, met=True, evidence="tests pass") for c in criteria]
-    )
+def _judge_everything_met(plans: Sequence[Plan | AIMessage]) -> Callable[..., Judgement]:
+    """A judge that finds every criterion of the judged step met (the step from the call)."""
+
+    def judge(messages: list[BaseMessage], info: CallInfo) -> Judgement:
+        criteria: dict[str, None] = {}
+        for plan in plans:
+            for found in _steps_of(plan):
+                if found.get("id") == info.step:
+                    criteria.update(dict.fromkeys(found.get("acceptance_criteria") or []))
+        return Judgement(
+            criteria=[
+                CriterionVerdict(criterion=c, met=True, evidence="tests pass") for c in criteria
+            ]
+        )
+
+    return judge
+
+
+def _steps_of(plan: Plan | AIMessage) -> list[dict[str, Any]]:
+    """The steps of a scripted plan, as dicts (a raw reply's from its tool call)."""
+    if isinstance(plan, Plan):
+        return [s.model_dump() for s in plan.steps]
+    for call in plan.tool_calls:
+        steps = call["args"].get("steps")
+        if isinstance(steps, list):
+            return [s for s in steps if isinstance(s, dict)]
+    return []

@@ -7,6 +7,7 @@ import json
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent import Context, run_task
+from atom_agent.models.purpose import CallInfo
 from atom_agent.state import Plan
 from atom_agent.testing import ScriptedChatModel
 from atom_agent.workspace import Workspace
@@ -38,13 +39,13 @@ def test_a_cut_off_tool_call_is_asked_again_with_a_note(ctx: Context) -> None:
     calls: list[list[BaseMessage]] = []
     broken_left = [1]  # the call that should write test.py is cut off, once
 
-    def respond(messages: list[BaseMessage]) -> AIMessage:
+    def respond(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         calls.append(list(messages))
         turn = sum(isinstance(m, AIMessage) for m in messages)
         if turn == 1 and broken_left:
             broken_left.pop()
             return _broken()
-        return script(messages)
+        return script(messages, info)
 
     roles = models([Plan(steps=[step("adder")])], script)
     roles["executor"] = ScriptedChatModel(respond=respond)
@@ -92,11 +93,11 @@ def test_a_cut_off_write_keeps_its_complete_lines_and_the_attempt_goes_on(ctx: C
     script = ExecutorScript({("adder", 1): passing_attempt()})
     calls: list[list[BaseMessage]] = []
 
-    def respond(messages: list[BaseMessage]) -> AIMessage:
+    def respond(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         calls.append(list(messages))
         if sum(isinstance(m, AIMessage) for m in messages) == 1:
             return _cut_off(raw[:400])
-        return script(messages)
+        return script(messages, info)
 
     roles = models([Plan(steps=[step("adder")])], script)
     roles["executor"] = ScriptedChatModel(respond=respond)

@@ -44,17 +44,23 @@ def _assert_budget_stop(ctx: Context, outcome: object, budget: str) -> None:
 def test_token_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
     ctx = Context(workspace=str(tmp_path / "ws"), max_tokens=1, candidate_zero=False)
     plan, executor = _two_steps()
-    outcome = run_task("t", ctx, models=models([plan], executor))
+    roles = models([plan], executor)
+    outcome = run_task("t", ctx, models=roles)
     _assert_budget_stop(ctx, outcome, "token budget")
-    assert outcome.step_status == {"one": "pending", "two": "pending"}  # stopped after planning
+    # The plan's call spent the budget: its steps' contract calls were never made.
+    assert len(roles["planner"].calls) == 1 and not roles["executor"].calls
+    assert outcome.step_status == {}
 
 
 def test_cost_budget_keeps_what_was_committed(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # Priced like gemini-2.5-pro: step one's tokens cost more than the budget allows.
-    ctx = Context(workspace=str(tmp_path / "ws"), max_cost_usd=0.003, candidate_zero=False)
+    # Priced like gemini-2.5-pro: the plan and step one cost about $0.0053, step two's first
+    # call about $0.0008 more; its second call is refused.
+    ctx = Context(workspace=str(tmp_path / "ws"), max_cost_usd=0.0055, candidate_zero=False)
     plan, executor = _two_steps()
-    outcome = run_task("t", ctx, models=models([plan], executor, model_name="gemini-2.5-pro"))
+    roles = models([plan], executor, model_name="gemini-2.5-pro")
+    outcome = run_task("t", ctx, models=roles)
     _assert_budget_stop(ctx, outcome, "cost budget")
+    assert len(roles["executor"].calls) == 4 and len(roles["reflector"].calls) == 1
     assert outcome.step_status["one"] == "committed"
     assert outcome.step_status["two"] == "pending"
     ws = Workspace(ctx.workspace)
@@ -121,6 +127,7 @@ def test_graph_shape() -> None:
         ("select_step", "finish", True),
         ("executor", "ask_user", True),
         ("executor", "reflector", True),
+        ("executor", "finish", True),
         ("ask_user", "executor", False),
         ("reflector", "executor", True),
         ("reflector", "planner", True),

@@ -10,17 +10,18 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from atom_agent import Context, run_task
 from atom_agent.checks.contract import TYPES_CRITERION, ContractReport, run_contract
 from atom_agent.drafting import Candidate, Drafts
+from atom_agent.models.purpose import CallInfo
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.state import Check, Plan
 from atom_agent.testing import ScriptedChatModel
 from atom_agent.workspace import Workspace
 
-from .scripts import PLAIN_REQUEST, planner_model
+from .scripts import WHOLE_TASK, planner_model
 
 SMALL_NAME = "qwen2.5-coder:1.5b"
 TWO = (
@@ -207,10 +208,9 @@ def plains_then_drafts(plains: list[str], drafts: list[str]) -> ScriptedChatMode
     """Answers plain requests with `plains` in turn (the last repeats), drafts with `drafts`."""
     plain_queue, draft_queue = list(plains), list(drafts)
 
-    def respond(messages: list[BaseMessage]) -> AIMessage:
-        first = next(m for m in messages if isinstance(m, HumanMessage))
-        queue = plain_queue if PLAIN_REQUEST in str(first.content) else draft_queue
-        assert queue, f"an unexpected request: {str(first.content)[:300]}"
+    def respond(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        queue = plain_queue if info.purpose in WHOLE_TASK else draft_queue
+        assert queue, f"an unexpected request: {info}"
         return fenced(queue.pop(0) if len(queue) > 1 else queue[0])
 
     return ScriptedChatModel(respond=respond, model_name=SMALL_NAME)
@@ -427,9 +427,8 @@ def test_the_agents_calls_for_code_may_end_where_their_tests_begin(tmp_path: Pat
     seen: list[tuple[bool, str, tuple[str, ...]]] = []
     inner = plains_then_drafts([BROKEN_SUB], [BROKEN_SUB, BROKEN_SUB, BOTH])
 
-    def respond(messages: list[BaseMessage]) -> AIMessage:
-        first = next(m for m in messages if isinstance(m, HumanMessage))
-        seen.append((PLAIN_REQUEST in str(first.content), expecting_now(), names_now()))
+    def respond(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        seen.append((info.purpose in WHOLE_TASK, expecting_now(), names_now()))
         return inner.invoke(messages)  # type: ignore[return-value]
 
     ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_plan_steps=1)

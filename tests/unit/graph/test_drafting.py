@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from atom_agent.checks.names import defined_in_code
-from atom_agent.drafting import (
-    complete_from_task,
-    extract_code,
-    temperatures,
-    with_stated_functions,
-)
+from atom_agent.drafting import temperatures
+from atom_agent.names import defined_in_code
+from atom_agent.replies import complete_from_task, extract_code, with_stated_functions
 
 CODE = "def add(a, b):\n    return a + b\n"
 

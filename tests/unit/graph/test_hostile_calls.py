@@ -17,6 +17,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from atom_agent import Context, run_task
+from atom_agent.models.purpose import CallInfo
 from atom_agent.state import Plan
 from atom_agent.testing import tool_call
 from atom_agent.workspace import Workspace
@@ -124,9 +125,9 @@ def test_hostile_calls_through_the_executor_end_in_results_and_the_run_goes_on(
     script = ExecutorScript({("adder", 1): replies})
     seen: list[list[BaseMessage]] = []
 
-    def respond(messages: list[BaseMessage]) -> AIMessage:
+    def respond(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         seen.append(list(messages))
-        return script(messages)
+        return script(messages, info)
 
     roles = models([Plan(steps=[step("adder")])], script)
     roles["executor"] = type(roles["executor"])(respond=respond)

@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent import Context, run_task
 from atom_agent.errors import WorkspaceError
+from atom_agent.models.purpose import CallInfo
 from atom_agent.nodes.planner import fold_repeated_steps
 from atom_agent.run import resume_run
 from atom_agent.state import CriterionVerdict, Judgement, Plan, PlanStep, plan_problems
@@ -53,10 +54,10 @@ def test_the_tasks_examples_tell_the_retry_to_fix_a_wrong_test(ctx: Context) -> 
     executor = ExecutorScript({("step1", 1): failing_attempt(), ("step1", 2): passing_attempt()})
     roles = models([Plan(steps=[step("step1")])], executor)
 
-    def no_witness(messages: list[BaseMessage]) -> AIMessage:
-        if "in one ```python block" in str(messages[0].content):
+    def no_witness(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        if info.purpose == "witness":
             return AIMessage(content="No.")  # no independent implementation to testify
-        return executor(messages)
+        return executor(messages, info)
 
     # Without witnesses the failing test is not contradicted, so it still decides.
     roles["executor"] = ScriptedChatModel(respond=no_witness)
@@ -91,9 +92,9 @@ def test_a_failing_test_run_inside_the_attempt_is_told_what_the_examples_say(
     executor = ExecutorScript({("step1", 1): passing_attempt(impl, test) + fixed})
     calls: list[list[BaseMessage]] = []
 
-    def respond(messages: list[BaseMessage]) -> AIMessage:
+    def respond(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         calls.append(list(messages))
-        return executor(messages)
+        return executor(messages, info)
 
     roles = models([Plan(steps=[step("step1")])], executor)
     roles["executor"] = ScriptedChatModel(respond=respond)

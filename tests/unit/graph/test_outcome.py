@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from atom_agent import Context, run_task
+from atom_agent.models.purpose import CallInfo
 from atom_agent.nodes.finish import package_outcome
 from atom_agent.state import Check, Plan
 from atom_agent.testing import ScriptedChatModel
@@ -102,10 +103,10 @@ def _without_witnesses(plan: Plan) -> dict[str, Any]:
     """Scripted roles: `plan`, one passing attempt of step "adder", witnesses that write no code."""
     script = ExecutorScript({("adder", 1): passing_attempt()})
 
-    def no_witness(messages: list[BaseMessage]) -> AIMessage:
-        if "in one ```python block" in str(messages[0].content):
+    def no_witness(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        if info.purpose == "witness":
             return AIMessage(content="No.")  # no independent code: nothing is suspect
-        return script(messages)
+        return script(messages, info)
 
     roles = models([plan], script)
     roles["executor"] = ScriptedChatModel(respond=no_witness)
@@ -177,10 +178,10 @@ def test_a_package_that_executes_worse_than_the_plain_answer_is_not_handed_back(
         plain=f"```python\n{PLAIN_THREE}```\n",
     )
 
-    def no_witness(messages: list[BaseMessage]) -> AIMessage:
-        if "Reply with the whole file" in str(messages[-1].content):
+    def no_witness(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        if info.purpose == "witness":
             return AIMessage(content="I cannot.")  # a witness for the failed step: no code
-        return executor(messages)
+        return executor(messages, info)
 
     roles = models([plan], executor)
     roles["executor"] = ScriptedChatModel(respond=no_witness)

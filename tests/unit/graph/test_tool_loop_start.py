@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from atom_agent import Context, run_task
 from atom_agent.batch import BatchOptions, run_batch
+from atom_agent.models.purpose import CallInfo
 from atom_agent.nodes.executor import attempt
 from atom_agent.nodes.executor.node import LOOP_MIN_SECONDS, _loop_time
 from atom_agent.resources import Resources
@@ -48,10 +49,10 @@ def _run(
     script = ExecutorScript({("calc", 1): replies}, plain=f"```python\n{plain}```\n")
     roles = models([_plan()], script)
 
-    def no_witness(messages: list[BaseMessage]) -> AIMessage:
-        if "Reply with the whole file" in str(messages[-1].content):
+    def no_witness(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        if info.purpose == "witness":
             return AIMessage(content="I cannot.")  # a witness for a failed step: no code
-        return script(messages)
+        return script(messages, info)
 
     roles["executor"] = ScriptedChatModel(respond=no_witness)
     return run_task(TASK, ctx, models=roles), script, roles, ctx

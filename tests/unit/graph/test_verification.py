@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from atom_agent import Context, Resources, build_graph, run_task
+from atom_agent.models.purpose import CallInfo
 from atom_agent.nodes.planner import finalize_plan, single_step_plan
 from atom_agent.nodes.reflector import node as reflector_node
 from atom_agent.state import Check, Plan, PlanStep, plan_problems
@@ -43,22 +44,21 @@ def fenced(code: str) -> AIMessage:
     return AIMessage(content=f"Here it is:\n```python\n{code}```\n")
 
 
-def is_draft(messages: list[BaseMessage]) -> bool:
-    first = next(m for m in messages if isinstance(m, HumanMessage))
-    return "in one ```python block" in str(first.content)
+CODE_CALLS = ("plain", "task_sample", "draft", "warming", "witness", "repair")
+"""Calls for code in one block: the plain answer, a draft, retry or repair, a witness."""
 
 
 def drafter(
-    codes: list[str], *, then: Callable[[list[BaseMessage]], AIMessage] | None = None
-) -> Callable[[list[BaseMessage]], AIMessage]:
-    """Draft requests get `codes` in turn (the last one repeats); the rest go to `then`."""
+    codes: list[str], *, then: Callable[[list[BaseMessage], CallInfo], AIMessage] | None = None
+) -> Callable[[list[BaseMessage], CallInfo], AIMessage]:
+    """Draft calls get `codes` in turn (the last one repeats); the rest go to `then`."""
     queue = list(codes)
 
-    def respond(messages: list[BaseMessage]) -> AIMessage:
-        if is_draft(messages):
+    def respond(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        if info.purpose in CODE_CALLS:
             return fenced(queue.pop(0) if len(queue) > 1 else queue[0])
         assert then is not None, "the tool loop was not expected"
-        return then(messages)
+        return then(messages, info)
 
     return respond
 

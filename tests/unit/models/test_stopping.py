@@ -128,7 +128,7 @@ def test_growing_lines_that_change_elsewhere_are_no_loop() -> None:
 def test_drafts_and_contracts_ask_for_code_only_and_the_plain_call_does_not() -> None:
     from langchain_core.messages import AIMessage, BaseMessage
 
-    from atom_agent.drafting import sample
+    from atom_agent.models.sampling import sample
     from atom_agent.nodes.planner import finalize_plan, single_step_plan
     from atom_agent.testing import ScriptedChatModel
     from atom_agent.verification.candidates import ask_plain
@@ -144,7 +144,7 @@ def test_drafts_and_contracts_ask_for_code_only_and_the_plain_call_does_not() ->
     task = "Write f(x) that returns x."
     ask_plain(model, task, ["f"])  # the single-shot baseline: never cut
     ask_plain(model, task, ["f"], end_at_tests=True)  # the agent's candidate zero
-    sample(model, [], 0.0, code_only="code", names=["f"])
+    sample(model, [], 0.0, purpose="draft", code_only="code", names=["f"])
     write_contracts(model, task, finalize_plan(single_step_plan(task), task))
     assert seen == [("", ()), ("module", ("f",)), ("code", ("f",)), ("tests", ())]
 
@@ -183,7 +183,7 @@ def _watched(text: str, watch: ReplyWatch) -> str:
 
 
 def test_a_module_reply_ends_where_its_tests_begin_with_the_same_code() -> None:
-    from atom_agent.drafting import extract_code
+    from atom_agent.replies import extract_code
 
     watch = ReplyWatch(expecting="module", names=("slugify",))
     kept = _watched(MODULE_REPLY, watch)

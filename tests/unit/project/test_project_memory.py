@@ -8,6 +8,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from atom_agent import Resources, run_task
+from atom_agent.models.purpose import CallInfo
 from atom_agent.project.knowledge import project_space
 from atom_agent.session import SessionContext
 from atom_agent.testing import ScriptedChatModel
@@ -34,9 +35,9 @@ def test_the_second_run_on_a_project_reuses_its_baseline_and_recalls_where_code_
     locate_prompts: list[str] = []
     edits = answers(mul=GOOD_MUL)
 
-    def respond(messages: list[BaseMessage]) -> str:
+    def respond(messages: list[BaseMessage], info: CallInfo) -> str:
         text = str(messages[-1].content)
-        if "Which existing functions or methods" in text:
+        if info.purpose == "project_plan":
             locate_prompts.append(text)
             return "calc/__init__.py::mul"
         return str(edits.respond(messages) if edits.respond else "")

@@ -10,6 +10,7 @@ from langchain_core.messages import BaseMessage
 
 from atom_agent import Context, run_task
 from atom_agent.models.lookup import copying_now
+from atom_agent.models.purpose import CallInfo
 from atom_agent.nodes.project.planner import task_test_command
 from atom_agent.testing import ScriptedChatModel
 
@@ -274,8 +275,8 @@ def test_a_stub_reply_is_no_candidate_the_next_sample_is_taken(tmp_path: Path) -
     replies = iter(["def double(x):\n    # Implementation goes here\n    pass\n",
                     "def double(x):\n    return x + x\n"])  # fmt: skip
 
-    def respond(messages: list[BaseMessage]) -> str:
-        if "write the tests for it" in str(messages[-1].content):
+    def respond(messages: list[BaseMessage], info: CallInfo) -> str:
+        if info.purpose == "reproduction":
             return "no tests"  # the step has no check: the suite decides
         return "```python\n" + next(replies) + "```"
 
@@ -302,8 +303,8 @@ def _reproducing(tests: str, bodies: list[str]) -> ScriptedChatModel:
     """A model whose reproduction tests are `tests` and whose edits are `bodies`, in turn."""
     replies = iter(bodies)
 
-    def respond(messages: list[BaseMessage]) -> str:
-        if "write the tests for it" in str(messages[-1].content):
+    def respond(messages: list[BaseMessage], info: CallInfo) -> str:
+        if info.purpose == "reproduction":
             return f"```python\n{tests}```"
         body = next(replies, bodies[-1])
         return f"```python\ndef halve(x):\n    {body}\n```"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from atom_agent import repair
 from atom_agent.checks.contract import CheckResult, ContractReport, run_contract
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.state import Check
+from atom_agent.verification import repair
 
 RLE = '''import re
 

@@ -31,6 +31,7 @@ from atom_agent.drafting import (
     write_drafts,
 )
 from atom_agent.models.profiles import ModelProfile, profile_for
+from atom_agent.models.purpose import calling, for_attempt
 from atom_agent.names import defined_in_code
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
@@ -91,65 +92,88 @@ def make_executor(res: Resources) -> Any:
     closure (one per model and tool set): an attempt only differs in what it passes as
     ``context=`` (:class:`AttemptContext`: its scope, session, sandbox and budget).
     """
-    agents: dict[tuple[str, tuple[str, ...]], tuple[BaseChatModel, Agent]] = {}
+    agents: dict[tuple[str, tuple[str, ...], str], tuple[BaseChatModel, Agent]] = {}
 
     def agent_for(model: BaseChatModel, profile: ModelProfile, tools: list[BaseTool]) -> Agent:
-        key = (profile.name, tuple(t.name for t in tools))
+        system = res.ctx.executor_prompt
+        key = (profile.name, tuple(t.name for t in tools), system)
         known = agents.get(key)
         if known is None or known[0] is not model:
-            known = agents[key] = (model, attempt_agent(model, profile, tools))
+            known = agents[key] = (model, attempt_agent(model, profile, tools, system))
         return known[1]
 
     def executor(state: State) -> dict[str, Any]:
         at = _this_attempt(res, state)
-        # Recalled memories reach the draft prompt too (small models never see tier 2).
-        drafting = at.profile.draft_first and bool(at.runnable)
-        notes, note_reasons = (
-            draft_notes(res.memory, at.session, res.ctx, at.step, state["task"])
-            if drafting
-            else ([], {})
-        )
-        drafts: Drafts | None
-        if drafting:
-            drafts = _draft(res, state["task"], at, notes, _first(state, at))
-        else:
-            # The tool loop of a step's first attempt starts from the plain answer, staged for
-            # it to edit: never from less than one plain call.
-            drafts = _stage_start(res, at, _first(state, at))
-        best = drafts.best if drafts is not None else None
-        passed = drafts is not None and best is not None and drafts.passes(best)
-        if drafts is not None and (passed or (drafting and not at.profile.tool_loop)):
-            # The code met every check (or this model does worse in a tool loop): the
-            # attempt is that code, and the reflector proves it.
-            why = ("draft passed" if drafting else "start passed") if passed else "drafts only"
-            return _finish_attempt(res, state, at, drafts, drafts.spent, None, why, note_reasons)
-        prompt = _loop_prompt(res, state, at, drafts)
-        agent = agent_for(at.model, at.profile, at.tools)
-        context = AttemptContext(
-            session=at.session,
-            scope=_loop_scope(at),
-            runner=res.runner,
-            limits=res.limits,
-            memory=res.memory,
-            max_tool_calls=res.ctx.max_tool_calls,
-            start_passed=_start_passed(drafts),
-            time_limit_s=_loop_time(res.ctx, state),
-            check_examples=_examples_check(
-                res, at.scope, task_examples(state["task"], at.step.description)
-            ),
-        )
-        messages, stopped = _run(agent, prompt.text, context)
-        if drafts is not None:
-            kept = _keep_better(res, at, drafts)
-            stopped = "; ".join(why for why in (stopped, kept) if why)
-            messages = [*drafts.spent, *messages]
-        question = _question(messages)
-        used = {**dict.fromkeys([*note_reasons, *prompt.memory_ids]), **prompt.memory_reasons}
-        return _finish_attempt(
-            res, state, at, drafts, messages, question, stopped, {**used, **note_reasons}
-        )
+        with for_attempt(at.step.id, at.attempt.n):
+            drafting = at.profile.draft_first and bool(at.runnable)
+            drafts: Drafts | None
+            if drafting:
+                drafts, notes = _draft_path(res, state, at)
+            else:
+                # The tool loop of a step's first attempt starts from the plain answer, staged
+                # for it to edit: never from less than one plain call.
+                drafts, notes = _stage_start(res, at, _first(state, at)), {}
+            done = _settled(drafts, drafting, at.profile)
+            if done and drafts is not None:
+                # The code met every check (or this model does worse in a tool loop): the
+                # attempt is that code, and the reflector proves it.
+                return _finish_attempt(res, state, at, drafts, drafts.spent, None, done, notes)
+            agent = agent_for(at.model, at.profile, at.tools)
+            return _tool_path(res, state, at, drafts, notes, agent)
 
     return executor
+
+
+def _draft_path(res: Resources, state: State, at: _Attempt) -> tuple[Drafts, dict[str, Any]]:
+    """Whole-file drafts, and the recalled memories their prompt showed (with why).
+
+    Recalled memories reach the draft prompt too: small models never see tier 2.
+    """
+    notes, reasons = draft_notes(res.memory, at.session, res.ctx, at.step, state["task"])
+    return _draft(res, state["task"], at, notes, _first(state, at)), reasons
+
+
+def _settled(drafts: Drafts | None, drafting: bool, profile: ModelProfile) -> str:
+    """Why the attempt is its drafted or staged code with no tool loop ('': the loop runs)."""
+    if drafts is None:
+        return ""
+    best = drafts.best
+    if best is not None and drafts.passes(best):
+        return "draft passed" if drafting else "start passed"
+    return "drafts only" if drafting and not profile.tool_loop else ""
+
+
+def _tool_path(
+    res: Resources,
+    state: State,
+    at: _Attempt,
+    drafts: Drafts | None,
+    notes: dict[str, Any],
+    agent: Agent,
+) -> dict[str, Any]:
+    """The ReAct tool loop on the attempt, from its staged start (if any); never worse than it."""
+    prompt = _loop_prompt(res, state, at, drafts)
+    context = AttemptContext(
+        session=at.session,
+        scope=_loop_scope(at),
+        runner=res.runner,
+        limits=res.limits,
+        memory=res.memory,
+        max_tool_calls=res.ctx.max_tool_calls,
+        start_passed=_start_passed(drafts),
+        time_limit_s=_loop_time(res.ctx, state),
+        check_examples=_examples_check(
+            res, at.scope, task_examples(state["task"], at.step.description)
+        ),
+    )
+    messages, stopped = _run(agent, prompt.text, context)
+    if drafts is not None:
+        kept = _keep_better(res, at, drafts)
+        stopped = "; ".join(why for why in (stopped, kept) if why)
+        messages = [*drafts.spent, *messages]
+    question = _question(messages)
+    used = {**dict.fromkeys([*notes, *prompt.memory_ids]), **prompt.memory_reasons}
+    return _finish_attempt(res, state, at, drafts, messages, question, stopped, {**used, **notes})
 
 
 @dataclass(frozen=True)
@@ -405,8 +429,12 @@ def attempt_figures(
     }
 
 
-def attempt_agent(model: BaseChatModel, profile: ModelProfile, tools: Sequence[BaseTool]) -> Agent:
+def attempt_agent(
+    model: BaseChatModel, profile: ModelProfile, tools: Sequence[BaseTool], system: str = ""
+) -> Agent:
     """The executor's ReAct agent: `model` with `tools`, steered as `profile` needs.
+
+    `system`: the user's system prompt (``Context.executor_prompt``); empty: the built-in one.
 
     The tools are plain tools that read the attempt from the run's context; one agent serves
     every attempt, also concurrent ones (batch).
@@ -414,11 +442,7 @@ def attempt_agent(model: BaseChatModel, profile: ModelProfile, tools: Sequence[B
     return create_agent(
         model,
         tools=list(tools),
-        system_prompt=prompts.EXECUTOR_SYSTEM.format(
-            ambiguity=prompts.EXECUTOR_ASK
-            if any(t.name == ASK_USER for t in tools)
-            else prompts.EXECUTOR_DECIDE
-        ),
+        system_prompt=prompts.executor_system(system, ask=any(t.name == ASK_USER for t in tools)),
         middleware=[ToolCalls(), *chained(steering(profile))],
         context_schema=AttemptContext,
         # An attempt is one unit: after a crash it restarts on its staging (files kept)
@@ -435,7 +459,8 @@ def _run(
     config: RunnableConfig = {"recursion_limit": 4 * context.max_tool_calls + 20}
     agent_input: Any = {"messages": messages}
     try:
-        result = agent.invoke(agent_input, config=config, context=context)
+        with calling("tool_loop"):
+            result = agent.invoke(agent_input, config=config, context=context)
     except GraphRecursionError:
         return messages, "recursion limit"
     return without_stop(list(result["messages"]))

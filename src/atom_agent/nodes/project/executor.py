@@ -22,9 +22,10 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport
-from atom_agent.drafting import sample, temperatures
+from atom_agent.drafting import temperatures
 from atom_agent.models.lookup import copying
 from atom_agent.models.profiles import profile_for
+from atom_agent.models.sampling import sample
 from atom_agent.project.documents import documents_for
 from atom_agent.project.edits import Edit, EditError, apply_edit, definition_of, source_of
 from atom_agent.project.repomap import excerpt, render_map, scan
@@ -111,7 +112,8 @@ def make_project_executor(res: Resources) -> Any:
         for prompt, temperature in requests:
             # A repair shows the previous version: its reply copies most of it.
             with copying() if previous and prompt is messages else nullcontext():
-                reply = sample(model, prompt, temperature, code_only="code")
+                reply = sample(model, prompt, temperature, purpose="project_edit",
+                               code_only="code")  # fmt: skip
             spent.append(reply)
             trial: dict[str, Any] = {"temperature": temperature}
             if prompt is not messages:

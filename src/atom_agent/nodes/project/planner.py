@@ -11,7 +11,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport
-from atom_agent.drafting import extract_code, sample
+from atom_agent.models.purpose import calling
+from atom_agent.models.sampling import sample
 from atom_agent.project.checkout import open_checkout
 from atom_agent.project.checks import (
     docstring_checks,
@@ -40,6 +41,7 @@ from atom_agent.project.reproduction import (
     usages_in_tests,
 )
 from atom_agent.project.suite import detect, run_suite
+from atom_agent.replies import extract_code
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
 from atom_agent.state import Check, Clause, Plan, PlanStep, State
@@ -168,7 +170,8 @@ def _locate(
         SystemMessage(prompts.PROJECT_SYSTEM),
         HumanMessage(prompts.PROJECT_LOCATE.format(task=task, repo_map=repo_map, notes=learned)),
     ]
-    reply = model.invoke(messages)
+    with calling("project_plan"):
+        reply = model.invoke(messages)
     found: list[Definition] = []
     for path, qualname in _TARGET_LINE.findall(str(reply.content)):
         hits = [d for d in find(defs, qualname) if d.path == path and not d.test]
@@ -251,7 +254,7 @@ def _reproduction(
     again = ""
     for _ in range(2):
         messages = [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(prompt + again)]
-        reply = sample(model, messages, 0.0, code_only="tests")
+        reply = sample(model, messages, 0.0, purpose="reproduction", code_only="tests")
         replies.append(reply)
         groups = reproduction_checks(extract_code(str(reply.content), tests=True))
         written = [c for group in groups for c in group]

@@ -17,7 +17,6 @@ from atom_agent.checks.contract import SHAPE_CRITERIA, ContractReport, run_contr
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.checks.exercised import NameUse, name_uses, not_exercised
 from atom_agent.checks.hardcoding import HardcodingReport, check_file
-from atom_agent.checks.names import defined_in_code
 from atom_agent.context import Context
 from atom_agent.drafting import (
     WITNESS_TEMPERATURE,
@@ -25,6 +24,7 @@ from atom_agent.drafting import (
     draft_prompt,
     independent_samples,
 )
+from atom_agent.names import defined_in_code
 from atom_agent.resources import Resources
 from atom_agent.sandbox import RunResult
 from atom_agent.session import SessionContext

@@ -14,9 +14,10 @@ from atom_agent.checks.examples import examples_feedback
 from atom_agent.checks.exercised import NameUse
 from atom_agent.errors import ConfigError, ModelError, ModelSpecError
 from atom_agent.memory.changes import MemoryChanges
-from atom_agent.memory.learning import failure_lesson, record_interface, record_lesson
+from atom_agent.memory.learning import record_interface, record_lesson
 from atom_agent.memory.relevance import recalled_entries
 from atom_agent.models.profiles import profile_for
+from atom_agent.models.purpose import calling, for_attempt
 from atom_agent.models.structured import invoke_structured
 from atom_agent.resources import Resources
 from atom_agent.sandbox import RunResult
@@ -26,6 +27,7 @@ from atom_agent.usage import model_name_of, usage_of
 from atom_agent.verification.decide import Decision, decide
 from atom_agent.verification.evidence import (
     criteria_verdicts,
+    failure_lesson,
     feedback_of,
     first_failure,
     implicated_dependencies,
@@ -63,7 +65,8 @@ def make_reflector(res: Resources) -> Any:
         if ran.contract is not None and (
             ran.contract.failed or (ran.result is not None and not ran.tests_ok)
         ):
-            testify(res, state["task"], target, ran, profile.cross_samples, state.get("drafts"))
+            with for_attempt(target.step.id, target.attempt.n):
+                testify(res, state["task"], target, ran, profile.cross_samples, state.get("drafts"))
         step, contract, suspect = target.step, ran.contract, ran.suspect
         uses = (
             name_uses_of(step, target.attempt.staging, contract, suspect, ran.tests_ok)
@@ -74,7 +77,8 @@ def make_reflector(res: Resources) -> Any:
         judgement: Judgement | None = None
         unbacked = uncovered(step, contract, suspect)
         if decision.passed and profile.judge and unbacked:
-            judgement, spent = _judge(res, step, target.attempt.staging, ran.result, unbacked)
+            with for_attempt(step.id, target.attempt.n):
+                judgement, spent = _judge(res, step, target.attempt.staging, ran.result, unbacked)
             ran.usage = sum_usage(ran.usage, spent)
         criteria = criteria_verdicts(step, contract, suspect, ran.result, ran.tests_ok, judgement)
         feedback = _feedback(state["task"], step, ran, criteria)
@@ -341,7 +345,8 @@ def _judge(
     judgement: Judgement | None = None
     for _ in range(2):  # once more if the judgement skipped criteria
         try:
-            reply = invoke_structured(res.structured("reflector", Judgement), messages)
+            with calling("judge"):
+                reply = invoke_structured(res.structured("reflector", Judgement), messages)
         except ModelError as exc:
             if isinstance(exc, ConfigError | ModelSpecError):
                 raise  # configuration, not the model's answer: the run must fail with the fix

@@ -1,0 +1,324 @@
+"""Budgets are limits: every model call is checked, and the run stops before the one it can't pay.
+
+Scripted models whose every reply costs 100 tokens and 10 seconds on a fake clock, so the
+call a budget refuses is known exactly. For the token and the wall-clock budget, at each kind
+of call (the planner's, the plain answer's, a draft, a turn of the standard profile's tool
+loop, the judge's): the run ends ``budget_exhausted`` without making that call, with the
+figures in run.json and report.md, and what it committed before stays committed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from atom_agent import Context, resume_run, run_task
+from atom_agent.errors import BudgetExhaustedError
+from atom_agent.models.purpose import CallInfo
+from atom_agent.run import RunOutcome
+from atom_agent.state import Check, Plan, PlanStep
+from atom_agent.testing import ScriptedChatModel, reply_of
+from atom_agent.workspace import Workspace
+
+from .metered import SECONDS, TOKENS, Clock, metered
+from .scripts import ExecutorScript, models, passing_attempt, planner_model, step
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    return Clock().install(monkeypatch)
+
+
+def budget_of_calls(kind: str, calls: int) -> dict[str, Any]:
+    """A budget of exactly `calls` scripted calls: the next one is refused."""
+    if kind == "tokens":
+        return {"max_tokens": calls * TOKENS}
+    return {"max_wall_seconds": calls * SECONDS}
+
+
+def assert_stopped(ctx: Context, outcome: RunOutcome, kind: str, calls: int) -> dict[str, Any]:
+    """The run ended budget_exhausted after `calls` calls, its figures in run.json, report.md."""
+    assert outcome.status == "budget_exhausted", outcome
+    name = "token budget" if kind == "tokens" else "wall-clock budget"
+    assert name in outcome.stop_reason
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    info = json.loads(run.run_json.read_text())
+    assert info["status"] == "budget_exhausted"
+    figures = info["budget"]
+    if kind == "tokens":
+        assert figures["tokens"] == calls * TOKENS == figures["max_tokens"]
+        assert f"{calls * TOKENS} of {calls * TOKENS} tokens" in run.report_md.read_text()
+    else:
+        assert figures["seconds"] == calls * SECONDS == figures["max_seconds"]
+        seconds = f"{calls * SECONDS:.1f} s of {calls * SECONDS:.1f} s"
+        assert seconds in run.report_md.read_text()
+    assert name in figures["exhausted"]
+    assert outcome.usage["total_tokens"] == calls * TOKENS  # the refused call cost nothing
+    return info
+
+
+def counts(roles: dict[str, ScriptedChatModel]) -> dict[str, int]:
+    return {role: len(model.calls) for role, model in roles.items()}
+
+
+KINDS = ["tokens", "wall-clock"]
+
+
+# --- the planner and the plain answer --------------------------------------------------------
+
+PLAIN = "def add(a, b):\n    return a + b\n"
+
+
+def _plain_first(clock: Clock, plans: list[Plan]) -> dict[str, ScriptedChatModel]:
+    executor = ExecutorScript({}, plain=f"```python\n{PLAIN}```")
+    return {role: metered(m, clock) for role, m in models(plans, executor).items()}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_planners_call_is_refused_and_the_plain_answer_is_kept(
+    tmp_path: Path, clock: Clock, kind: str
+) -> None:
+    # Candidate zero (one plain call, the executor's model) comes first; the plan's call would
+    # be the second.
+    roles = _plain_first(clock, [Plan(steps=[step("one"), step("two")])])
+    ctx = Context(workspace=str(tmp_path / "ws"), **budget_of_calls(kind, 1))
+    outcome = run_task("t", ctx, models=roles)
+
+    assert counts(roles) == {"planner": 0, "executor": 1, "reflector": 0}
+    info = assert_stopped(ctx, outcome, kind, 1)
+    assert "planner stopped before its next model call" in outcome.stop_reason
+    assert outcome.step_status == {}
+    # The user still gets what the one plain call gave, labelled unverified.
+    assert info["deliverable"]["unverified"] is True
+    assert outcome.result is not None
+    assert (Path(outcome.result) / "plain_answer.py").read_text().strip() == PLAIN.strip()
+
+
+SAMPLED = (
+    "Write add(a, b) that returns the sum and sub(a, b) that returns the difference, "
+    "e.g. add(2, 3) == 5 and sub(5, 3) == 2."
+)
+WRONG_BOTH = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a + b\n"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_plain_answer_sample_is_refused(tmp_path: Path, clock: Clock, kind: str) -> None:
+    # The small profile samples more plain answers when the first fails a check the task
+    # states; the budget pays for the first answer only.
+    executor = ExecutorScript({}, plain=f"```python\n{WRONG_BOTH}```")
+    roles = {role: metered(m, clock) for role, m in models([], executor).items()}
+    ctx = Context(workspace=str(tmp_path / "ws"), model_profile="small", **budget_of_calls(kind, 1))
+    outcome = run_task(SAMPLED, ctx, models=roles)
+
+    assert counts(roles) == {"planner": 0, "executor": 1, "reflector": 0}
+    info = assert_stopped(ctx, outcome, kind, 1)
+    assert info["deliverable"]["unverified"] is True
+    assert outcome.result is not None
+    assert (Path(outcome.result) / "plain_answer.py").read_text().strip() == WRONG_BOTH.strip()
+
+
+# --- a draft (small profile) -----------------------------------------------------------------
+
+BOTH = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+WRONG_SUB = BOTH.replace("a - b", "b - a")
+
+
+def _drafting(clock: Clock) -> dict[str, ScriptedChatModel]:
+    plan = Plan(
+        steps=[
+            PlanStep(id="adder", title="add", description="Implement add.",
+                     acceptance_criteria=["add(2, 3) == 5"], defines=["add"],
+                     checks=[Check(call="add(2, 3)", expect="5")]),
+            PlanStep(id="subber", title="sub", description="Implement sub.",
+                     acceptance_criteria=["sub(5, 3) == 2"], defines=["sub"],
+                     checks=[Check(call="sub(5, 3)", expect="2")]),
+        ]
+    )  # fmt: skip
+
+    drafted: list[str] = []
+
+    def draft(messages: list[BaseMessage]) -> AIMessage:
+        # Step one's draft passes; step two's gets sub wrong, so witnesses would follow.
+        assert isinstance(messages[0], HumanMessage)
+        drafted.append(BOTH if not drafted else WRONG_SUB)
+        return AIMessage(content=f"```python\n{drafted[-1]}```")
+
+    roles = {
+        "planner": planner_model([plan]),
+        "executor": ScriptedChatModel(respond=draft),
+        "reflector": ScriptedChatModel(respond=_no_judge),
+    }
+    return {role: metered(m, clock) for role, m in roles.items()}
+
+
+def _no_judge(messages: list[BaseMessage]) -> AIMessage:
+    raise AssertionError("the small profile has no model judge")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_draft_is_refused_and_the_committed_step_stays(
+    tmp_path: Path, clock: Clock, kind: str
+) -> None:
+    planned = 1  # the plan (its steps bring their checks: no contract call)
+    roles = _drafting(clock)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"),
+        model_profile="small",
+        candidate_zero=False,
+        # The plan, step one's draft, step two's draft; its first witness is refused.
+        **budget_of_calls(kind, planned + 2),
+    )
+    outcome = run_task("t", ctx, models=roles)
+
+    assert counts(roles) == {"planner": planned, "executor": 2, "reflector": 0}
+    assert_stopped(ctx, outcome, kind, planned + 2)
+    assert "executor stopped before its next model call" in outcome.stop_reason
+    assert outcome.step_status == {"adder": "committed", "subber": "pending"}
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    assert (ws.step(run, "adder").artifacts / "impl.py").read_text().strip() == BOTH.strip()
+    assert outcome.result is not None  # the committed step is handed back
+
+
+# --- the tool loop and the judge (standard profile) ------------------------------------------
+
+
+def _standard(clock: Clock) -> dict[str, ScriptedChatModel]:
+    plan = Plan(steps=[step("one"), step("two")])
+    executor = ExecutorScript({("one", 1): passing_attempt(), ("two", 1): passing_attempt()})
+    return {role: metered(m, clock) for role, m in models([plan], executor).items()}
+
+
+PLANNED = 3
+"""The standard runs' planner calls: the plan, and a contract call per step."""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_turn_of_the_tool_loop_is_refused_and_the_committed_step_stays(
+    tmp_path: Path, clock: Clock, kind: str
+) -> None:
+    roles = _standard(clock)
+    # The plan, step one (three loop turns and the judge), step two's first loop turn.
+    calls = PLANNED + 3 + 1 + 1
+    ctx = Context(
+        workspace=str(tmp_path / "ws"),
+        model_profile="standard",
+        candidate_zero=False,
+        **budget_of_calls(kind, calls),
+    )
+    outcome = run_task("t", ctx, models=roles)
+
+    assert counts(roles) == {"planner": PLANNED, "executor": 4, "reflector": 1}
+    assert_stopped(ctx, outcome, kind, calls)
+    assert "executor stopped before its next model call" in outcome.stop_reason
+    assert outcome.step_status == {"one": "committed", "two": "pending"}
+    # Step two's one turn was made and written to its staging, not committed.
+    ws = Workspace(ctx.workspace)
+    run = ws.run(outcome.run_id)
+    two = ws.list_attempts(ws.step(run, "two"))
+    assert len(two) == 1 and (two[0].staging / "impl.py").is_file()
+    assert not (ws.step(run, "two").artifacts / "impl.py").exists()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_judges_call_is_refused_and_the_committed_step_stays(
+    tmp_path: Path, clock: Clock, kind: str
+) -> None:
+    roles = _standard(clock)
+    calls = PLANNED + 3 + 1 + 3  # … and step two's three loop turns; its judge is refused
+    ctx = Context(
+        workspace=str(tmp_path / "ws"),
+        model_profile="standard",
+        candidate_zero=False,
+        **budget_of_calls(kind, calls),
+    )
+    outcome = run_task("t", ctx, models=roles)
+
+    assert counts(roles) == {"planner": PLANNED, "executor": 6, "reflector": 1}
+    assert_stopped(ctx, outcome, kind, calls)
+    assert "reflector stopped before its next model call" in outcome.stop_reason
+    assert outcome.step_status == {"one": "committed", "two": "pending"}
+
+
+def test_a_resumed_run_counts_what_it_spent_before(tmp_path: Path, clock: Clock) -> None:
+    roles = _standard(clock)
+    ctx = Context(
+        workspace=str(tmp_path / "ws"),
+        candidate_zero=False,
+        approve_plan=True,
+        max_tokens=(PLANNED + 3 + 1 + 1) * TOKENS,
+    )
+    paused = run_task("t", ctx, models=roles)
+    assert paused.status == "interrupted" and paused.usage["total_tokens"] == PLANNED * TOKENS
+    outcome = resume_run(paused.run_id, ctx, answer="approve", models=roles)
+
+    # The plan's 300 tokens count after the pause: step two gets one loop turn, not four.
+    assert counts(roles) == {"planner": PLANNED, "executor": 4, "reflector": 1}
+    assert_stopped(ctx, outcome, "tokens", PLANNED + 3 + 1 + 1)
+
+
+def test_a_streamed_run_is_held_to_its_budget_too(tmp_path: Path, clock: Clock) -> None:
+    # Streaming runs nodes (and the tool loop's) on LangGraph's worker threads.
+    roles = _standard(clock)
+    calls = PLANNED + 3 + 1 + 1
+    ctx = Context(workspace=str(tmp_path / "ws"), candidate_zero=False, max_tokens=calls * TOKENS)
+    events: list[Any] = []
+    outcome = run_task("t", ctx, models=roles, on_event=lambda *event: events.append(event))
+    assert counts(roles) == {"planner": PLANNED, "executor": 4, "reflector": 1}
+    assert_stopped(ctx, outcome, "tokens", calls)
+    assert any(e[0] == "custom" and e[1].get("event") == "run.budget" for e in events)
+
+
+def test_a_reply_the_budget_cut_short_ends_the_node_and_its_tokens_count(
+    tmp_path: Path, clock: Clock
+) -> None:
+    # A model that can take less than it was asked (the embedded one, a served one) raises the
+    # budget's error with the reply the budget cut short: step two's first loop turn here.
+    roles = _standard(clock)
+    loop = roles["executor"].respond
+    assert loop is not None
+
+    def cut_on_the_fifth(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        reply = reply_of(loop, messages, info)
+        if len(roles["executor"].calls) == 5:
+            raise BudgetExhaustedError("token budget: cut (the model was stopped)", reply=reply)
+        return reply  # type: ignore[return-value]
+
+    roles["executor"].respond = cut_on_the_fifth
+    ctx = Context(workspace=str(tmp_path / "ws"), candidate_zero=False, max_tokens=10_000)
+    outcome = run_task("t", ctx, models=roles)
+
+    assert counts(roles) == {"planner": PLANNED, "executor": 5, "reflector": 1}
+    assert outcome.status == "budget_exhausted"
+    assert "the executor stopped there" in outcome.stop_reason
+    assert outcome.usage["total_tokens"] == (PLANNED + 5 + 1) * TOKENS  # the cut reply counts
+    assert outcome.step_status == {"one": "committed", "two": "pending"}
+
+
+def test_a_run_without_budgets_is_not_watched(tmp_path: Path, clock: Clock) -> None:
+    roles = _standard(clock)
+    ctx = Context(workspace=str(tmp_path / "ws"), candidate_zero=False)
+    outcome = run_task("t", ctx, models=roles)
+    assert outcome.status == "done"
+    assert counts(roles) == {"planner": PLANNED, "executor": 6, "reflector": 2}
+    info = json.loads(Workspace(ctx.workspace).run(outcome.run_id).run_json.read_text())
+    assert "budget" not in info
+
+
+def test_a_budget_the_run_stays_within_is_reported_beside_what_it_used(
+    tmp_path: Path, clock: Clock
+) -> None:
+    roles = _standard(clock)
+    ctx = Context(workspace=str(tmp_path / "ws"), candidate_zero=False, max_tokens=5000)
+    outcome = run_task("t", ctx, models=roles)
+    assert outcome.status == "done"
+    run = Workspace(ctx.workspace).run(outcome.run_id)
+    figures = json.loads(run.run_json.read_text())["budget"]
+    assert figures["tokens"] == 11 * TOKENS and figures["max_tokens"] == 5000
+    assert "exhausted" not in figures
+    assert "1100 of 5000 tokens" in run.report_md.read_text()
