@@ -1,4 +1,4 @@
-"""`atom-agent runs list|show|export`: the runs of a workspace, and their results."""
+"""`atom-agent runs list|show|export|calls`: the runs of a workspace, their results and costs."""
 
 from __future__ import annotations
 
@@ -93,6 +93,99 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+ORIGIN_OF = {
+    "plain": "plain",
+    "draft": "draft",
+    "warming": "retry",
+    "witness": "witness",
+    "repair": "repair",
+    "tool_loop": "tool loop",
+}
+"""The candidate origin (drafts.json) each purpose of a call writes, where it writes one."""
+
+
+def calls_summary(ws: Workspace, prefix: str = "") -> dict[str, Any]:
+    """Over the runs whose id starts with `prefix`: what each purpose of a call cost and won.
+
+    Per purpose (run.json ``calls``): calls, tokens, seconds. Per candidate origin (each
+    attempt's drafts.json): candidates drawn, with code, that met the step's checks, that were
+    kept, and that *decided* (kept, with no earlier candidate of the attempt passing as many
+    checks: without it the attempt would have handed back something worse).
+    """
+    purposes: dict[str, dict[str, float]] = {}
+    sources: dict[str, dict[str, int]] = {}
+    runs = 0
+    for run in ws.list_runs():
+        if not run.run_id.startswith(prefix):
+            continue
+        try:
+            info = ws.read_run(run)
+        except WorkspaceError:
+            continue
+        runs += 1
+        for purpose, row in (info.get("calls") or {}).items():
+            mine = purposes.setdefault(purpose, {})
+            for key, value in row.items():
+                mine[key] = round(mine.get(key, 0) + value, 3)
+        for record in sorted(run.path.glob("steps/*/attempts/*/drafts.json")):
+            _tally_sources(record, sources)
+    return {"runs": runs, "purposes": purposes, "sources": sources}
+
+
+def _tally_sources(record: Path, sources: dict[str, dict[str, int]]) -> None:
+    try:
+        drafts = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    candidates = [c for c in drafts.get("candidates", []) if isinstance(c, dict)]
+    best_before = -1
+    for c in sorted(candidates, key=lambda c: int(c.get("k", 0))):
+        origin = str(c.get("origin") or "draft")
+        row = sources.setdefault(origin, {"drawn": 0, "code": 0, "met": 0, "kept": 0, "decided": 0})
+        passed = _passed(c.get("contract"))
+        row["drawn"] += 1
+        row["code"] += c.get("contract") is not None
+        row["met"] += bool(c.get("passed"))
+        if c.get("k") == drafts.get("kept"):
+            row["kept"] += 1
+            row["decided"] += passed > best_before
+        best_before = max(best_before, passed)
+
+
+def _passed(summary: object) -> int:
+    """Checks passed, from a candidate's ``"3 passed, 1 failed"`` (-1: it did not run)."""
+    head = str(summary or "").split(" passed", 1)[0]
+    return int(head) if head.isdigit() else -1
+
+
+def _calls(args: argparse.Namespace) -> int:
+    summary = calls_summary(_workspace(args), args.prefix)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    n = summary["runs"] or 1
+    console = Console()
+    table = Table(title=f"Model calls by purpose over {summary['runs']} runs (per run)")
+    for column in ("purpose", "calls", "tokens", "seconds", "candidates", "met", "kept", "decided"):
+        table.add_column(column)
+    sources = dict(summary["sources"])
+    for purpose, row in sorted(
+        summary["purposes"].items(), key=lambda kv: -kv[1].get("seconds", 0)
+    ):
+        won = sources.pop(ORIGIN_OF.get(purpose, ""), None) or {}
+        tokens = row.get("input_tokens", 0) + row.get("output_tokens", 0)
+        table.add_row(
+            purpose, f"{row.get('calls', 0) / n:.1f}", f"{tokens / n:.0f}",
+            f"{row.get('seconds', 0) / n:.1f}",
+            *(str(won.get(k, "–")) for k in ("drawn", "met", "kept", "decided")),
+        )  # fmt: skip
+    for origin, won in sources.items():  # candidates no call wrote (recombined, earlier best)
+        counts = (str(won.get(k, 0)) for k in ("drawn", "met", "kept", "decided"))
+        table.add_row(origin, "–", "–", "–", *counts)
+    console.print(table)
+    return 0
+
+
 def register(subparsers: Any) -> None:
     """Add the `runs` subcommand."""
     parser = subparsers.add_parser("runs", help="list and show runs of a workspace")
@@ -117,3 +210,15 @@ def register(subparsers: Any) -> None:
     export.add_argument("--force", action="store_true", help="overwrite existing files")
     export.add_argument("--workspace")
     export.set_defaults(func=_export)
+    calls = sub.add_parser(
+        "calls",
+        help="what each kind of model call cost and won, over a set of runs",
+        description="Per purpose of a model call (plan, contract, plain answer, draft, "
+        "witness, repair, judge, tool loop, ...): calls, tokens and seconds per run; and per "
+        "kind of candidate: how many were drawn, met the step's checks, were kept, and "
+        "decided the outcome (kept, with no earlier candidate as good).",
+    )
+    calls.add_argument("--prefix", default="", help="only runs whose id starts with this")
+    calls.add_argument("--workspace")
+    calls.add_argument("--json", action="store_true")
+    calls.set_defaults(func=_calls)

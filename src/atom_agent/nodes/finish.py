@@ -26,6 +26,7 @@ from atom_agent.state import Plan, RunStatus, State
 from atom_agent.telemetry import emit
 from atom_agent.verification.candidates import floor
 from atom_agent.verification.clauses import SIGNATURE_PASSED, Coverage, coverage, task_clauses
+from atom_agent.workspace import RunRef, Workspace
 from atom_agent.workspace.deliverable import (
     build_deliverable,
     deliverable_markdown,
@@ -43,78 +44,19 @@ def make_finish(res: Resources) -> Any:
     """The finish node, closed over the run's resources."""
 
     def finish(state: State) -> dict[str, Any]:
-        ctx = res.ctx
         run = run_ref(res, state)
         statuses = dict(state.get("step_status") or {})
-        status: RunStatus = state.get("status", "running")
-        reason = state.get("stop_reason", "")
-        budget = exhausted_budget(state, ctx)
-        # Two independent jobs: the memory write (embedding, Chroma) runs while the
-        # deliverable's tests run in their sandbox process.
-        with ThreadPoolExecutor(1, thread_name_prefix="atom-learn") as pool:
-            learning = pool.submit(contextvars.copy_context().run, _learn, res, state)
-            try:
-                deliverable = _deliverable(res, run, state, statuses)
-            finally:
-                promoted = learning.result()  # waits; re-raises what the write raised
+        budget = exhausted_budget(state, res.ctx)
+        deliverable, promoted = _deliver_and_learn(res, run, state, statuses)
         deliverable, floor_note = _floor(res, run, state, deliverable)
-        if status not in ("failed", "rejected"):  # else the planner already said why
-            status, reason = _outcome(statuses, budget, reason)
-            status, reason = package_outcome(status, reason, deliverable)
-        if floor_note:
-            # What the run hands back is the plain answer: nothing handed back is verified.
-            status = "failed" if status == "done" else status
-            reason += floor_note
-        if deliverable is None and state.get("plain") and status != "rejected":
-            # Nothing committed: the user still gets what one plain call gave, labelled.
-            why = f"the run ended {status}: {reason[:300]}"
-            deliverable = plain_deliverable(run, str(state["plain"]), why)
-            reason += "; result/ holds the model's plain answer, unverified"
+        status, reason = _final_outcome(state, statuses, budget, deliverable, floor_note)
+        deliverable, reason = _plain_if_empty(run, state, status, reason, deliverable)
         verification = _verification(res, run, statuses)
-        if verification:
-            # What the outcome rests on: executed checks, or only a model's opinion.
-            reason += f" (criteria of committed steps: {verification})"
-        unproven = [
-            f"{s['step']} ({s['reason']})"
-            for s in ((deliverable or {}).get("steps") or [])
-            if s["status"] == "committed" and not s["verified"]
-        ]
-        if unproven:  # a run on a project: committed without every check holding
-            reason += "; committed unverified: " + "; ".join(unproven)
         clauses = clause_coverage(res.workspace, run, state.get("plan"), statuses)
-        if clauses.total:
-            reason += f"; {clauses.summary()}"
-        final = {**state, "status": status, "stop_reason": reason}
-        figures = budget_figures(state, ctx, budget if status == "budget_exhausted" else None)
-        if figures:
-            final["budget"] = figures
-        written = [*(state.get("memories_written") or []), *promoted]
-        final["memories_written"] = written
-        memories = memory_notes(res, run, statuses, written)
-        final["memories"] = memories
-        started = state.get("started_at") or now()
-        res.workspace.update_run(
-            run,
-            status=status,
-            stop_reason=reason,
-            finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            duration_s=round(now() - started, 2),
-            **({"budget": figures} if figures else {}),
-            usage=dict(state.get("usage") or {}),
-            calls=dict(state.get("calls") or {}),
-            steps=statuses,
-            verification=verification,
-            clauses={"summary": clauses.summary(), **clauses.to_dict()},
-            memories=memories,
-            deliverable=deliverable,
-        )
-        markdown = render_report(res.workspace, run, final)
-        markdown += "\n" + (
-            hand_back_markdown(deliverable, state["run_id"])
-            if deliverable and deliverable.get("kind") == "project"
-            else deliverable_markdown(deliverable, state["run_id"])
-        )
-        report = res.workspace.write_report(run, markdown.rstrip("\n") + "\n")
+        reason += _evidence_notes(verification, deliverable, clauses)
+        final = _final_state(res, run, state, statuses, status, reason, budget, promoted)
+        _record_run(res, run, final, statuses, verification, clauses, deliverable)
+        report = _write_report(res, run, final, deliverable)
         result = deliverable["path"] if deliverable else None
         emit("run.finish", run_id=state["run_id"], status=status, reason=reason, report=str(report),
              result=result)  # fmt: skip
@@ -129,8 +71,137 @@ def make_finish(res: Resources) -> Any:
     return finish
 
 
+def _deliver_and_learn(
+    res: Resources, run: RunRef, state: State, statuses: Mapping[str, str]
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """The result package and the ids of the memories promoted, from two concurrent jobs."""
+    # Two independent jobs: the memory write (embedding, Chroma) runs while the
+    # deliverable's tests run in their sandbox process.
+    with ThreadPoolExecutor(1, thread_name_prefix="atom-learn") as pool:
+        learning = pool.submit(contextvars.copy_context().run, _learn, res, state)
+        try:
+            deliverable = _deliverable(res, run, state, statuses)
+        finally:
+            promoted = learning.result()  # waits; re-raises what the write raised
+    return deliverable, promoted
+
+
+def _final_outcome(
+    state: State,
+    statuses: Mapping[str, str],
+    budget: str | None,
+    deliverable: Mapping[str, Any] | None,
+    floor_note: str,
+) -> tuple[RunStatus, str]:
+    """The run's status and reason, from its steps, budgets, package and floor."""
+    status: RunStatus = state.get("status", "running")
+    reason = state.get("stop_reason", "")
+    if status not in ("failed", "rejected"):  # else the planner already said why
+        status, reason = _outcome(statuses, budget, reason)
+        status, reason = package_outcome(status, reason, deliverable)
+    if floor_note:
+        # What the run hands back is the plain answer: nothing handed back is verified.
+        status = "failed" if status == "done" else status
+        reason += floor_note
+    return status, reason
+
+
+def _plain_if_empty(
+    run: RunRef, state: State, status: RunStatus, reason: str, deliverable: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, str]:
+    """The result package, else the plain answer labelled unverified; the reason that says so."""
+    if deliverable is None and state.get("plain") and status != "rejected":
+        # Nothing committed: the user still gets what one plain call gave, labelled.
+        why = f"the run ended {status}: {reason[:300]}"
+        deliverable = plain_deliverable(run, str(state["plain"]), why)
+        reason += "; result/ holds the model's plain answer, unverified"
+    return deliverable, reason
+
+
+def _evidence_notes(
+    verification: str, deliverable: Mapping[str, Any] | None, clauses: Coverage
+) -> str:
+    """The evidence behind the outcome, appended to its reason ('' when there is none)."""
+    notes = ""
+    if verification:
+        # What the outcome rests on: executed checks, or only a model's opinion.
+        notes += f" (criteria of committed steps: {verification})"
+    unproven = [
+        f"{s['step']} ({s['reason']})"
+        for s in ((deliverable or {}).get("steps") or [])
+        if s["status"] == "committed" and not s["verified"]
+    ]
+    if unproven:  # a run on a project: committed without every check holding
+        notes += "; committed unverified: " + "; ".join(unproven)
+    if clauses.total:
+        notes += f"; {clauses.summary()}"
+    return notes
+
+
+def _final_state(
+    res: Resources,
+    run: RunRef,
+    state: State,
+    statuses: Mapping[str, str],
+    status: RunStatus,
+    reason: str,
+    budget: str | None,
+    promoted: list[str],
+) -> dict[str, Any]:
+    """The state the report renders: the outcome, budget figures, the memories written."""
+    final: dict[str, Any] = {**state, "status": status, "stop_reason": reason}
+    figures = budget_figures(state, res.ctx, budget if status == "budget_exhausted" else None)
+    if figures:
+        final["budget"] = figures
+    written = [*(state.get("memories_written") or []), *promoted]
+    final["memories_written"] = written
+    final["memories"] = memory_notes(res, run, statuses, written)
+    return final
+
+
+def _record_run(
+    res: Resources,
+    run: RunRef,
+    final: Mapping[str, Any],
+    statuses: Mapping[str, str],
+    verification: str,
+    clauses: Coverage,
+    deliverable: dict[str, Any] | None,
+) -> None:
+    """run.json: the outcome, its timing, budgets, usage, steps, evidence and result."""
+    started = final.get("started_at") or now()
+    res.workspace.update_run(
+        run,
+        status=final["status"],
+        stop_reason=final["stop_reason"],
+        finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        duration_s=round(now() - started, 2),
+        **({"budget": final["budget"]} if "budget" in final else {}),
+        usage=dict(final.get("usage") or {}),
+        calls=dict(final.get("calls") or {}),
+        steps=statuses,
+        verification=verification,
+        clauses={"summary": clauses.summary(), **clauses.to_dict()},
+        memories=final["memories"],
+        deliverable=deliverable,
+    )
+
+
+def _write_report(
+    res: Resources, run: RunRef, final: dict[str, Any], deliverable: dict[str, Any] | None
+) -> Path:
+    """report.md: the run's report, then what it hands back (a package or a branch)."""
+    markdown = render_report(res.workspace, run, final)
+    markdown += "\n" + (
+        hand_back_markdown(deliverable, final["run_id"])
+        if deliverable and deliverable.get("kind") == "project"
+        else deliverable_markdown(deliverable, final["run_id"])
+    )
+    return res.workspace.write_report(run, markdown.rstrip("\n") + "\n")
+
+
 def _deliverable(
-    res: Any, run: Any, state: State, statuses: Mapping[str, str]
+    res: Resources, run: RunRef, state: State, statuses: Mapping[str, str]
 ) -> dict[str, Any] | None:
     """``result/``: the committed steps as one package, its tests run once more.
 
@@ -147,7 +218,7 @@ def _deliverable(
 
 
 def _floor(
-    res: Any, run: Any, state: State, deliverable: dict[str, Any] | None
+    res: Resources, run: RunRef, state: State, deliverable: dict[str, Any] | None
 ) -> tuple[dict[str, Any] | None, str]:
     """The result package, or the plain answer when it executes better on the task's checks.
 
@@ -173,7 +244,9 @@ def _floor(
     return plain_deliverable(run, plain, why, committed=True), note
 
 
-def _project_result(res: Any, run: Any, statuses: Mapping[str, str]) -> dict[str, Any] | None:
+def _project_result(
+    res: Resources, run: RunRef, statuses: Mapping[str, str]
+) -> dict[str, Any] | None:
     """A run on a project: its branch, the patch, the suite before and after (None if unopened)."""
     project = load_project(res, run)
     if project is None:
@@ -188,7 +261,7 @@ def _project_result(res: Any, run: Any, statuses: Mapping[str, str]) -> dict[str
 
 
 def _step_verdicts(
-    workspace: Any, run: Any, statuses: Mapping[str, str]
+    workspace: Workspace, run: RunRef, statuses: Mapping[str, str]
 ) -> Iterator[dict[str, Any]]:
     """Each step's status and its last verdict's decision, label and reason."""
     for step_id, status in statuses.items():
@@ -213,7 +286,7 @@ def _step_verdicts(
 
 
 def final_verdicts(
-    workspace: Any, run: Any, statuses: Mapping[str, str]
+    workspace: Workspace, run: RunRef, statuses: Mapping[str, str]
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """(step id, verdict) of each committed step's last attempt, in step order."""
     for step_id, status in statuses.items():
@@ -227,7 +300,7 @@ def final_verdicts(
             yield step_id, workspace.read_verdict(attempts[-1])
 
 
-def _suspect_tests(res: Any, run: Any, statuses: Mapping[str, str]) -> list[str]:
+def _suspect_tests(res: Resources, run: RunRef, statuses: Mapping[str, str]) -> list[str]:
     """Committed steps whose own tests independent implementations contradicted.
 
     Their final verdict did not count those tests (they fail correct code); shipped in the
@@ -262,7 +335,7 @@ def package_outcome(
     return "failed", f"{reason}, but the result package's tests fail: {named or counts}"
 
 
-def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
+def _verification(res: Resources, run: RunRef, statuses: Mapping[str, str]) -> str:
     """``3 verified, 1 judged`` over the committed steps' final verdicts ('' if none).
 
     Criteria of a step whose verdict is not verified (a clause without a check, a name no
@@ -298,7 +371,10 @@ def _verification(res: Any, run: Any, statuses: Mapping[str, str]) -> str:
 
 
 def clause_coverage(
-    workspace: Any, run: Any, raw_plan: Mapping[str, Any] | None, statuses: Mapping[str, str]
+    workspace: Workspace,
+    run: RunRef,
+    raw_plan: Mapping[str, Any] | None,
+    statuses: Mapping[str, str],
 ) -> Coverage:
     """Which of the task's clauses the committed steps' final verdicts executed, and how.
 
@@ -349,7 +425,7 @@ def _outcome(statuses: Mapping[str, str], budget: str | None, reason: str) -> tu
     return "failed", reason or f"steps not committed: {', '.join(failed) or 'none run'}"
 
 
-def _learn(res: Any, state: State) -> list[str]:
+def _learn(res: Resources, state: State) -> list[str]:
     """Write what the run learned to long-term memory, in one write.
 
     The verdicts' lessons, interfaces and confidence changes (kept in the state until now),
@@ -373,7 +449,7 @@ def _learn(res: Any, state: State) -> list[str]:
 
 
 def memory_notes(
-    res: Any, run: Any, statuses: Mapping[str, str], written: list[str]
+    res: Resources, run: RunRef, statuses: Mapping[str, str], written: list[str]
 ) -> dict[str, list[dict[str, Any]]]:
     """The memories a run wrote and those its prompts recalled (id, type, content; why recalled).
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import (
@@ -17,9 +19,10 @@ from langchain_core.messages import (
 from pydantic import ValidationError
 
 from atom_agent import prompts
+from atom_agent.checks.contract import ContractReport
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.purpose import calling
-from atom_agent.models.structured import invoke_structured
+from atom_agent.models.structured import StructuredReply, invoke_structured
 from atom_agent.names import (
     STANDALONE,
     called_names,
@@ -46,6 +49,7 @@ from atom_agent.usage import model_name_of, usage_of
 from atom_agent.verification.candidates import ask_plain, best_of, meets_clauses
 from atom_agent.verification.clauses import placed, task_clauses
 from atom_agent.verification.contracts import write_contracts
+from atom_agent.workspace import RunRef
 from atom_agent.workspace.atomic import atomic_write_json
 
 from .common import plan_of, run_ref
@@ -53,7 +57,21 @@ from .common import plan_of, run_ref
 logger = logging.getLogger(__name__)
 
 MAX_PLAN_TRIES = 3
-"""How many times an invalid plan is sent back to the model before the run fails."""
+"""How many times an invalid plan is sent back to the model before the planner falls back."""
+
+
+@dataclass(frozen=True)
+class _Zero:
+    """Candidate zero: the model's plain answer to the whole task, and what it took."""
+
+    plain: str
+    """The code ('' if the reply had none)."""
+    seconds: float
+    """How long the plain call took."""
+    spent: list[BaseMessage]
+    """The replies, for usage."""
+    meets_task: bool
+    """Every check the task's clauses state passed (at least one ran)."""
 
 
 def make_planner(res: Resources) -> Any:
@@ -62,132 +80,172 @@ def make_planner(res: Resources) -> Any:
     def planner(state: State) -> dict[str, Any]:
         run = run_ref(res, state)
         model = res.model("planner")
-        committed: list[PlanStep] = []
-        replan_text = ""
-        if state.get("plan"):
-            old = plan_of(state)
-            statuses = state.get("step_status") or {}
-            reopened = set(state.get("reopen") or [])
-            committed = [
-                s for s in old.steps if statuses.get(s.id) == "committed" and s.id not in reopened
-            ]
-            listed = outline(Plan(steps=committed)) if committed else "(none)"
-            replan_text = prompts.PLANNER_REPLAN.format(
-                committed=listed, failure=state.get("plan_feedback") or "(no details)"
-            )
-        zero: dict[str, Any] = {}
-        if not state.get("plan") and res.ctx.candidate_zero and state.get("plain") is None:
-            zero = _candidate_zero(res, run, state["task"])
-        plain_spent: list[BaseMessage] = zero.pop("spent", [])
-        one_step = res.ctx.max_plan_steps == 1 or single_unit(state["task"])
-        reason = "initial plan"
-        if not state.get("plan") and not one_step and zero.get("meets_task"):
-            one_step = True
-            reason = "initial plan: one step, the plain answer meets every check the task states"
-            emit("plan.plain_meets_task", run_id=state["run_id"])
-        if not state.get("plan") and one_step:
+        committed, replan_text = _replan_context(state)
+        zero = _ask_candidate_zero(res, run, state)
+        plain_spent = zero.spent if zero is not None else []
+        one_step = _one_step_reason(res, state, zero)
+        if one_step is not None:
             # One step can only be the task itself (one function or class, or a plan held to
             # one step): no model call is needed to plan it, only its contract.
             only = finalize_plan(single_step_plan(state["task"]), state["task"])
             only, replies = write_contracts(model, state["task"], only)
             usage = usage_of([*plain_spent, *replies], model_name_of(model))
-            return {**accept_plan(res, state, run, only, reason, usage), **_plain(zero)}
-        feedback = state.get("plan_feedback", "") if not replan_text else ""
-        messages: list[BaseMessage] = [
-            SystemMessage(prompts.planner_system(res.ctx.planner_prompt, res.ctx.max_plan_steps)),
-            HumanMessage(
-                prompts.PLANNER_TASK.format(
-                    task=state["task"],
-                    replan=replan_text,
-                    feedback=f"\nReviewer's note on the previous plan: {feedback}\n"
-                    if feedback
-                    else "",
-                )
-            ),
-        ]
-        structured = res.structured("planner", ProposedPlan)
-        spent: list[BaseMessage] = []
-        problems: list[str] = []
-        plan: Plan | None = None
-        answers: list[str] = []
-        for attempt in range(1, MAX_PLAN_TRIES + 1):
-            with calling("plan"):
-                reply = invoke_structured(structured, messages)
-            raw = reply.raw
-            if raw is not None:
-                spent.append(raw)
-            parsed = reply.parsed
-            if parsed is not None:
-                # A model that sends back the plan it was told is invalid will do so again:
-                # another ask costs a call for the same answer.
-                answer = json.dumps(parsed.model_dump(exclude={"rationale"}), sort_keys=True)
-                if answer in answers:
-                    emit("plan.repeated", run_id=state["run_id"], attempt=attempt)
-                    break
-                answers.append(answer)
-            if parsed is None:
-                problems = [f"the answer did not match the Plan schema: {reply.error}"]
-            else:
-                candidate = _proposed(parsed, raw)
-                if res.ctx.max_plan_steps == 1 and not committed:
-                    candidate = merge_into_one_step(candidate)
-                elif not committed:
-                    candidate = fold_repeated_steps(candidate)
-                candidate = finalize_plan(candidate, state["task"], committed=committed)
-                merged = _keep_committed(committed, candidate)
-                problems = plan_problems(merged, max_steps=res.ctx.max_plan_steps)
-                if not problems:
-                    plan = merged
-                    break
-            emit("plan.invalid", run_id=state["run_id"], attempt=attempt, problems=problems)
-            if raw is not None:
-                messages.append(raw)
-                # A tool-call reply needs its tool result before the next human turn.
-                for call in raw.tool_calls:
-                    messages.append(
-                        ToolMessage(content="rejected", tool_call_id=call["id"] or "", name="Plan")
-                    )
-            messages.append(
-                HumanMessage(
-                    prompts.PLANNER_INVALID.format(problems="\n".join(f"- {p}" for p in problems))
-                )
-            )
-        reason = "replan" if replan_text else "initial plan"
-        if plan is None and not replan_text:
-            # Never worse than asking once: a task the planner cannot split is done as one
-            # step (the whole task, its contract from the task's examples or the model).
-            plan = finalize_plan(single_step_plan(state["task"]), state["task"])
-            reason = f"initial plan: one step, the planner's plans were invalid ({problems[0]})"
-            emit("plan.fallback", run_id=state["run_id"], problems=problems)
-        if plan is not None:
-            plan, contracts = write_contracts(
-                model, state["task"], plan, skip={s.id for s in committed}
-            )
-            spent += contracts
-        usage = usage_of([*plain_spent, *spent], model_name_of(model))
-        if plan is None and replan_text:
-            # A replan never loses the run: the attempts so far stay, on the last valid plan.
-            return {**keep_last_plan(res, state, run, problems, usage), **_plain(zero)}
+            return {**accept_plan(res, state, run, only, one_step, usage), **_plain(zero)}
+        plan, problems, spent = _ask_for_plan(res, state, committed, replan_text)
+        plan, reason = _fall_back(state, plan, problems, replanning=bool(replan_text))
         if plan is None:
-            reason = f"the planner gave no valid plan in {MAX_PLAN_TRIES} tries: " + "; ".join(
-                problems
-            )
-            return {"status": "failed", "stop_reason": reason, "usage": usage, **_plain(zero)}
+            # A replan never loses the run: the attempts so far stay, on the last valid plan.
+            usage = usage_of([*plain_spent, *spent], model_name_of(model))
+            return {**keep_last_plan(res, state, run, problems, usage), **_plain(zero)}
+        plan, contracts = write_contracts(
+            model, state["task"], plan, skip={s.id for s in committed}
+        )
+        usage = usage_of([*plain_spent, *spent, *contracts], model_name_of(model))
         return {**accept_plan(res, state, run, plan, reason, usage), **_plain(zero)}
 
     return planner
 
 
-def _candidate_zero(res: Resources, run: Any, task: str) -> dict[str, Any]:
+def _replan_context(state: State) -> tuple[list[PlanStep], str]:
+    """A replan's committed steps (they stay) and its prompt section; ([], '') on a first plan."""
+    if not state.get("plan"):
+        return [], ""
+    old = plan_of(state)
+    statuses = state.get("step_status") or {}
+    reopened = set(state.get("reopen") or [])
+    committed = [s for s in old.steps if statuses.get(s.id) == "committed" and s.id not in reopened]
+    listed = outline(Plan(steps=committed)) if committed else "(none)"
+    replan_text = prompts.PLANNER_REPLAN.format(
+        committed=listed, failure=state.get("plan_feedback") or "(no details)"
+    )
+    return committed, replan_text
+
+
+def _ask_candidate_zero(res: Resources, run: RunRef, state: State) -> _Zero | None:
+    """Candidate zero when this first plan asks for it (None on a replan, or when off or had)."""
+    if state.get("plan") or not res.ctx.candidate_zero or state.get("plain") is not None:
+        return None
+    return _candidate_zero(res, run, state["task"])
+
+
+def _one_step_reason(res: Resources, state: State, zero: _Zero | None) -> str | None:
+    """Why a first plan is the task as one step, planned without a call (None: ask the model)."""
+    if state.get("plan"):
+        return None
+    if res.ctx.max_plan_steps == 1 or single_unit(state["task"]):
+        return "initial plan"
+    if zero is not None and zero.meets_task:
+        emit("plan.plain_meets_task", run_id=state["run_id"])
+        return "initial plan: one step, the plain answer meets every check the task states"
+    return None
+
+
+def _plan_request(res: Resources, state: State, replan_text: str) -> list[BaseMessage]:
+    """The planner's prompt: the task, a replan's context, else the reviewer's note if any."""
+    feedback = state.get("plan_feedback", "") if not replan_text else ""
+    return [
+        SystemMessage(prompts.planner_system(res.ctx.planner_prompt, res.ctx.max_plan_steps)),
+        HumanMessage(
+            prompts.PLANNER_TASK.format(
+                task=state["task"],
+                replan=replan_text,
+                feedback=f"\nReviewer's note on the previous plan: {feedback}\n"
+                if feedback
+                else "",
+            )
+        ),
+    ]
+
+
+def _ask_for_plan(
+    res: Resources, state: State, committed: list[PlanStep], replan_text: str
+) -> tuple[Plan | None, list[str], list[BaseMessage]]:
+    """Ask up to :data:`MAX_PLAN_TRIES` times, each invalid plan sent back with its problems.
+
+    Returns the valid plan (None if none came), the last problems found, and the replies.
+    """
+    messages = _plan_request(res, state, replan_text)
+    structured = res.structured("planner", ProposedPlan)
+    spent: list[BaseMessage] = []
+    problems: list[str] = []
+    answers: list[str] = []
+    for attempt in range(1, MAX_PLAN_TRIES + 1):
+        with calling("plan"):
+            reply = invoke_structured(structured, messages)
+        if reply.raw is not None:
+            spent.append(reply.raw)
+        if reply.parsed is not None:
+            # A model that sends back the plan it was told is invalid will do so again:
+            # another ask costs a call for the same answer.
+            answer = json.dumps(reply.parsed.model_dump(exclude={"rationale"}), sort_keys=True)
+            if answer in answers:
+                emit("plan.repeated", run_id=state["run_id"], attempt=attempt)
+                break
+            answers.append(answer)
+        plan, problems = _validated(res, state["task"], committed, reply)
+        if plan is not None:
+            return plan, problems, spent
+        emit("plan.invalid", run_id=state["run_id"], attempt=attempt, problems=problems)
+        _send_back(messages, reply.raw, problems)
+    return None, problems, spent
+
+
+def _validated(
+    res: Resources, task: str, committed: list[PlanStep], reply: StructuredReply
+) -> tuple[Plan | None, list[str]]:
+    """The reply's plan, finished by code, committed steps first; None while it has problems."""
+    if reply.parsed is None:
+        return None, [f"the answer did not match the Plan schema: {reply.error}"]
+    candidate = _proposed(reply.parsed, reply.raw)
+    if res.ctx.max_plan_steps == 1 and not committed:
+        candidate = merge_into_one_step(candidate)
+    elif not committed:
+        candidate = fold_repeated_steps(candidate)
+    candidate = finalize_plan(candidate, task, committed=committed)
+    merged = _keep_committed(committed, candidate)
+    problems = plan_problems(merged, max_steps=res.ctx.max_plan_steps)
+    return (None if problems else merged), problems
+
+
+def _send_back(messages: list[BaseMessage], raw: AIMessage | None, problems: list[str]) -> None:
+    """Append the rejected reply and the problems to tell the model (in place)."""
+    if raw is not None:
+        messages.append(raw)
+        # A tool-call reply needs its tool result before the next human turn.
+        for call in raw.tool_calls:
+            messages.append(
+                ToolMessage(content="rejected", tool_call_id=call["id"] or "", name="Plan")
+            )
+    messages.append(
+        HumanMessage(prompts.PLANNER_INVALID.format(problems="\n".join(f"- {p}" for p in problems)))
+    )
+
+
+def _fall_back(
+    state: State, plan: Plan | None, problems: list[str], *, replanning: bool
+) -> tuple[Plan | None, str]:
+    """The plan to adopt and why: the model's, else on a first plan the task as one step.
+
+    None on a replan without a valid plan: the last valid plan is kept instead.
+    """
+    if plan is not None:
+        return plan, "replan" if replanning else "initial plan"
+    if replanning:
+        return None, "replan"
+    # Never worse than asking once: a task the planner cannot split is done as one
+    # step (the whole task, its contract from the task's examples or the model).
+    only = finalize_plan(single_step_plan(state["task"]), state["task"])
+    emit("plan.fallback", run_id=state["run_id"], problems=problems)
+    return only, f"initial plan: one step, the planner's plans were invalid ({problems[0]})"
+
+
+def _candidate_zero(res: Resources, run: RunRef, task: str) -> _Zero:
     """Ask the model once for the whole task; run the task's own checks on its answer.
 
     When the answer fails a check the task states, the profile's ``task_samples`` more
     answers are sampled from the same prompt (warm, never shown a check) and the one that
     executes best on the task's checks is kept: the plain answer is replaced only by one that
     passes more of them (:func:`~atom_agent.verification.candidates.best_of`).
-
-    Returns ``plain`` (the code, '' if the reply had none), ``spent`` (the replies, for
-    usage) and ``meets_task`` (every check the task's clauses state passed, at least one ran).
     """
     names = task_names(task)
     model = res.model("executor")
@@ -196,7 +254,7 @@ def _candidate_zero(res: Resources, run: Any, task: str) -> dict[str, Any]:
     clauses = task_clauses(task, names=names)
     profile = profile_for(model, res.ctx.model_profile)
 
-    def judge(source: str, where: Any) -> Any:
+    def judge(source: str, where: Path) -> ContractReport | None:
         return meets_clauses(source, clauses, folder=where, runner=res.runner,
                              limits=res.limits, defines=names)  # fmt: skip
 
@@ -223,12 +281,7 @@ def _candidate_zero(res: Resources, run: Any, task: str) -> dict[str, Any]:
         samples=len(choice.replies),
         chosen=choice.index,
     )
-    return {
-        "plain": choice.source,
-        "plain_seconds": answer.seconds,
-        "spent": [answer.reply, *choice.replies],
-        "meets_task": meets,
-    }
+    return _Zero(choice.source, answer.seconds, [answer.reply, *choice.replies], meets)
 
 
 def plain_written(res: Resources, state: State) -> dict[str, Any]:
@@ -244,11 +297,11 @@ def plain_written(res: Resources, state: State) -> dict[str, Any]:
     return {"plain": impl.read_text(encoding="utf-8", errors="replace")} if impl.is_file() else {}
 
 
-def _plain(zero: dict[str, Any]) -> dict[str, Any]:
+def _plain(zero: _Zero | None) -> dict[str, Any]:
     """The state update that keeps candidate zero ({} when it was not asked for now)."""
-    if "plain" not in zero:
+    if zero is None:
         return {}
-    return {"plain": zero["plain"], "plain_seconds": zero.get("plain_seconds")}
+    return {"plain": zero.plain, "plain_seconds": zero.seconds}
 
 
 def _proposed(parsed: Any, raw: AIMessage | None) -> Plan:
@@ -264,7 +317,7 @@ def _proposed(parsed: Any, raw: AIMessage | None) -> Plan:
 
 
 def accept_plan(
-    res: Any, state: State, run: Any, plan: Plan, reason: str, usage: dict[str, Any]
+    res: Resources, state: State, run: RunRef, plan: Plan, reason: str, usage: dict[str, Any]
 ) -> dict[str, Any]:
     """Write a valid plan's revision and step folders; the state update that adopts it."""
     revision = res.workspace.write_plan(run, plan.model_dump(), reason=reason)
@@ -310,7 +363,7 @@ _EARLIER_CHARS = 600
 
 
 def keep_last_plan(
-    res: Any, state: State, run: Any, problems: list[str], usage: dict[str, Any]
+    res: Resources, state: State, run: RunRef, problems: list[str], usage: dict[str, Any]
 ) -> dict[str, Any]:
     """The state update of a replan whose model gave no valid plan: the last valid plan stays.
 

@@ -54,7 +54,7 @@ from ..common import (
     unfinished_attempt,
 )
 from .attempt import ASK_USER, AttemptContext
-from .prompt import draft_notes, reconstruct_context
+from .prompt import ExecutorPrompt, draft_notes, reconstruct_context
 from .steering import steering
 from .steering.chain import chained
 from .steering.reask import REASKED
@@ -232,7 +232,9 @@ def _first(state: State, at: _Attempt) -> str | None:
     return _candidate_zero(state.get("plain"), at.step.defines) if at.attempt.n == 1 else None
 
 
-def _loop_prompt(res: Resources, state: State, at: _Attempt, start: Drafts | None) -> Any:
+def _loop_prompt(
+    res: Resources, state: State, at: _Attempt, start: Drafts | None
+) -> ExecutorPrompt:
     """The tool loop's first message: the tiered context reconstruction of the attempt.
 
     A staged start is shown in it with the checks it fails, so the first call can fix it.
@@ -451,9 +453,7 @@ def attempt_agent(
     )
 
 
-def _run(
-    agent: CompiledStateGraph[Any, Any, Any, Any], prompt: str, context: AttemptContext
-) -> tuple[list[BaseMessage], str]:
+def _run(agent: Agent, prompt: str, context: AttemptContext) -> tuple[list[BaseMessage], str]:
     """Run one attempt's tool loop: its messages, and why code ended it ('' if the model did)."""
     messages: list[BaseMessage] = [HumanMessage(prompt)]
     config: RunnableConfig = {"recursion_limit": 4 * context.max_tool_calls + 20}
@@ -480,16 +480,15 @@ def _draft(
     candidates compete with the code the step's previous attempt staged (the best so far):
     an attempt never stages code that executes worse than what the step already had.
     """
-    plan, step, step_ref, attempt, scope = at.plan, at.step, at.step_ref, at.attempt, at.scope
-    model, checks = at.model, at.runnable
-    artifacts = res.workspace.dependency_artifacts(step_ref)
+    step, attempt, scope, checks = at.step, at.attempt, at.scope, at.runnable
+    artifacts = res.workspace.dependency_artifacts(at.step_ref)
     deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
-    earlier = _last_feedback(res.workspace, step_ref, attempt)
-    prompt = draft_prompt(task, plan, step, deps, earlier, notes)
+    earlier = _last_feedback(res.workspace, at.step_ref, attempt)
+    prompt = draft_prompt(task, at.plan, step, deps, earlier, notes)
     available = available_names(artifacts)
-    profile = profile_for(model, res.ctx.model_profile)
+    profile = profile_for(at.model, res.ctx.model_profile)
     drafts = write_drafts(
-        model=model,
+        model=at.model,
         prompt=prompt,
         temps=temperatures(profile.warming, attempt.n),
         checks=checks,
@@ -509,12 +508,24 @@ def _draft(
                         defines=step.defines, available=available,
                         python_path=scope.python_path()[1:], runner=res.runner,
                         limits=res.limits)  # fmt: skip
+    _stage_best(at, drafts)
+    _record_drafts(attempt, prompt, drafts)
+    return drafts
+
+
+def _stage_best(at: _Attempt, drafts: Drafts) -> None:
+    """The best draft as the staged impl.py, the contract as pytest beside it (none: nothing)."""
     best = drafts.best
     if best is not None:
-        atomic_write_text(scope.staging / IMPL_FILE, best.source)
+        atomic_write_text(at.scope.staging / IMPL_FILE, best.source)
         # The contract as pytest, without the checks every witness contradicted.
-        trusted = [c for i, c in enumerate(checks) if i not in drafts.suspect]
-        atomic_write_text(scope.staging / TEST_FILE, contract_tests(trusted))
+        trusted = [c for i, c in enumerate(at.runnable) if i not in drafts.suspect]
+        atomic_write_text(at.scope.staging / TEST_FILE, contract_tests(trusted))
+
+
+def _record_drafts(attempt: AttemptRef, prompt: str, drafts: Drafts) -> None:
+    """Write :data:`DRAFTS_FILE`: the prompt, every candidate and how it did, the one kept."""
+    best = drafts.best
     atomic_write_json(
         attempt.path / DRAFTS_FILE,
         {
@@ -535,7 +546,6 @@ def _draft(
             "suspect": {str(i): why for i, why in drafts.suspect.items()},
         },
     )
-    return drafts
 
 
 def _summary(drafts: Drafts, step_id: str, attempt: AttemptRef) -> DraftsSummary:

@@ -60,6 +60,17 @@ class _Budget:
         return True
 
 
+@dataclass
+class _Recalled:
+    """Tier 2's memories: the lines that fit, why each is there, those the gate kept out."""
+
+    lines: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+    unrelated: list[str] = field(default_factory=list)
+    dropped: int = 0
+    """Relevant memories the budget had no room for."""
+
+
 def reconstruct_context(
     *,
     ctx: Context,
@@ -76,6 +87,39 @@ def reconstruct_context(
     answers: list[dict[str, str]] | None = None,
 ) -> ExecutorPrompt:
     """Build the executor prompt for `attempt` of `step` within ``ctx.context_token_budget``."""
+    pinned = _pinned(ctx, task, plan, step, statuses, attempt, files_text, answers)
+    budget = _Budget(ctx.context_token_budget - estimate_tokens(pinned))
+    # Tier 1 first in priority: the failures of this very step matter most for the next try.
+    tier1, dropped_units = _fitted(budget, _attempt_units(workspace, step_ref, attempt.n))
+    recalled = _recalled(budget, memory, session, ctx, task, step)
+    dep_lines, dropped_deps = _dependencies(budget, workspace, step_ref)
+    text = _assembled(pinned, recalled.lines, dep_lines, tier1)
+    dropped = {
+        "memories": recalled.dropped,
+        "dependencies": dropped_deps,
+        "attempt_units": dropped_units,
+    }
+    return ExecutorPrompt(
+        text,
+        list(recalled.reasons),
+        estimate_tokens(text),
+        dropped,
+        recalled.reasons,
+        recalled.unrelated,
+    )
+
+
+def _pinned(
+    ctx: Context,
+    task: str,
+    plan: Plan,
+    step: PlanStep,
+    statuses: dict[str, Any],
+    attempt: AttemptRef,
+    files_text: str,
+    answers: list[dict[str, str]] | None,
+) -> str:
+    """What the prompt always holds: task, outline, step, criteria, files, the user's answers."""
     pinned = prompts.EXECUTOR_PINNED.format(
         task=task.strip(),
         outline=outline(plan, statuses),
@@ -91,45 +135,62 @@ def reconstruct_context(
         pinned += "\n\n" + prompts.EXECUTOR_ANSWERS.format(
             answers="\n".join(f"Q: {a['question']}\nA: {a['answer']}" for a in answers)
         )
-    budget = _Budget(ctx.context_token_budget - estimate_tokens(pinned))
-    dropped = {"memories": 0, "dependencies": 0, "attempt_units": 0}
+    return pinned
 
-    # Tier 1 first in priority: the failures of this very step matter most for the next try.
-    tier1_units = _attempt_units(workspace, step_ref, attempt.n)
-    tier1: list[str] = []
-    for unit in tier1_units:
-        if budget.take(unit):
-            tier1.append(unit)
+
+def _fitted(budget: _Budget, units: list[str]) -> tuple[list[str], int]:
+    """The units the budget takes, in order, and how many it had no room for."""
+    kept = [unit for unit in units if budget.take(unit)]
+    return kept, len(units) - len(kept)
+
+
+def _recalled(
+    budget: _Budget,
+    memory: MemoryManager | None,
+    session: SessionContext,
+    ctx: Context,
+    task: str,
+    step: PlanStep,
+) -> _Recalled:
+    """Tier 2's memories: those relevant to the step, best first, while the budget lasts."""
+    recalled = _Recalled()
+    if memory is None:
+        return recalled
+    found = recall_for_step(memory, session, ctx, step, ctx.memory_recall_limit)
+    for record, why in gate(found, focus_of(task, step)):
+        if why is None:
+            recalled.unrelated.append(record.id)
+            continue
+        line = f"- [{record.type}, confidence {record.confidence:.2f}] {record.content}"
+        if budget.take(line):
+            recalled.lines.append(line)
+            recalled.reasons[record.id] = str(why)
         else:
-            dropped["attempt_units"] += 1
+            recalled.dropped += 1
+    return recalled
 
-    memory_lines: list[str] = []
-    reasons: dict[str, str] = {}
-    unrelated: list[str] = []
-    if memory is not None:
-        recalled = recall_for_step(memory, session, ctx, step, ctx.memory_recall_limit)
-        for record, why in gate(recalled, focus_of(task, step)):
-            if why is None:
-                unrelated.append(record.id)
-                continue
-            line = f"- [{record.type}, confidence {record.confidence:.2f}] {record.content}"
-            if budget.take(line):
-                memory_lines.append(line)
-                reasons[record.id] = str(why)
-            else:
-                dropped["memories"] += 1
-    dep_lines: list[str] = []
+
+def _dependencies(
+    budget: _Budget, workspace: Workspace, step_ref: StepRef
+) -> tuple[list[str], int]:
+    """Tier 2's dependencies: each with an excerpt, else only where it is; how many left out."""
+    lines: list[str] = []
+    dropped = 0
     for dep_id, path in workspace.dependency_artifacts(step_ref).items():
         line = _dependency_entry(dep_id, path)
         if budget.take(line):
-            dep_lines.append(line)
+            lines.append(line)
         else:
             short = f"- {dep_id}: deps/{dep_id}/ (on disk at {path})"
             if budget.take(short):
-                dep_lines.append(short)
+                lines.append(short)
             else:
-                dropped["dependencies"] += 1
+                dropped += 1
+    return lines, dropped
 
+
+def _assembled(pinned: str, memory_lines: list[str], dep_lines: list[str], tier1: list[str]) -> str:
+    """The prompt's text: pinned, then tier 2 (memories, dependencies), then tier 1."""
     sections = [pinned]
     if memory_lines or dep_lines:
         sections.append(
@@ -143,8 +204,7 @@ def reconstruct_context(
         )
     if tier1:
         sections.append(prompts.EXECUTOR_TIER1.format(attempts="\n\n".join(tier1)))
-    text = "\n\n".join(sections)
-    return ExecutorPrompt(text, list(reasons), estimate_tokens(text), dropped, reasons, unrelated)
+    return "\n\n".join(sections)
 
 
 def focus_of(task: str, step: PlanStep) -> StepFocus:

@@ -15,9 +15,11 @@ checkout is reset after every trial; the reflector proves the chosen one.
 from __future__ import annotations
 
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from atom_agent import prompts
@@ -60,14 +62,41 @@ CANDIDATES_FILE = "candidates.json"
 people; no node reads it back)."""
 
 
+Request = tuple[list[BaseMessage], float]
+"""One ask of the model: its messages and the temperature."""
+
+
+@dataclass(frozen=True)
+class _Site:
+    """Where one attempt's candidates go in the checkout, and what judges them."""
+
+    run_id: str
+    project: ProjectRun
+    step: PlanStep
+    path: str
+    """The target's file, relative to the checkout."""
+    qualname: str
+    original: str
+    """The target file as the branch holds it."""
+    module: str
+    suite_decides: bool
+    """Each candidate also runs the project's suite (no check of the step is the task's)."""
+
+
+@dataclass
+class _Trials:
+    """The candidates of one attempt so far: a record of each, the best one, the code seen."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    best: tuple[tuple[int, int, int], str] | None = None
+    seen: set[str] = field(default_factory=set)
+
+
 def make_project_executor(res: Resources) -> Any:
     """The executor node of a run on a project, closed over the run's resources."""
 
     def executor(state: State) -> dict[str, Any]:
-        plan = plan_of(state)
-        step = next((s for s in plan.steps if s.id == state.get("current_step")), None)
-        if step is None:
-            raise RuntimeError(f"executor: current step {state.get('current_step')!r} is unknown")
+        step = _current_step(state)
         run = run_ref(res, state)
         project = load_project(res, run)
         if project is None:
@@ -77,80 +106,20 @@ def make_project_executor(res: Resources) -> Any:
         model = res.model("executor")
         profile = profile_for(model, res.ctx.model_profile)
         project.checkout.reset()
-        path = step.target.partition("::")[0]
-        qualname = step.target.partition("::")[2]
-        original = (project.checkout.root / path).read_text(encoding="utf-8")
-        module = module_of(path, project.command.python_path)
-        spent: list[BaseMessage] = []
-        trials: list[dict[str, Any]] = []
-        best: tuple[tuple[int, int, int], str] | None = None
-        # The model's reproduction tests alone do not outrank the project's suite: each
-        # candidate also runs it (when cheap), as a step without checks does.
-        suite_decides = not any(c.origin == "task" for c in step.checks)
+        site = _site_of(state["run_id"], project, step)
+        trials = _Trials()
         # Without checks the first usable candidate is taken (nothing tells samples apart);
         # the warmer ones are asked only when a reply gave no usable definition.
         ladder = temperatures(profile.warming, attempt.n)
         # The previous attempt's choice stays a candidate: a retry replaces it only with code
         # that does better on the checks, and the model is shown it with what failed.
-        incumbent = _incumbent(res.workspace, step_ref, attempt, path)
-        if incumbent is not None and step.checks:
-            report = _try(res, project, path, incumbent, step, module)
-            if report is not None:
-                best = (_score(report, None), incumbent)
-                trials.append({"incumbent": True, "checks": report.summary()})
-                ladder = [] if report.all_passed() else ladder
-        previous = source_of(incumbent, qualname) if incumbent else ""
+        incumbent = _incumbent(res.workspace, step_ref, attempt, site.path)
+        ladder = _try_incumbent(res, site, trials, incumbent, ladder)
+        previous = source_of(incumbent, site.qualname) if incumbent else ""
         feedback = _feedback(res.workspace, step_ref, attempt)
-        messages = edit_request(project.checkout.root, state["task"], step, feedback, previous)
-        requests = [(messages, t) for t in ladder]
-        if feedback and previous and len(ladder) > 1:
-            # One repair of the previous version, then fresh samples told only what failed:
-            # resampling finds what a small model's repair (often its old code again) does not.
-            anew = edit_request(project.checkout.root, state["task"], step, feedback)
-            requests = [(messages, ladder[0]), (anew, 0.0), *((anew, t) for t in ladder[1:-1])]
-        seen = {incumbent} if incumbent is not None and best is not None else set()
-        for prompt, temperature in requests:
-            # A repair shows the previous version: its reply copies most of it.
-            with copying() if previous and prompt is messages else nullcontext():
-                reply = sample(model, prompt, temperature, purpose="project_edit",
-                               code_only="code")  # fmt: skip
-            spent.append(reply)
-            trial: dict[str, Any] = {"temperature": temperature}
-            if prompt is not messages:
-                trial["prompt"] = "anew"
-            trials.append(trial)
-            try:
-                edited = apply_edit(
-                    original, Edit(qualname, definition_of(str(reply.content), qualname))
-                )
-            except EditError as exc:
-                trial["error"] = str(exc)
-                continue
-            if edited in seen:
-                trial["checks"] = "the same code as an earlier candidate"
-                continue
-            seen.add(edited)
-            report = _try(res, project, path, edited, step, module)
-            broken = _broken(res, project, path, edited) if suite_decides else None
-            trial["checks"] = (report.summary() if report is not None else "no checks") + (
-                f"; {broken} test(s) that passed before fail" if broken is not None else ""
-            )
-            emit(
-                "executor.candidate",
-                run_id=state["run_id"],
-                step_id=step.id,
-                temperature=temperature,
-                checks=trial["checks"],
-            )
-            score = _score(report, broken)
-            if best is None or score > best[0]:
-                best = (score, edited)
-            if (report is None or report.all_passed()) and not broken:
-                break
-        project.checkout.reset()
-        if best is not None:
-            atomic_write_text(attempt.staging / path, best[1])
-        atomic_write_json(attempt.path / CANDIDATES_FILE, {"candidates": trials})
+        messages, requests = _requests(site, state["task"], feedback, previous, ladder)
+        spent = _sample_candidates(res, model, site, trials, messages, requests, repair=previous)
+        _keep_best(site, attempt, trials)
         anew_asked = [m for p, _ in requests for m in p[-1:] if p is not messages][:1]
         res.workspace.write_history(attempt, [*messages, *anew_asked, *spent])
         emit(
@@ -158,8 +127,8 @@ def make_project_executor(res: Resources) -> Any:
             run_id=state["run_id"],
             step_id=step.id,
             attempt=attempt.n,
-            candidates=len(trials),
-            written=best is not None,
+            candidates=len(trials.records),
+            written=trials.best is not None,
         )
         return {
             "attempts": {step.id: attempt.n},
@@ -170,6 +139,137 @@ def make_project_executor(res: Resources) -> Any:
         }
 
     return executor
+
+
+def _current_step(state: State) -> PlanStep:
+    """The plan's step the state says is current (an unknown one is a programming error)."""
+    step = next((s for s in plan_of(state).steps if s.id == state.get("current_step")), None)
+    if step is None:
+        raise RuntimeError(f"executor: current step {state.get('current_step')!r} is unknown")
+    return step
+
+
+def _site_of(run_id: str, project: ProjectRun, step: PlanStep) -> _Site:
+    """The step's target in the checkout: its file, its definition's name, its module."""
+    path, _, qualname = step.target.partition("::")
+    return _Site(
+        run_id=run_id,
+        project=project,
+        step=step,
+        path=path,
+        qualname=qualname,
+        original=(project.checkout.root / path).read_text(encoding="utf-8"),
+        module=module_of(path, project.command.python_path),
+        # The model's reproduction tests alone do not outrank the project's suite: each
+        # candidate also runs it (when cheap), as a step without checks does.
+        suite_decides=not any(c.origin == "task" for c in step.checks),
+    )
+
+
+def _try_incumbent(
+    res: Resources, site: _Site, trials: _Trials, incumbent: str | None, ladder: list[float]
+) -> list[float]:
+    """Run the step's checks on the previous attempt's choice, the first candidate.
+
+    Returns the temperatures still to ask: none when it passes every check.
+    """
+    if incumbent is None or not site.step.checks:
+        return ladder
+    report = _try(res, site.project, site.path, incumbent, site.step, site.module)
+    if report is None:
+        return ladder
+    trials.best = (_score(report, None), incumbent)
+    trials.records.append({"incumbent": True, "checks": report.summary()})
+    trials.seen.add(incumbent)
+    return [] if report.all_passed() else ladder
+
+
+def _requests(
+    site: _Site, task: str, feedback: str, previous: str, ladder: list[float]
+) -> tuple[list[BaseMessage], list[Request]]:
+    """The edit request (a repair when there is a previous version) and each ask of it.
+
+    One repair of the previous version, then fresh samples told only what failed:
+    resampling finds what a small model's repair (often its old code again) does not.
+    """
+    root = site.project.checkout.root
+    messages = edit_request(root, task, site.step, feedback, previous)
+    if not (feedback and previous and len(ladder) > 1):
+        return messages, [(messages, t) for t in ladder]
+    anew = edit_request(root, task, site.step, feedback)
+    return messages, [(messages, ladder[0]), (anew, 0.0), *((anew, t) for t in ladder[1:-1])]
+
+
+def _sample_candidates(
+    res: Resources,
+    model: BaseChatModel,
+    site: _Site,
+    trials: _Trials,
+    messages: list[BaseMessage],
+    requests: list[Request],
+    *,
+    repair: str,
+) -> list[BaseMessage]:
+    """Ask for each request in turn, trying each reply, until one passes everything.
+
+    `repair`: the previous version `messages` shows ('' when none). Returns the replies.
+    """
+    spent: list[BaseMessage] = []
+    for prompt, temperature in requests:
+        # A repair shows the previous version: its reply copies most of it.
+        with copying() if repair and prompt is messages else nullcontext():
+            reply = sample(model, prompt, temperature, purpose="project_edit",
+                           code_only="code")  # fmt: skip
+        spent.append(reply)
+        trial: dict[str, Any] = {"temperature": temperature}
+        if prompt is not messages:
+            trial["prompt"] = "anew"
+        trials.records.append(trial)
+        if _try_reply(res, site, trials, trial, str(reply.content)):
+            break
+    return spent
+
+
+def _try_reply(
+    res: Resources, site: _Site, trials: _Trials, trial: dict[str, Any], reply: str
+) -> bool:
+    """Splice the reply's definition in and judge it, noted in `trial`; True: look no further.
+
+    A reply without a usable definition, or with code already tried, is no candidate.
+    """
+    try:
+        edited = apply_edit(site.original, Edit(site.qualname, definition_of(reply, site.qualname)))
+    except EditError as exc:
+        trial["error"] = str(exc)
+        return False
+    if edited in trials.seen:
+        trial["checks"] = "the same code as an earlier candidate"
+        return False
+    trials.seen.add(edited)
+    report = _try(res, site.project, site.path, edited, site.step, site.module)
+    broken = _broken(res, site.project, site.path, edited) if site.suite_decides else None
+    trial["checks"] = (report.summary() if report is not None else "no checks") + (
+        f"; {broken} test(s) that passed before fail" if broken is not None else ""
+    )
+    emit(
+        "executor.candidate",
+        run_id=site.run_id,
+        step_id=site.step.id,
+        temperature=trial["temperature"],
+        checks=trial["checks"],
+    )
+    score = _score(report, broken)
+    if trials.best is None or score > trials.best[0]:
+        trials.best = (score, edited)
+    return (report is None or report.all_passed()) and not broken
+
+
+def _keep_best(site: _Site, attempt: AttemptRef, trials: _Trials) -> None:
+    """Reset the checkout; stage the best candidate and write the record of every one."""
+    site.project.checkout.reset()
+    if trials.best is not None:
+        atomic_write_text(attempt.staging / site.path, trials.best[1])
+    atomic_write_json(attempt.path / CANDIDATES_FILE, {"candidates": trials.records})
 
 
 def edit_request(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from atom_agent.checks.contract import ContractReport, run_contract
@@ -19,9 +20,9 @@ from atom_agent.project.knowledge import project_space, remember_change
 from atom_agent.project.suite import Gate, SuiteResult, gate, run_suite
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
-from atom_agent.state import PlanStep, State
+from atom_agent.state import Plan, PlanStep, State, StepStatus
 from atom_agent.telemetry import emit
-from atom_agent.workspace import AttemptRef
+from atom_agent.workspace import AttemptRef, StepRef
 
 from ..common import plan_of, run_ref
 from .common import ProjectRun, limits_of, load_project, module_of, runner_of
@@ -124,27 +125,10 @@ def make_project_reflector(res: Resources) -> Any:
             raise RuntimeError("reflector: the project was not opened (the planner opens it)")
         step_ref = res.workspace.step(run, step.id)
         attempt = res.workspace.attempt(step_ref, state["attempts"][step.id])
-        checkout = project.checkout
-        checkout.reset()
-        trailers = {
-            "Atom-Run": state["run_id"],
-            "Atom-Step": step.id,
-            "Atom-Attempt": str(attempt.n),
-        }
+        project.checkout.reset()
         failures = dict(state.get("failures") or {}).get(step.id, 0)
         last = failures + 1 >= res.ctx.max_attempts
-        sha = checkout.committed(trailers)
-        if sha is not None and attempt.verdict_json.exists():
-            verdict = res.workspace.read_verdict(attempt)  # died after the verdict was written
-        elif sha is not None:
-            verdict = {
-                "decision": "commit",
-                "verified": False,
-                "commit": sha,
-                "reason": "committed before a crash; its evidence was not kept",
-            }
-        else:
-            verdict = _judge(res, project, step, attempt, last, trailers)
+        verdict = _verdict(res, project, step, attempt, last, _trailers(state, step, attempt))
         res.workspace.write_verdict(attempt, verdict)
         action: Action = verdict["decision"]
         update: dict[str, Any] = {
@@ -158,33 +142,11 @@ def make_project_reflector(res: Resources) -> Any:
                 "feedback": verdict.get("feedback", "")[:500],
             },
         }
-        statuses = dict(state.get("step_status") or {})
+        update["step_status"] = _statuses_after(state, plan, step.id, action)
         if action == "commit":
-            space = project_space(res.ctx.project_id, res.ctx.repo)
-            session = SessionContext(
-                session_id=state["run_id"],
-                project_id=space,
-                run_id=state["run_id"],
-                step_id=step.id,
-                attempt=attempt.n,
-            )
-            remember_change(res.memory, session, res.ctx.repo, step.target, verdict)
-            res.workspace.commit(step_ref, attempt)
-            res.workspace.update_step(
-                step_ref,
-                status="committed",
-                committed_attempt=attempt.n,
-                verdict="passed" if verdict["verified"] else "unverified",
-                commit=verdict.get("commit"),
-            )
-            statuses[step.id] = "committed"
+            _commit_step(res, state["run_id"], step, step_ref, attempt, verdict)
         elif action == "fail":
             res.workspace.update_step(step_ref, status="failed", verdict="failed")
-            statuses[step.id] = "failed"
-            for other in plan.steps:
-                if step.id in other.depends_on:
-                    statuses[other.id] = "blocked"
-        update["step_status"] = statuses
         emit(
             "reflector.verdict",
             run_id=state["run_id"],
@@ -199,6 +161,75 @@ def make_project_reflector(res: Resources) -> Any:
     return reflector
 
 
+def _trailers(state: State, step: PlanStep, attempt: AttemptRef) -> dict[str, str]:
+    """The commit trailers that name this attempt (how a crash after committing is found)."""
+    return {"Atom-Run": state["run_id"], "Atom-Step": step.id, "Atom-Attempt": str(attempt.n)}
+
+
+def _verdict(
+    res: Resources,
+    project: ProjectRun,
+    step: PlanStep,
+    attempt: AttemptRef,
+    last: bool,
+    trailers: dict[str, str],
+) -> dict[str, Any]:
+    """The attempt's verdict: judged now, or recovered when its commit is already on the branch."""
+    sha = project.checkout.committed(trailers)
+    if sha is not None and attempt.verdict_json.exists():
+        return res.workspace.read_verdict(attempt)  # died after the verdict was written
+    if sha is not None:
+        return {
+            "decision": "commit",
+            "verified": False,
+            "commit": sha,
+            "reason": "committed before a crash; its evidence was not kept",
+        }
+    return _judge(res, project, step, attempt, last, trailers)
+
+
+def _statuses_after(
+    state: State, plan: Plan, step_id: str, action: Action
+) -> dict[str, StepStatus]:
+    """The steps' statuses after the verdict: committed, or failed with its dependents blocked."""
+    statuses = dict(state.get("step_status") or {})
+    if action == "commit":
+        statuses[step_id] = "committed"
+    elif action == "fail":
+        statuses[step_id] = "failed"
+        for other in plan.steps:
+            if step_id in other.depends_on:
+                statuses[other.id] = "blocked"
+    return statuses
+
+
+def _commit_step(
+    res: Resources,
+    run_id: str,
+    step: PlanStep,
+    step_ref: StepRef,
+    attempt: AttemptRef,
+    verdict: dict[str, Any],
+) -> None:
+    """Remember the change in the project's memory space; record the step committed."""
+    session = SessionContext(
+        session_id=run_id,
+        project_id=project_space(res.ctx.project_id, res.ctx.repo),
+        run_id=run_id,
+        step_id=step.id,
+        attempt=attempt.n,
+    )
+    remember_change(res.memory, session, res.ctx.repo, step.target, verdict)
+    res.workspace.commit(step_ref, attempt)
+    res.workspace.update_step(
+        step_ref,
+        status="committed",
+        committed_attempt=attempt.n,
+        verdict="passed" if verdict["verified"] else "unverified",
+        commit=verdict.get("commit"),
+    )
+
+
 def _judge(
     res: Resources,
     project: ProjectRun,
@@ -211,42 +242,14 @@ def _judge(
     checkout = project.checkout
     path = step.target.partition("::")[0]
     staged = attempt.staging / path
-    plan_step = step.checks
-    contract: ContractReport | None = None
-    result: SuiteResult | None = None
-    verdict_gate: Gate | None = None
-    if staged.is_file():
-        shutil.copyfile(staged, checkout.root / path)
-        if plan_step:
-            module = module_of(path, project.command.python_path)
-            contract = run_contract(
-                plan_step,
-                staging=checkout.root,
-                runner=runner_of(res, project),
-                limits=res.limits,
-                python_path=project.python_path(),
-                module=module,
-            )
-        limits = limits_of(res)
-        result = run_suite(
-            checkout.root, project.command, runner=runner_of(res, project), limits=limits
-        )
-        verdict_gate = gate(
-            project.baseline,
-            result,
-            lambda ids: run_suite(
-                checkout.root,
-                project.command,
-                runner=runner_of(res, project),
-                limits=limits,
-                only=ids,
-            ),
-        )
+    contract, result, verdict_gate = (
+        _run_change(res, project, step, staged, path) if staged.is_file() else (None, None, None)
+    )
     evidence = ChangeEvidence(
         written=staged.is_file(),
-        checks=len(plan_step),
+        checks=len(step.checks),
         checks_passed=len(contract.passed) if contract else 0,
-        model_checks=sum(1 for c in plan_step if c.origin == "planner"),
+        model_checks=sum(1 for c in step.checks if c.origin == "planner"),
         regressions=len(verdict_gate.regressions) if verdict_gate else 0,
         # A suite that did not collect before the change either is no evidence against it.
         collected=bool(result and (result.collected_ok or not project.baseline.collected_ok)),
@@ -266,6 +269,43 @@ def _judge(
         verdict["commit"] = checkout.commit([path], f"atom: {step.title}", trailers)
     checkout.reset()
     return verdict
+
+
+def _run_change(
+    res: Resources, project: ProjectRun, step: PlanStep, staged: Path, path: str
+) -> tuple[ContractReport | None, SuiteResult, Gate]:
+    """Copy the staged file into the checkout; run the step's checks, the suite and its gate.
+
+    The checks' report is None when the step has none.
+    """
+    checkout = project.checkout
+    shutil.copyfile(staged, checkout.root / path)
+    contract: ContractReport | None = None
+    if step.checks:
+        contract = run_contract(
+            step.checks,
+            staging=checkout.root,
+            runner=runner_of(res, project),
+            limits=res.limits,
+            python_path=project.python_path(),
+            module=module_of(path, project.command.python_path),
+        )
+    limits = limits_of(res)
+    result = run_suite(
+        checkout.root, project.command, runner=runner_of(res, project), limits=limits
+    )
+    verdict_gate = gate(
+        project.baseline,
+        result,
+        lambda ids: run_suite(
+            checkout.root,
+            project.command,
+            runner=runner_of(res, project),
+            limits=limits,
+            only=ids,
+        ),
+    )
+    return contract, result, verdict_gate
 
 
 def _suite_summary(
