@@ -36,7 +36,7 @@ from atom_agent.context import Context  # noqa: E402
 from atom_agent.models.replay import ReplayCache  # noqa: E402
 from atom_agent.nodes.planner import task_names  # noqa: E402
 from atom_agent.resources import Resources  # noqa: E402
-from atom_agent.verification.candidates import ask_plain, meets_clauses  # noqa: E402
+from atom_agent.selection.candidates import ask_plain, meets_clauses  # noqa: E402
 from atom_agent.verification.clauses import task_clauses  # noqa: E402
 
 WARMING = (0.3, 0.6, 0.9, 1.2)

@@ -134,6 +134,10 @@ class Clause(BaseModel):
     checks: list[Check] = Field(
         default_factory=list, description="the checks code read from it (origin: task)"
     )
+    rules: list[str] = Field(
+        default_factory=list,
+        description="the rules of verification.rules.RULES that built its checks, in order",
+    )
 
 
 class Plan(BaseModel):

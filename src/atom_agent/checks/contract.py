@@ -150,15 +150,6 @@ class ContractReport:
             r.status in ("passed", "invalid") for i, r in enumerate(self.results) if i not in ignore
         )
 
-    def rank(self, ignore: Collection[int] = ()) -> tuple[int, int]:
-        """How well the code executes: (task checks passed, checks passed), higher is better.
-
-        Checks in `ignore` (suspect ones) count for nothing; one check the task states
-        outranks any number of the planner model's.
-        """
-        passed = [r for i, r in enumerate(self.results) if i not in ignore and r.status == "passed"]
-        return (sum(1 for r in passed if r.check.origin == "task"), len(passed))
-
     def task_checks_hold(self, ignore: Collection[int] = ()) -> bool:
         """Every check the task states that could run passed, and one of them checks a value.
 

@@ -1,10 +1,10 @@
 """Executable checks from the examples a task states, in the forms tasks write them.
 
 ``>>> f(x)`` doctest lines, ``f(x) ==> y`` / ``f(x) == y`` / ``f(x) -> y`` / ``f(x) returns
-y`` / ``f(x) should return y``, ``f(x) raises E``, "Input: … Output: …" blocks, ``'a' -> 'b'``
-when the task names one function, and "f raises E on … such as 'x' or 'y'". Only what parses
-as Python becomes a check: an example that code cannot read with certainty is left out rather
-than guessed.
+y`` / ``f(x) should give back y`` (:data:`ARROWS`), ``f(x) raises E``, "Input: … Output: …"
+blocks, ``'a' -> 'b'`` when the task names one function, and "f raises E on … such as 'x' or
+'y'". Only what parses as Python becomes a check: an example that code cannot read with
+certainty is left out rather than guessed.
 """
 
 from __future__ import annotations
@@ -21,19 +21,29 @@ from atom_agent.state import Check
 MAX_TASK_CHECKS = 40
 TASK_CRITERION = "the examples stated in the task hold"
 
-_ARROWS = (
+ARROWS = (
     ("==>", ""),
     ("=>", ""),
     ("==", ""),
     ("->", ""),
     ("→", ""),
     ("should return", ""),
+    ("must return", ""),
+    ("should give back", ""),
     ("should give", ""),
+    ("gives back", ""),
     ("returns", ""),
     ("gives", ""),
+    ("should produce", ""),
+    ("produces", ""),
+    ("should yield", ""),
+    ("yields", ""),
+    ("should evaluate to", ""),
+    ("evaluates to", ""),
     ("should raise", "raise"),
     ("raises", "raise"),
 )
+"""What stands between a call and its result in a worked example (a longer one first)."""
 _EXC = re.compile(r"([A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt)|StopIteration)\b")
 _INPUT_OUTPUT = re.compile(
     r"Input\s*:\s*(?P<input>[^\n]+?)\s*(?:\n\s*)?Output\s*:\s*(?P<output>[^\n]+)", re.IGNORECASE
@@ -167,7 +177,7 @@ def _call_arrows(text: str, names: list[str]) -> list[tuple[str, str, str]]:
             continue  # a signature such as f(s: str)
         rest = text[end + 1 :]
         stripped = rest.lstrip(" \t")
-        for arrow, kind in _ARROWS:
+        for arrow, kind in ARROWS:
             if stripped.startswith(arrow) and (arrow[-1] in "=>→" or _word_end(stripped, arrow)):
                 value = stripped[len(arrow) :]
                 if kind == "raise":
@@ -199,7 +209,7 @@ def _input_outputs(text: str) -> list[tuple[str, str]]:
 
 
 def _such_as(text: str, functions: list[str]) -> list[tuple[str, str, list[str]]]:
-    """Lists of bad inputs: "f raises E on input such as 'a3' or '3'" → (f, E, [...])."""
+    """Lists of bad inputs: "f raises E on input such as 'x9' or ''" → (f, E, [...])."""
     out: list[tuple[str, str, list[str]]] = []
     for match in _SUCH_AS.finditer(text):
         name = match.group("name")

@@ -21,10 +21,10 @@ from atom_agent.memory.relevance import read_recalled
 from atom_agent.project.handback import hand_back, hand_back_markdown
 from atom_agent.report import criteria_summary, render_report, shown_criteria
 from atom_agent.resources import Resources
+from atom_agent.selection.candidates import floor
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, RunStatus, State
 from atom_agent.telemetry import emit
-from atom_agent.verification.candidates import floor
 from atom_agent.verification.clauses import SIGNATURE_PASSED, Coverage, coverage, task_clauses
 from atom_agent.workspace import RunRef, Workspace
 from atom_agent.workspace.deliverable import (

@@ -34,6 +34,7 @@ from atom_agent.names import (
     without_shorthands,
 )
 from atom_agent.resources import Resources
+from atom_agent.selection.candidates import ask_plain, best_of, meets_clauses
 from atom_agent.state import (
     REQUIRED_FILES,
     Check,
@@ -46,7 +47,6 @@ from atom_agent.state import (
 )
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
-from atom_agent.verification.candidates import ask_plain, best_of, meets_clauses
 from atom_agent.verification.clauses import placed, task_clauses
 from atom_agent.verification.contracts import write_contracts
 from atom_agent.workspace import RunRef
@@ -245,7 +245,7 @@ def _candidate_zero(res: Resources, run: RunRef, task: str) -> _Zero:
     When the answer fails a check the task states, the profile's ``task_samples`` more
     answers are sampled from the same prompt (warm, never shown a check) and the one that
     executes best on the task's checks is kept: the plain answer is replaced only by one that
-    passes more of them (:func:`~atom_agent.verification.candidates.best_of`).
+    passes more of them (:func:`~atom_agent.selection.candidates.best_of`).
     """
     names = task_names(task)
     model = res.model("executor")

@@ -1,13 +1,13 @@
 """What a task says a call gives or raises on a new object or one stated input, as checks.
 
-"undo() … returns False when there is nothing to undo", "weight_of(word: str) -> int returns
-a word's total, or 0 for a word it does not know", "removing a word it does not know raises
-KeyError", "an id that does not exist … raises KeyError", "(a room with no bookings gives [])",
-"limit 0 gives an empty list", "An empty list gives an empty list". The state such a clause
-describes is the state of an object just built from its stated construction: it knows no word,
-holds no edit, has no booking. Code builds the call (values no constructor argument can hold
-for what must be unknown, the stated defaults for the rest) and checks the stated result; no
-model is involved, so the check is the task's.
+A clause says what a call gives about something a new object does not hold (an unknown key,
+nothing to pop, a member with no loans), what one stated value gives ("a count of 0 yields an
+empty list"), that an attribute is read-only, or that the input is left unchanged.
+The phrasings code reads are the ``fresh``, ``given``, ``read-only`` and ``unchanged`` rows of
+:data:`~atom_agent.verification.rules.RULES`. The state such a clause describes is the state
+of an object just built from its stated construction. Code builds the call (values no
+constructor argument can hold for what must be unknown, the stated defaults for the rest) and
+checks the stated result; no model is involved, so the check is the task's.
 
 Only what is read with certainty becomes a check: a stated signature, one subject (named in the
 clause, by its gerund, or by the clause before it in the same sentence), a literal result or
@@ -20,8 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from atom_agent.state import Check
-
-from .conditions import (
+from atom_agent.verification.conditions import (
     EXCEPTION_NAME,
     Stated,
     base_arguments,
@@ -29,52 +28,23 @@ from .conditions import (
     construction,
     owners_of,
 )
+from atom_agent.verification.rules import (
+    FRESH,
+    LIT,
+    OUTCOME_CRITERION,
+    Fired,
+    finditer,
+    literal,
+    rule,
+    rules_of,
+    search,
+    unique,
+)
 
-OUTCOME_CRITERION = "what the task states a call gives or raises holds"
+__all__ = ["OUTCOME_CRITERION", "outcome_checks", "subjects"]
 
 _UNKNOWN = {"str": "'zzz'", "int": "987654"}
 """Values of a parameter that must be unknown: no placeholder of a constructor holds them."""
-
-_LIT = (
-    r"\[\]|\{\}|\(\)|''|\"\"|True|False|None|-?\d+(?:\.\d+)?|zero"
-    r"|an empty (?:list|string|dict|tuple)"
-)
-_LITERAL = rf"(?P<lit>{_LIT})"
-_LITERALS = {
-    "zero": "0",
-    '""': "''",
-    "an empty list": "[]",
-    "an empty string": "''",
-    "an empty dict": "{}",
-    "an empty tuple": "()",
-}
-
-_NOUN = r"(?P<noun>[a-z_]+)"
-_FRESH = (
-    rf"an? {_NOUN} (?:that )?it does not know",
-    rf"an? {_NOUN} that (?:does not|doesn't) exist",
-    rf"an? (?:unknown|missing|nonexistent|non-existent) {_NOUN}",
-    rf"an? {_NOUN} with no [a-z_]+",
-    r"there is nothing to [a-z_]+",
-)
-"""States a new object is in: it knows nothing, holds nothing (the noun names the unknown)."""
-
-_FORMS = (
-    # "returns False when there is nothing to undo", "or 0 for a word it does not know"
-    ("value", r"\b(?:returns|gives|is|or) {lit} (?:when|if|for) {fresh}\b"),
-    # "a room with no bookings gives []"
-    ("value", r"\b{fresh}\)? (?:gives|returns) {lit}"),
-    # "removing a word it does not know raises KeyError", "an unknown column raises KeyError"
-    ("raises", r"\b{fresh}(?: [a-z ]{{0,30}})? raises? (?P<exc>[A-Z]\w*)"),
-)
-_EXISTING = re.compile(
-    r"\bfor an? (?:current|known|existing) (?P<noun>[a-z_]+) and raises (?P<exc>[A-Z]\w*) otherwise"
-)
-"""'returns (room, …) for a current booking and raises KeyError otherwise'."""
-
-
-def _literal(text: str) -> str:
-    return _LITERALS.get(text, text)
 
 
 def subjects(text: str, stated: Mapping[str, Stated]) -> list[str]:
@@ -98,7 +68,7 @@ def outcome_checks(
     examples: Mapping[str, Sequence[str]],
     constructible: Sequence[str],
     previous: str = "",
-) -> list[Check]:
+) -> list[Fired]:
     """Checks of what clause `text` says a call gives or raises on a new object or input.
 
     Args:
@@ -107,54 +77,47 @@ def outcome_checks(
         examples: for a function, the argument sources of a worked example (a valid call).
         constructible: classes whose construction the task states (methods get checks).
         previous: the clause before it when both are parts of one sentence (its subject
-            carries over: "sort_by(…) reorders the rows …; an unknown column raises KeyError").
+            carries over: "rename(…) changes a key …; an unknown key raises KeyError").
     """
     callables = [q for q in subjects(text, stated) if q in stated]
     if not callables and previous:
         callables = subjects(previous, stated)
-    checks = _fresh(text, stated, constructible, callables)
-    checks += _given(text, stated, examples, constructible, callables)
-    checks += _read_only(text, stated, constructible)
-    checks += _input_unchanged(text, stated, examples, callables)
-    return list({c.describe(): c for c in checks}.values())
+    fired = _fresh(text, stated, constructible, callables)
+    fired += _given(text, stated, examples, constructible, callables)
+    fired += _read_only(text, stated, constructible)
+    fired += _input_unchanged(text, stated, examples, callables)
+    return unique(fired)
 
 
 def _fresh(
     text: str, stated: Mapping[str, Stated], constructible: Sequence[str], callables: list[str]
-) -> list[Check]:
+) -> list[Fired]:
     methods = [q for q in callables if stated[q].owner]
     if len(methods) != 1 or stated[methods[0]].owner not in constructible:
         return []
     sig = stated[methods[0]]
-    checks: list[Check] = []
     found = [
-        (kind, match)
-        for kind, form in _FORMS
-        for fresh in _FRESH
-        if (match := re.search(form.format(lit=_LITERAL, fresh=fresh), text))
+        (row.name, match)
+        for row in rules_of("fresh")
+        for fresh in (FRESH if "{FRESH}" in row.pattern else FRESH[:1])
+        for match in finditer(row, text, FRESH=fresh, NOUN=r"(?P<noun>[a-z_]+)", LIT=LIT)[:1]
     ]
-    if (existing := _EXISTING.search(text)) is not None:
-        found.append(("raises", existing))
-    for kind, match in found:
+    fired: list[Fired] = []
+    for name, match in found:
         noun = match.groupdict().get("noun") or ""
         arguments = _unknown_arguments(sig, noun)
         call = call_source(sig, arguments, stated) if arguments is not None else None
         if call is None:
             continue
-        if kind == "value":
-            checks.append(
-                Check(
-                    call=call,
-                    expect=_literal(match["lit"]),
-                    criterion=OUTCOME_CRITERION,
-                    origin="task",
-                )  # fmt: skip
-            )
+        if match.groupdict().get("lit"):
+            expect = literal(match["lit"])
+            check = Check(call=call, expect=expect, criterion=OUTCOME_CRITERION, origin="task")
+            fired.append(Fired((name,), check))
         elif match["exc"] in EXCEPTION_NAME.findall(text):
-            checks.append(
-                Check(call=call, raises=match["exc"], criterion=OUTCOME_CRITERION, origin="task")
-            )
-    return checks
+            check = Check(call=call, raises=match["exc"], criterion=OUTCOME_CRITERION,
+                          origin="task")  # fmt: skip
+            fired.append(Fired((name,), check))
+    return fired
 
 
 def _unknown_arguments(sig: Stated, noun: str) -> dict[str, str] | None:
@@ -164,6 +127,7 @@ def _unknown_arguments(sig: Stated, noun: str) -> dict[str, str] | None:
     their defaults. A parameter with neither makes no check: a placeholder could be invalid
     and raise for another reason.
     """
+    noun = noun.lower()
     singular = noun[:-1] if noun.endswith("s") else noun
     like = [
         p
@@ -195,9 +159,12 @@ def _given(
     examples: Mapping[str, Sequence[str]],
     constructible: Sequence[str],
     callables: list[str],
-) -> list[Check]:
-    """One stated value gives a stated result: 'limit 0 gives an empty list', 'An empty list …'."""
-    checks: list[Check] = []
+) -> list[Fired]:
+    """One stated value gives a stated result.
+
+    'a limit of 0 gives []', 'empty names give ""', 'An empty list gives an empty list'.
+    """
+    fired: list[Fired] = []
     for qualified, sig in stated.items():
         if sig.owner and sig.owner not in constructible:
             continue
@@ -208,28 +175,28 @@ def _given(
             owners = owners_of(p, stated)
             if qualified not in callables and owners != [qualified]:
                 continue
-            pattern = (
-                rf"\b{re.escape(p)} (?:of |is |= ?)?(?P<value>{_LIT}) (?:gives|returns) {_LITERAL}"
-            )
-            for match in re.finditer(pattern, text):
-                given = _literal(match["value"])
+            for match in finditer(rule("param_value_gives"), text, P=re.escape(p), LIT=LIT):
+                given = literal(match["value"])
                 if given != base[p] and _fits(given, sig.annotations[i]):
-                    checks.append(_value_check(sig, {**base, p: given}, match["lit"], stated))
-        of_type = {"list": "[]", "str": "''"}
-        for kind, empty in of_type.items():
-            typed = [
-                p
-                for p, a in zip(sig.params, sig.annotations, strict=True)
-                if a.replace(" ", "").startswith(kind)
-            ]
-            word = "list" if kind == "list" else "string"
-            found = re.search(rf"\b(?:an? )?empty {word} (?:gives|returns) {_LITERAL}", text, re.I)
-            if found and len(typed) == 1 and (callables == [qualified] or len(stated) == 1):
-                if base[typed[0]] != empty:
-                    checks.append(
-                        _value_check(sig, {**base, typed[0]: empty}, found["lit"], stated)
-                    )
-    return [c for c in checks if c.call]
+                    check = _value_check(sig, {**base, p: given}, match["lit"], stated)
+                    fired.append(Fired(("param_value_gives",), check))
+            described = rule("param_empty_gives")
+            for match in finditer(described, text, P=rf"{re.escape(p)}s?", LIT=LIT):
+                value = described.value
+                empty = value(match, sig.annotations[i], base[p], base) if value else None
+                if empty is not None and empty != base[p]:
+                    check = _value_check(sig, {**base, p: empty}, match["lit"], stated)
+                    fired.append(Fired((described.name,), check))
+        said = search("empty_input_gives", text, LIT=LIT)
+        if said is None or not (callables == [qualified] or len(stated) == 1):
+            continue
+        kind, empty = ("list", "[]") if said["word"].lower() == "list" else ("str", "''")
+        typed = [p for p, a in zip(sig.params, sig.annotations, strict=True)
+                 if a.replace(" ", "").startswith(kind)]  # fmt: skip
+        if len(typed) == 1 and base[typed[0]] != empty:
+            check = _value_check(sig, {**base, typed[0]: empty}, said["lit"], stated)
+            fired.append(Fired(("empty_input_gives",), check))
+    return [f for f in fired if f.check.call]
 
 
 def _fits(value: str, annotation: str) -> bool:
@@ -244,23 +211,17 @@ def _fits(value: str, annotation: str) -> bool:
 
 
 def _value_check(
-    sig: Stated, arguments: Mapping[str, str], literal: str, stated: Mapping[str, Stated]
+    sig: Stated, arguments: Mapping[str, str], result: str, stated: Mapping[str, Stated]
 ) -> Check:
     call = call_source(sig, arguments, stated) or ""
-    return Check(call=call, expect=_literal(literal), criterion=OUTCOME_CRITERION, origin="task")
-
-
-_READ_ONLY = re.compile(
-    r"\bread-only (?:property|attribute) (?:named |called )?`?(?P<a>[a-z_]\w*)`?"
-    r"|\b`?(?P<b>[a-z_]\w*)`? is a read-only (?:property|attribute)"
-)
+    return Check(call=call, expect=literal(result), criterion=OUTCOME_CRITERION, origin="task")
 
 
 def _read_only(
     text: str, stated: Mapping[str, Stated], constructible: Sequence[str]
-) -> list[Check]:
+) -> list[Fired]:
     """'exposed as a read-only property named text': assigning it raises AttributeError."""
-    match = _READ_ONLY.search(text)
+    match = search("read_only_property", text)
     if match is None:
         return []
     named = [c for c in constructible if re.search(rf"\b{re.escape(c)}\b", text)]
@@ -268,21 +229,13 @@ def _read_only(
     if len(owners) != 1 or (built := construction(owners[0], stated)) is None:
         return []
     attribute = match["a"] or match["b"]
-    return [
-        Check(
-            call=f"obj = {built}\nsetattr(obj, {attribute!r}, obj.{attribute})",
-            raises="AttributeError",
-            criterion=OUTCOME_CRITERION,
-            origin="task",
-        )  # fmt: skip
-    ]
-
-
-_UNCHANGED = re.compile(
-    r"\b(?:leaves|keeps) (?:the|its) (?:input|argument)s?(?: \w+)? unchanged"
-    r"|\bdoes not (?:modify|mutate|change) (?:the|its) (?:input|argument)",
-    re.IGNORECASE,
-)
+    check = Check(
+        call=f"obj = {built}\nsetattr(obj, {attribute!r}, obj.{attribute})",
+        raises="AttributeError",
+        criterion=OUTCOME_CRITERION,
+        origin="task",
+    )
+    return [Fired(("read_only_property",), check)]
 
 
 def _input_unchanged(
@@ -290,9 +243,9 @@ def _input_unchanged(
     stated: Mapping[str, Stated],
     examples: Mapping[str, Sequence[str]],
     callables: list[str],
-) -> list[Check]:
+) -> list[Fired]:
     """'leaves the input list unchanged': the worked example's list is equal after the call."""
-    if _UNCHANGED.search(text) is None:
+    if search("input_unchanged", text) is None:
         return []
     functions = [q for q in stated if not stated[q].owner]
     subject = [q for q in callables if q in functions] or (functions if len(functions) == 1 else [])
@@ -305,4 +258,5 @@ def _input_unchanged(
     given = arguments[mutable[0]]
     arguments[mutable[0]] = "given"
     call = f"given = {given}\n{stated[subject[0]].name}({', '.join(arguments)})\ngiven"
-    return [Check(call=call, expect=given, criterion=OUTCOME_CRITERION, origin="task")]
+    check = Check(call=call, expect=given, criterion=OUTCOME_CRITERION, origin="task")
+    return [Fired(("input_unchanged",), check)]

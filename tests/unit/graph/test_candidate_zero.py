@@ -14,9 +14,10 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from atom_agent import Context, run_task
 from atom_agent.checks.contract import TYPES_CRITERION, ContractReport, run_contract
-from atom_agent.drafting import Candidate, Drafts
 from atom_agent.models.purpose import CallInfo
 from atom_agent.sandbox import Limits, default_runner
+from atom_agent.selection.pool import Candidate, Drafts
+from atom_agent.selection.rank import rank
 from atom_agent.state import Check, Plan
 from atom_agent.testing import ScriptedChatModel
 from atom_agent.workspace import Workspace
@@ -74,6 +75,10 @@ def test_a_plain_answer_that_meets_every_stated_check_is_the_whole_run(tmp_path:
     assert (artifacts / "impl.py").read_text().strip() == BOTH.strip()
     info = ws.read_run(run)
     assert info["clauses"]["summary"].startswith(f"{len(plan['clauses'])} clauses: ")
+    # Which rules of the table read each clause's checks: in run.json as in the plan.
+    assert info["clauses"]["rules"] and info["clauses"]["rules"] == {
+        c["id"]: c["rules"] for c in plan["clauses"] if c["rules"]
+    }
     assert "clauses:" in outcome.stop_reason
     assert "## Clauses of the task" in run.report_md.read_text()
 
@@ -107,7 +112,7 @@ def test_one_check_the_task_states_outranks_any_number_of_the_models(tmp_path: P
     checks = [task, *model]
     right = _report(BOTH, checks, tmp_path, "right")  # passes the task's check only
     wrong = _report(BROKEN_SUB, checks, tmp_path, "wrong")  # passes the model's three only
-    assert right.rank() == (1, 1) and wrong.rank() == (0, 3)
+    assert rank(right) == (1, 0, 1) and rank(wrong) == (0, 0, 3)
     drafts = Drafts(
         candidates=[
             Candidate(k=0, source=BROKEN_SUB, temperature=0.0, informed=False, report=wrong),
@@ -241,7 +246,7 @@ def test_a_sampled_answer_that_meets_the_stated_checks_replaces_a_failing_plain_
 
 
 def test_samples_that_execute_no_better_leave_the_plain_answer(tmp_path: Path) -> None:
-    from atom_agent.verification.candidates import PlainAnswer, best_of
+    from atom_agent.selection.candidates import PlainAnswer, best_of
 
     checks = [
         Check(call="add(2, 3)", expect="5", origin="task"),
@@ -265,7 +270,7 @@ def test_samples_that_execute_no_better_leave_the_plain_answer(tmp_path: Path) -
 
 
 def test_no_sample_is_drawn_when_the_plain_answer_meets_the_stated_checks(tmp_path: Path) -> None:
-    from atom_agent.verification.candidates import PlainAnswer, best_of
+    from atom_agent.selection.candidates import PlainAnswer, best_of
 
     checks = [Check(call="sub(5, 3)", expect="2", origin="task")]
     model = plains_then_drafts([BROKEN_SUB], [])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from atom_agent.drafting import temperatures
 from atom_agent.names import defined_in_code
 from atom_agent.replies import complete_from_task, extract_code, with_stated_functions
+from atom_agent.selection.drafts import temperatures
 
 CODE = "def add(a, b):\n    return a + b\n"
 
@@ -95,7 +95,7 @@ def test_a_standard_library_module_used_without_its_import_is_imported() -> None
 def test_a_draft_that_defines_the_name_as_a_method_is_told_to_define_it_at_top_level() -> None:
     from langchain_core.messages import AIMessage
 
-    from atom_agent.drafting import NO_CODE_NOTE, missing_note
+    from atom_agent.selection.drafts import NO_CODE_NOTE, missing_note
 
     method = AIMessage(
         content="```python\nclass Account:\n    def transfer(self):\n        pass\n```"

@@ -20,9 +20,9 @@ from atom_agent.models.purpose import CallInfo
 from atom_agent.nodes.executor import attempt
 from atom_agent.nodes.executor.node import LOOP_MIN_SECONDS, _loop_time
 from atom_agent.resources import Resources
+from atom_agent.selection import candidates
 from atom_agent.state import Check, Plan
 from atom_agent.testing import ScriptedChatModel, tool_call
-from atom_agent.verification import candidates
 from atom_agent.workspace import Workspace
 
 from .scripts import BAD_TEST, ExecutorScript, models, read, run_tests, step, write

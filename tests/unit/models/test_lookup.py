@@ -7,10 +7,10 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, BaseMessage
 
 from atom_agent.checks.contract import ContractReport
-from atom_agent.drafting import write_drafts
 from atom_agent.models.local import LocalChatModel
 from atom_agent.models.lookup import copying, copying_now
 from atom_agent.sandbox import Limits, default_runner
+from atom_agent.selection.drafts import write_drafts
 from atom_agent.state import Check
 from atom_agent.testing import ScriptedChatModel
 

@@ -130,8 +130,8 @@ def test_drafts_and_contracts_ask_for_code_only_and_the_plain_call_does_not() ->
 
     from atom_agent.models.sampling import sample
     from atom_agent.nodes.planner import finalize_plan, single_step_plan
+    from atom_agent.selection.candidates import ask_plain
     from atom_agent.testing import ScriptedChatModel
-    from atom_agent.verification.candidates import ask_plain
     from atom_agent.verification.contracts import write_contracts
 
     seen: list[tuple[str, tuple[str, ...]]] = []

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from atom_agent.checks.contract import CheckResult, ContractReport, run_contract
 from atom_agent.sandbox import Limits, default_runner
+from atom_agent.selection.rank import rank
+from atom_agent.selection.recombine import Scored, exercised, recombine, transplant
 from atom_agent.state import Check
-from atom_agent.verification.recombine import Scored, exercised, recombine, transplant
 
 STACK = """class Stack:
     def __init__(self):
@@ -69,7 +70,7 @@ def test_the_method_a_failing_check_exercises_comes_from_a_candidate_that_passes
 ) -> None:
     judge = Judge(tmp_path)
     base, donor = judge.scored(WRONG_POP), judge.scored(WRONG_PEEK)
-    assert base.report.rank() == donor.report.rank() == (3, 3)  # neither wins whole
+    assert rank(base.report) == rank(donor.report) == (3, 0, 3)  # neither wins whole
 
     found = recombine(base, [donor], judge)
 
@@ -177,7 +178,7 @@ def test_trials_stop_at_the_cap(tmp_path: Path) -> None:
     before = judge.runs
     found = recombine(base, donors, judge, max_trials=2)
     assert judge.runs - before <= 2
-    assert found is None or found.report.rank() > base.report.rank()
+    assert found is None or rank(found.report) > rank(base.report)
 
 
 def test_an_attempt_recombines_its_candidates_before_asking_the_model_to_repair(
@@ -185,7 +186,7 @@ def test_an_attempt_recombines_its_candidates_before_asking_the_model_to_repair(
 ) -> None:
     from langchain_core.messages import AIMessage
 
-    from atom_agent.drafting import write_drafts
+    from atom_agent.selection.drafts import write_drafts
     from atom_agent.testing import ScriptedChatModel
 
     model = ScriptedChatModel(

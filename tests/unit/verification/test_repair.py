@@ -166,7 +166,7 @@ def test_the_tasks_own_failed_check_outranks_any_number_of_the_models() -> None:
 
 
 def test_a_whole_file_retry_is_told_the_tasks_failed_checks_first() -> None:
-    from atom_agent.drafting import retry_note
+    from atom_agent.selection.drafts import retry_note
 
     model = CheckResult(Check(call="f(1)", expect="2"), "failed", got="3")
     stated = CheckResult(Check(call="f(0)", expect="0", origin="task"), "failed", got="1")

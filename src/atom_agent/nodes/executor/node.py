@@ -20,20 +20,18 @@ from atom_agent import prompts
 from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.context import Context
-from atom_agent.drafting import (
-    Candidate,
-    Drafts,
-    dependency_lines,
-    draft_prompt,
-    failure_lines,
-    run_candidate,
-    temperatures,
-    write_drafts,
-)
 from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.models.purpose import calling, for_attempt
 from atom_agent.names import defined_in_code
 from atom_agent.resources import Resources
+from atom_agent.selection.drafts import (
+    dependency_lines,
+    draft_prompt,
+    failure_lines,
+    temperatures,
+    write_drafts,
+)
+from atom_agent.selection.pool import Candidate, Drafts, run_candidate
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, TEST_FILE, Check, DraftsSummary, Plan, PlanStep, State
 from atom_agent.telemetry import emit

@@ -24,7 +24,6 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport
-from atom_agent.drafting import temperatures
 from atom_agent.models.lookup import copying
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.sampling import sample
@@ -33,6 +32,8 @@ from atom_agent.project.edits import Edit, EditError, apply_edit, definition_of,
 from atom_agent.project.repomap import excerpt, render_map, scan
 from atom_agent.project.suite import run_suite
 from atom_agent.resources import Resources
+from atom_agent.selection.drafts import temperatures
+from atom_agent.selection.rank import Rank, rank
 from atom_agent.state import PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
@@ -88,7 +89,7 @@ class _Trials:
     """The candidates of one attempt so far: a record of each, the best one, the code seen."""
 
     records: list[dict[str, Any]] = field(default_factory=list)
-    best: tuple[tuple[int, int, int], str] | None = None
+    best: tuple[Rank, str] | None = None
     seen: set[str] = field(default_factory=set)
 
 
@@ -178,7 +179,7 @@ def _try_incumbent(
     report = _try(res, site.project, site.path, incumbent, site.step, site.module)
     if report is None:
         return ladder
-    trials.best = (_score(report, None), incumbent)
+    trials.best = (rank(report), incumbent)
     trials.records.append({"incumbent": True, "checks": report.summary()})
     trials.seen.add(incumbent)
     return [] if report.all_passed() else ladder
@@ -258,7 +259,9 @@ def _try_reply(
         temperature=trial["temperature"],
         checks=trial["checks"],
     )
-    score = _score(report, broken)
+    # The project's checks passed, then the tests kept, then every check (the model's
+    # reproduction tests too); the earliest wins a tie (the incumbent, then greedy first).
+    score = rank(report, broken=broken)
     if trials.best is None or score > trials.best[0]:
         trials.best = (score, edited)
     return (report is None or report.all_passed()) and not broken
@@ -306,16 +309,6 @@ def edit_request(
         method=" (the method alone, indented as at the top level)" if "." in qualname else "",
     )
     return [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(text)]
-
-
-def _score(report: ContractReport | None, broken: int | None) -> tuple[int, int, int]:
-    """A candidate's standing, higher is better.
-
-    The project's checks it passes, then the tests it breaks (when the suite ran for it),
-    then every check it passes (the model's reproduction tests included).
-    """
-    task, passed = report.rank() if report is not None else (0, 0)
-    return (task, -(broken or 0), passed)
 
 
 def _try(

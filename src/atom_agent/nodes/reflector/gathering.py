@@ -18,15 +18,15 @@ from atom_agent.checks.examples import ExamplesReport, run_examples, task_exampl
 from atom_agent.checks.exercised import NameUse, name_uses, not_exercised
 from atom_agent.checks.hardcoding import HardcodingReport, check_file
 from atom_agent.context import Context
-from atom_agent.drafting import (
+from atom_agent.names import defined_in_code
+from atom_agent.resources import Resources
+from atom_agent.sandbox import RunResult
+from atom_agent.selection.drafts import (
     WITNESS_TEMPERATURE,
     dependency_lines,
     draft_prompt,
     independent_samples,
 )
-from atom_agent.names import defined_in_code
-from atom_agent.resources import Resources
-from atom_agent.sandbox import RunResult
 from atom_agent.session import SessionContext
 from atom_agent.state import (
     IMPL_FILE,

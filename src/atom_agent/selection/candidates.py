@@ -24,8 +24,10 @@ from atom_agent.names import defined_in_code
 from atom_agent.replies import complete_from_task, extract_code
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import Check, Clause
-from atom_agent.verification.recombine import Scored, recombine
 from atom_agent.workspace.atomic import atomic_write_text
+
+from .rank import rank
+from .recombine import Scored, recombine
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ class Choice:
     report: ContractReport | None
     index: int
     """0: the plain answer; k: the k-th sample; ``RECOMBINED`` (-1): the best of them with
-    functions of the others (:mod:`~atom_agent.verification.recombine`)."""
+    functions of the others (:mod:`~atom_agent.selection.recombine`)."""
     replies: list[AIMessage]
     """The samples' replies, in order (the plain answer's not included)."""
     reply_text: str
@@ -120,7 +122,7 @@ def best_of(
     strictly more of the task's checks (then more checks in all): with no sample better, the
     plain answer stays, so the choice is never worse on the task's checks than asking once.
     When none meets them all, the best is recombined with functions of the others
-    (:func:`~atom_agent.verification.recombine.recombine`), kept only if that ranks higher.
+    (:func:`~atom_agent.selection.recombine.recombine`), kept only if that ranks higher.
     """
     best = Choice(first.source, report, 0, [], first.reply.text)
     if not _worth_sampling(first.source, report):
@@ -138,7 +140,7 @@ def best_of(
         found = judge(source, folder / str(k))
         if found is not None:
             answers.append(Scored(source, found))
-        if _rank(found) > _rank(best.report):
+        if rank(found) > rank(best.report):
             best = Choice(source, found, k, replies, reply.text)
         if found is not None and found.task_checks_hold() and found.all_passed():
             return Choice(best.source, best.report, best.index, replies, best.reply_text)
@@ -168,10 +170,6 @@ def _worth_sampling(source: str, report: ContractReport | None) -> bool:
     )
 
 
-def _rank(report: ContractReport | None) -> tuple[int, int]:
-    return report.rank() if report is not None else (-1, -1)
-
-
 @dataclass(frozen=True)
 class Floor:
     """The task's checks run on what the run hands back and on the plain answer."""
@@ -182,13 +180,13 @@ class Floor:
     @property
     def plain_wins(self) -> bool:
         """The plain answer executes strictly better on the task's checks than the package."""
-        return _rank(self.plain) > _rank(self.package)
+        return rank(self.plain) > rank(self.package)
 
     def summary(self) -> str:
         """``the committed steps pass 2 of the task's 7 checks, the plain answer 5``."""
 
         def passed(report: ContractReport | None) -> int:
-            return _rank(report)[0] if report is not None else 0
+            return rank(report).task if report is not None else 0
 
         ran = [r for r in (self.package, self.plain) if r is not None]
         total = max((sum(1 for x in r.results if x.check.origin == "task") for r in ran), default=0)

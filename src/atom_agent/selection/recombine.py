@@ -26,6 +26,8 @@ from atom_agent.checks.contract import CheckResult, ContractReport
 from atom_agent.verification import repair
 from atom_agent.verification.repair import functions_of, pointed_at, splice
 
+from .rank import rank
+
 MAX_TRIALS = 12
 """Spliced modules executed per recombination (each is one contract run in the sandbox)."""
 
@@ -109,9 +111,9 @@ def recombine(
 
     Greedy: for the function failing checks exercise most, the donors that pass one of those
     checks are tried in turn (most such passes first); a trial that ranks higher on the checks
-    (:meth:`ContractReport.rank`, checks in `ignore` counting for nothing) becomes the new base
-    and the search goes on from its failures. Reports must come from the same checks in the
-    same order. None when no trial ranked higher (or nothing failed).
+    (:func:`~atom_agent.selection.rank.rank`, checks in `ignore` counting for nothing) becomes
+    the new base and the search goes on from its failures. Reports must come from the same
+    checks in the same order. None when no trial ranked higher (or nothing failed).
     """
     current = base
     tried: set[str] = {base.source}
@@ -146,6 +148,7 @@ def _better(
         for name in exercised(base.report.results[i], functions):
             by_target.setdefault(name, []).append(i)
     order = Counter({name: len(ix) for name, ix in by_target.items()})
+    bar = rank(base.report, ignore=ignore)
     trials = 0
     for target, _ in order.most_common():
         wanted = by_target[target]
@@ -162,7 +165,7 @@ def _better(
                 tried.add(source)
                 trials += 1
                 report = run(source)
-                if report is not None and report.rank(ignore) > base.report.rank(ignore):
+                if report is not None and rank(report, ignore=ignore) > bar:
                     return Scored(source, report), trials
     return None, trials
 

@@ -1,0 +1,48 @@
+"""The one order of candidates by execution: the task's checks, the tests kept, all checks.
+
+Every place that chooses code ranks with :func:`rank`: an attempt's drafts
+(:mod:`~atom_agent.selection.pool`), candidate zero's whole-task samples and the floor
+(:mod:`~atom_agent.selection.candidates`), recombination's trials
+(:mod:`~atom_agent.selection.recombine`) and a project step's edits
+(:mod:`atom_agent.nodes.project.executor`). A candidate replaces the best so far only when it
+ranks strictly higher, so the earliest wins a tie: candidate zero (the plain answer) or the
+step's earlier best is replaced only by code that executes better.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import NamedTuple
+
+from atom_agent.checks.contract import ContractReport
+
+
+class Rank(NamedTuple):
+    """How well code executes, compared as a tuple: higher is better."""
+
+    task: int
+    """Checks the task states that passed: one outranks any number of the others."""
+    kept: int
+    """Minus the project's tests it breaks (0 when the suite was not run for it)."""
+    passed: int
+    """Checks that passed in all (the planner model's and reproduction checks too)."""
+
+
+def rank(
+    report: ContractReport | None, *, ignore: Collection[int] = (), broken: int | None = None
+) -> Rank:
+    """`report`'s standing among candidates run on the same checks.
+
+    Args:
+        report: the checks' results on the candidate (None: no checks ran on it, which ranks
+            below any report).
+        ignore: indexes of checks that count for nothing (the suspect ones: cross-examination
+            discounted them).
+        broken: the project's tests that passed before and fail with the candidate (None:
+            the suite was not run for it).
+    """
+    kept = -(broken or 0)
+    if report is None:
+        return Rank(-1, kept, -1)
+    passed = [r for i, r in enumerate(report.results) if i not in ignore and r.status == "passed"]
+    return Rank(sum(1 for r in passed if r.check.origin == "task"), kept, len(passed))
