@@ -171,7 +171,10 @@ def agent_arm(
     results = ws / (
         "devtasks_agent_results.jsonl" if arm == "agent" else f"devtasks_{arm}_results.jsonl"
     )
-    options = BatchOptions(ctx or res.ctx, 1, isolated_memory=True, resources=res)
+    # Memory isolated per task *and arm*: an arm must not recall what another arm's run of the
+    # same task learned (each arm starts from what one user's first run would have).
+    arm_ctx = (ctx or res.ctx).replace(project_id=f"{(ctx or res.ctx).project_id}.{arm}")
+    options = BatchOptions(arm_ctx, 1, isolated_memory=True, resources=res)
     run_batch(named, results, options)
     rows = _done(results)
     return {
