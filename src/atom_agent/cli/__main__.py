@@ -1,7 +1,5 @@
 """`python -m atom_agent.cli`."""
 
-import sys
+from atom_agent.cli import entry
 
-from atom_agent.cli import main
-
-sys.exit(main())
+entry()
