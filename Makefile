@@ -16,7 +16,7 @@ export LANGSMITH_TRACING := false
 export OMP_WAIT_POLICY := PASSIVE
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install llama-server bubblewrap demo test lint unit bench clean
+.PHONY: install llama-server bubblewrap demo test lint unit pure clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -87,6 +87,10 @@ test: lint
 
 unit: install
 	$(BIN)/pytest tests/unit -q
+
+# The pure unit tests alone (no sandbox, CLI or server process): seconds.
+pure: install
+	$(BIN)/pytest tests/unit -q -m "not processes"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

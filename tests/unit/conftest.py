@@ -1,0 +1,98 @@
+"""Unit-suite settings: the tests that start real processes carry the ``processes`` marker.
+
+``pytest tests/unit -m "not processes"`` (``make pure``) runs the pure unit tests alone, in
+seconds. A module is listed here when one of its tests starts a process: the sandbox (every
+graph run, every check), a CLI subprocess, a server (measured by recording ``subprocess.Popen``
+and ``os.fork`` over the whole suite). A new module that starts one belongs here too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+STARTS_PROCESSES = frozenset(
+    {
+        "batch/test_batch.py",
+        "batch/test_batch_budget.py",
+        "batch/test_replay.py",
+        "benchmarks/test_candidate_ceiling.py",
+        "benchmarks/test_generation_ceiling.py",
+        "benchmarks/test_recombination_ceiling.py",
+        "benchmarks/test_repotasks_eval.py",
+        "checks/test_contract.py",
+        "checks/test_examples.py",
+        "cli/test_runs_calls.py",
+        "evals/test_humaneval.py",
+        "graph/test_broken_calls.py",
+        "graph/test_budget_calls.py",
+        "graph/test_budgets_and_shape.py",
+        "graph/test_candidate_zero.py",
+        "graph/test_cli_run.py",
+        "graph/test_context_precedence.py",
+        "graph/test_context_window.py",
+        "graph/test_deliverable.py",
+        "graph/test_end_to_end.py",
+        "graph/test_hostile_calls.py",
+        "graph/test_inputs.py",
+        "graph/test_keyed_on_structure.py",
+        "graph/test_learning.py",
+        "graph/test_loops.py",
+        "graph/test_memory_flow.py",
+        "graph/test_outcome.py",
+        "graph/test_prompt_override.py",
+        "graph/test_recorded_exchanges.py",
+        "graph/test_resume_payloads.py",
+        "graph/test_reuse.py",
+        "graph/test_tool_loop_start.py",
+        "graph/test_verification.py",
+        "memory/test_hybrid.py",
+        "models/test_call_budget.py",
+        "project/test_checkout.py",
+        "project/test_checks.py",
+        "project/test_environment.py",
+        "project/test_instances.py",
+        "project/test_project_crash.py",
+        "project/test_project_memory.py",
+        "project/test_project_run.py",
+        "project/test_suite.py",
+        "sandbox/test_sandbox_boundary.py",
+        "sandbox/test_sandbox_choice.py",
+        "sandbox/test_sandbox_pytest.py",
+        "sandbox/test_sandbox_runner.py",
+        "storage/test_cli_errors.py",
+        "storage/test_config_errors.py",
+        "storage/test_disk_full.py",
+        "storage/test_locks.py",
+        "storage/test_resume_files.py",
+        "storage/test_store_open.py",
+        "test_checkpointer.py",
+        "test_cli_models.py",
+        "test_layers.py",
+        "test_server_graph.py",
+        "tools/test_confinement_race.py",
+        "tools/test_tool_calls.py",
+        "tools/test_tools_code.py",
+        "verification/test_clauses.py",
+        "verification/test_conditions.py",
+        "verification/test_outcomes.py",
+        "verification/test_recombine.py",
+        "verification/test_repair.py",
+        "verification/test_rules.py",
+        "verification/test_typed.py",
+        "workspace/test_deliverable_tree.py",
+        "workspace/test_workspace_history_atomic.py",
+    }
+)
+"""Modules (relative to tests/unit/) with a test that starts a real process."""
+
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test of a module in :data:`STARTS_PROCESSES` with ``processes``."""
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        if path.is_relative_to(_HERE) and path.relative_to(_HERE).as_posix() in STARTS_PROCESSES:
+            item.add_marker(pytest.mark.processes)
