@@ -210,6 +210,8 @@ def prefill_line(rows: dict[str, dict[str, Any]]) -> str:
 
 def oracle(ws: Path, prefix: str) -> dict[str, bool]:
     """PASS/FAIL per task id from the devtasks oracle."""
+    if not ORACLE.is_file():  # every task would read as failed
+        raise SystemExit(f"the devtasks oracle is not at {ORACLE}: put ../shared beside the repo")
     out = subprocess.run(
         [sys.executable, str(ORACLE), str(ws), prefix], capture_output=True, text=True, check=False
     ).stdout

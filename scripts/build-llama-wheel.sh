@@ -2,7 +2,7 @@
 # Builds llama-cpp-python once into a local wheel cache, with flags that are safe on this CPU.
 #
 # Why: PyPI ships only the sdist (a ~6 min build on 2 cores), and the default -march=native
-# build segfaults on first decode on CPUs with AMX (DESIGN §7). We build with GGML_NATIVE=OFF,
+# build segfaults on first decode on CPUs with AMX (docs/architecture.md, "Facts of this machine that shaped the design"). We build with GGML_NATIVE=OFF,
 # the SIMD levels the CPU reports, and AMX off; the wheel is cached under a key made of the
 # version and the flags, so later installs (and CI runs on this machine) reuse it.
 set -euo pipefail
