@@ -191,6 +191,8 @@ def load_chat_model(
         # A self-hosted server decodes until its context is full unless told otherwise (a
         # small model that loops would take minutes); on a CPU a long reply can take minutes.
         options.setdefault("max_tokens", SERVED_MAX_TOKENS)
+        # ...and a plain-text reply is watched as it streams, ended as the embedded model's.
+        options.setdefault("stop_early", True)
         if timeout_s is not None:
             options.setdefault("timeout", max(timeout_s, SERVED_TIMEOUT_S))
     if parsed.provider in PROVIDER_KEYS:

@@ -10,11 +10,13 @@ from typing import Any
 import openai
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 
 from atom_agent.budget import CallLimit, RunBudget, budget_of
 from atom_agent.errors import BudgetExhaustedError, ContextWindowError, ModelError
+from atom_agent.models.stopping import ReplyWatch, expecting_now, names_now
 
 _CONTEXT_FULL = re.compile(
     r"context[ _](length|size|window)|maximum context|exceeds? the available context"
@@ -37,7 +39,15 @@ class ServedChatOpenAI(ChatOpenAI):
     A server that is not quite OpenAI's (a proxy's HTML error page, a reply missing
     ``choices``) makes the client library fail deep inside its parsing with a ``TypeError``
     or a ``JSONDecodeError``; this says what happened, and where.
+
+    With ``stop_early`` (set for a model on a ``base_url`` server), a plain-text reply is
+    streamed and watched as the embedded model's is (:class:`~atom_agent.models.stopping.
+    ReplyWatch`): once it loops, or a reply asked for code alone holds its complete block, the
+    stream is closed, which ends the decoding on the server. A self-hosted model that loops
+    would otherwise decode to ``max_tokens``. Tool calls and structured replies are never cut.
     """
+
+    stop_early: bool = False
 
     @contextmanager
     def _readable(self) -> Iterator[None]:
@@ -67,6 +77,8 @@ class ServedChatOpenAI(ChatOpenAI):
         limit = _limit(budget_of(run_manager), kwargs.get("max_tokens", self.max_tokens))
         model = self._within(limit, kwargs) if limit is not None else self
         with self._readable(), _in_time(limit):
+            if self.stop_early and _plain_text(kwargs):
+                return _checked(limit, model._watched(messages, stop, run_manager, kwargs))
             try:
                 result = super(ServedChatOpenAI, model)._generate(
                     messages, stop=stop, run_manager=run_manager, **kwargs
@@ -74,6 +86,48 @@ class ServedChatOpenAI(ChatOpenAI):
             except openai.LengthFinishReasonError as exc:
                 result = self._cut_off(exc)
         return _checked(limit, result)
+
+    def _watched(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None,
+        run_manager: CallbackManagerForLLMRun | None,
+        kwargs: dict[str, Any],
+    ) -> ChatResult:
+        """The reply, streamed and ended once it has said all it will say."""
+        watch = ReplyWatch(expecting=expecting_now(), names=names_now())
+        text, pieces, last = "", 0, None
+        info: dict[str, Any] = {}
+        usage: UsageMetadata | None = None
+        stream = super()._stream(
+            messages, stop=stop, run_manager=run_manager, stream_usage=True, **kwargs
+        )
+        try:
+            for chunk in stream:
+                last = chunk
+                info.update(chunk.generation_info or {})
+                usage = getattr(chunk.message, "usage_metadata", None) or usage
+                piece = chunk.message.content
+                if isinstance(piece, str) and piece:
+                    text, pieces = text + piece, pieces + 1
+                    if watch.done(text):
+                        break
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()  # closes the HTTP response: the server stops decoding
+        if last is None:  # a server that does not stream: ask it as it answers
+            return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        reply = AIMessage(content=watch.reply(text))
+        if watch.reason:
+            info["finish_reason"] = "stop"
+            reply.response_metadata["ended_early"] = watch.reason
+            usage = None  # the server's count comes with the last chunk, never sent
+        reply.response_metadata.update(info)
+        if usage is None:
+            reply.response_metadata["usage_estimated"] = True
+        reply.usage_metadata = usage or _estimated(messages, pieces)
+        return ChatResult(generations=[ChatGeneration(message=reply, generation_info=info)])
 
     async def _agenerate(
         self,
@@ -139,6 +193,22 @@ class ServedChatOpenAI(ChatOpenAI):
         with self._readable():
             async for chunk in super()._astream(*args, **kwargs):
                 yield chunk
+
+
+def _plain_text(kwargs: dict[str, Any]) -> bool:
+    """Whether a call asks for plain text (no tools, no structured reply): one it may cut."""
+    return not kwargs.get("tools") and "response_format" not in kwargs
+
+
+def _estimated(messages: list[BaseMessage], pieces: int) -> UsageMetadata:
+    """Usage of a reply cut before the server counted it (an estimate).
+
+    Streamed pieces (one token each on llama.cpp's server and vLLM), and the prompt at four
+    characters a token; the reply's ``usage_estimated`` says so.
+    """
+    prompt = sum(len(str(m.content)) for m in messages) // 4
+    return UsageMetadata(input_tokens=prompt, output_tokens=pieces,
+                         total_tokens=prompt + pieces)  # fmt: skip
 
 
 def _limit(budget: RunBudget | None, asked: Any) -> CallLimit | None:

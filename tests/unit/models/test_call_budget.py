@@ -134,19 +134,35 @@ _REPLY = {
 }  # fmt: skip
 
 
+def _streamed(reply: dict[str, Any]) -> bytes:
+    """`reply` as a server streams it: its content, then the usage, then [DONE]."""
+    choice = reply["choices"][0]
+    head = {
+        **reply,
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": choice["message"], "finish_reason": None}],
+    }
+    tail = {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    head.pop("usage")
+    events = "".join(f"data: {json.dumps(e)}\n\n" for e in (head, tail))
+    return (events + "data: [DONE]\n\n").encode()
+
+
 class _Recording(http.server.BaseHTTPRequestHandler):
     bodies: list[dict[str, Any]] = []
     delay = 0.0
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        type(self).bodies.append(json.loads(body))
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        type(self).bodies.append(body)
         time.sleep(self.delay)
         try:
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            streamed = bool(body.get("stream"))
+            kind = "text/event-stream" if streamed else "application/json"
+            self.send_header("Content-Type", kind)
             self.end_headers()
-            self.wfile.write(json.dumps(_REPLY).encode())
+            self.wfile.write(_streamed(_REPLY) if streamed else json.dumps(_REPLY).encode())
         except OSError:  # the client gave up (timed out)
             pass
 

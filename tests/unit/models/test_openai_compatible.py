@@ -189,3 +189,111 @@ def test_a_structured_reply_cut_off_at_max_tokens_is_a_reply_that_does_not_parse
     reply = invoke_structured(model.with_structured_output(Steps), [HumanMessage("plan")])
     assert reply.parsed is None and reply.raw is not None
     assert reply.raw.response_metadata.get("finish_reason") == "length"
+
+
+class _Streaming(http.server.BaseHTTPRequestHandler):
+    """Streams `pieces` as server-sent events, one per write; counts what it could send."""
+
+    pieces: list[str] = []
+    sent: list[int] = []
+    asked: list[dict[str, object]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        self.asked.append(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        sent = 0
+        try:
+            for piece in self.pieces:
+                event = {"id": "x", "object": "chat.completion.chunk", "created": 0,
+                         "model": "m", "choices": [{"index": 0, "delta": {"content": piece},
+                                                    "finish_reason": None}]}  # fmt: skip
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+                sent += 1
+                threading.Event().wait(0.002)
+            done = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 7, "completion_tokens": sent,
+                              "total_tokens": 7 + sent}}  # fmt: skip
+            self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            self.sent.append(sent)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def _streaming(pieces: list[str]) -> tuple[str, type[_Streaming], http.server.HTTPServer]:
+    handler = type("Handler", (_Streaming,), {"pieces": pieces, "sent": [], "asked": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1", handler, server
+
+
+def _tokens(text: str) -> list[str]:
+    return [text[i : i + 3] for i in range(0, len(text), 3)]
+
+
+def test_a_served_reply_asked_for_code_ends_at_its_complete_block() -> None:
+    from atom_agent.models.stopping import code_replies
+
+    reply = "```python\ndef f(x):\n    return x + 1\n```\n" + "This adds one. " * 400
+    url, handler, server = _streaming(_tokens(reply))
+    try:
+        model = load_chat_model("openai:m", env={}, base_url=url, max_retries=0)
+        with code_replies("code"):
+            out = model.invoke([HumanMessage("write f")])
+        assert str(out.content).startswith("```python\ndef f(x):\n    return x + 1\n```")
+        assert "This adds one" not in str(out.content)
+        assert out.response_metadata["ended_early"] == "code block complete"
+        assert out.usage_metadata is not None and 0 < out.usage_metadata["output_tokens"] < 30
+        assert out.response_metadata["usage_estimated"] is True
+        server.shutdown()  # waits for the handler: the server stopped well before the end
+        assert handler.sent and handler.sent[0] < len(_tokens(reply)) // 2
+        assert handler.asked[0]["stream"] is True
+    finally:
+        server.server_close()
+
+
+def test_a_served_reply_that_loops_ends_and_one_that_ends_keeps_the_servers_usage() -> None:
+    looping = "x = 1\n" + "assert f(1) == 1\n" * 300
+    url, handler, server = _streaming(_tokens(looping))
+    try:
+        model = load_chat_model("openai:m", env={}, base_url=url, max_retries=0)
+        out = model.invoke([HumanMessage("write f")])
+        assert out.response_metadata["ended_early"] == "reply repeats itself"
+        assert str(out.content).count("assert f(1) == 1") < 20
+    finally:
+        server.shutdown()
+        server.server_close()
+    url, handler, server = _streaming(_tokens("def f(x):\n    return x\n"))
+    try:
+        model = load_chat_model("openai:m", env={}, base_url=url, max_retries=0)
+        out = model.invoke([HumanMessage("write f")])
+        assert out.content == "def f(x):\n    return x\n"
+        assert "ended_early" not in out.response_metadata
+        assert out.usage_metadata is not None and out.usage_metadata["input_tokens"] == 7
+        assert out.response_metadata["finish_reason"] == "stop"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_served_tool_call_or_structured_reply_is_never_cut() -> None:
+    url, handler, server = _streaming(["unused"])
+    try:
+        model = load_chat_model("openai:m", env={}, base_url=url, max_retries=0)
+        assert getattr(model, "stop_early", False) is True
+        from atom_agent.models.served import _plain_text
+
+        assert _plain_text({}) and not _plain_text({"tools": [{"type": "function"}]})
+        assert not _plain_text({"response_format": {"type": "json_object"}})
+    finally:
+        server.shutdown()
+        server.server_close()
