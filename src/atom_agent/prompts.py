@@ -193,30 +193,6 @@ DRAFT_EARLIER = """
 An earlier attempt was rejected: {feedback}
 """
 
-REPAIR_FUNCTION = """\
-{prompt}
-
-This is impl.py so far, with the body of {where} left out:
-```python
-{module}
-```
-An earlier version of `{name}` failed these checks:
-{failed}
-{kept}Write `{name}` again so that it does everything the task asks and passes these checks. \
-Reply with only the complete `{name}` (its `def` line and body) in one ```python block, nothing \
-else."""
-"""A focused repair (:mod:`~atom_agent.verification.repair`): one function written again, its old
-body unseen."""
-
-REPAIR_KEPT = """It must keep passing these:
-{kept}
-"""
-
-DRAFT_RETRY = """\
-That code was run against the step's checks: {summary}.
-{failures}
-Reply with the corrected whole impl.py in one ```python block, nothing else."""
-
 CONTRACT_TASK = """\
 {task}
 {step}{clauses}
@@ -329,19 +305,6 @@ NO_SESSION = (
     "was started without one"
 )
 """A tool call of an agent run without a session."""
-
-DRAFT_NO_CODE = (
-    "That reply had no Python code block. Reply with the whole impl.py in one ```python "
-    "block, nothing else."
-)
-"""A draft reply without a code block (the next candidate is told)."""
-
-DRAFT_NOT_DEFINED = (
-    "Your code does not define {names} at the top level of the module (a method inside a "
-    "class or a different name does not count). Reply with the whole impl.py in one ```python "
-    "block that defines {names} as the task says."
-)
-"""A draft whose code defines none of the step's names (the next candidate is told)."""
 
 REFLECTOR_SKIPPED = (
     "Your judgement covered {judged} of the {total} criteria. Judge every criterion, one entry "

@@ -96,9 +96,7 @@ def _export(args: argparse.Namespace) -> int:
 ORIGIN_OF = {
     "plain": "plain",
     "draft": "draft",
-    "warming": "retry",
     "witness": "witness",
-    "repair": "repair",
     "tool_loop": "tool loop",
 }
 """The candidate origin (drafts.json) each purpose of a call writes, where it writes one."""

@@ -24,10 +24,8 @@ Purpose = Literal[
     "plain",
     "task_sample",
     "draft",
-    "warming",
     "witness",
     "repair",
-    "recombination",
     "judge",
     "tool_loop",
     "project_plan",
@@ -36,9 +34,9 @@ Purpose = Literal[
     "baseline",
 ]
 """What a call is for: the planner's plan and contract; candidate zero (``plain``) and the
-whole-task samples; an attempt's first draft, warming retries, independent witnesses, focused
-repairs and recombinations; the judge; a turn of the tool loop; a project run's plan, edits
-and reproduction tests; an evaluation's single-shot baseline."""
+whole-task samples; an attempt's first draft and independent witnesses; the judge; a turn of
+the tool loop; a project run's plan, edits and reproduction tests; an evaluation's single-shot
+baseline; a benchmark's oracle-told repair (the agent itself asks for none)."""
 
 PURPOSES: tuple[str, ...] = get_args(Purpose)
 

@@ -179,7 +179,7 @@ def load_chat_model(
         # there. Earlier prompts' KV states are kept: a witness or retry prefills what is new.
         options.setdefault("stop_early", True)
         options.setdefault("prefix_cache_mb", LOCAL_PREFIX_CACHE_MB)
-        # Calls whose reply copies their prompt (a whole-file retry, a project repair) draft
+        # Calls whose reply copies their prompt (a project repair shown its previous version) draft
         # tokens from it: 2.0–2.3x decode speed on those here, and fresh code is not drafted
         # (0.7–0.8x there); benchmarks/prompt_lookup.py.
         options.setdefault("prompt_lookup", LOCAL_PROMPT_LOOKUP)

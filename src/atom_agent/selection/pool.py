@@ -43,14 +43,12 @@ class Candidate:
 class Drafts:
     """What an attempt's drafting did: the conversation, the candidates, the one kept.
 
-    ``messages`` is the draft's conversation (the draft and its warmed retries); the
-    witnesses are sampled in conversations of their own, whose replies are ``side``.
+    ``messages`` is the draft's conversation; the witnesses are sampled in conversations of
+    their own, whose replies are ``side``.
     """
 
     messages: list[BaseMessage] = field(default_factory=list)
     side: list[AIMessage] = field(default_factory=list)
-    repairs: list[BaseMessage] = field(default_factory=list)
-    """Focused repairs (:mod:`atom_agent.verification.repair`): each request and its reply."""
     trials: int = 0
     """Modules recombination executed (:mod:`atom_agent.selection.recombine`)."""
     candidates: list[Candidate] = field(default_factory=list)
@@ -112,7 +110,7 @@ class Drafts:
     @property
     def spent(self) -> list[BaseMessage]:
         """Every message of the drafting, witnesses' replies last (history and usage)."""
-        return [*self.messages, *self.side, *self.repairs]
+        return [*self.messages, *self.side]
 
     @property
     def best(self) -> Candidate | None:

@@ -23,25 +23,24 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from atom_agent.checks.contract import CheckResult, ContractReport
-from atom_agent.verification import repair
-from atom_agent.verification.repair import functions_of, pointed_at, splice
 
 from .rank import rank
+from .splice import COMPARISONS, OPERATORS, functions_of, pointed_at, splice
 
 MAX_TRIALS = 12
 """Spliced modules executed per recombination (each is one contract run in the sandbox)."""
 
 _FAILED = ("failed", "error", "timeout")
 _DUNDER_OF: dict[type[ast.AST], str] = {
-    **repair.OPERATORS,
-    **repair.COMPARISONS,
+    **OPERATORS,
+    **COMPARISONS,
     ast.NotEq: "__ne__",
     ast.LtE: "__le__",
     ast.Gt: "__gt__",
     ast.GtE: "__ge__",
     ast.NotIn: "__contains__",
 }
-"""The dunder an operator dispatches to (the repair's own table, and the other comparisons)."""
+"""The dunder an operator dispatches to (the splice's own table, and the other comparisons)."""
 _BUILTIN_DUNDERS = {"len": "__len__", "str": "__str__", "repr": "__repr__", "iter": "__iter__",
                     "bool": "__bool__", "hash": "__hash__"}  # fmt: skip
 
@@ -62,7 +61,7 @@ def exercised(result: CheckResult, functions: Collection[str]) -> list[str]:
     """The functions and methods of the module `result`'s check exercises, likeliest first.
 
     Where it raised, then the one its value comes from
-    (:func:`~atom_agent.verification.repair.pointed_at`),
+    (:func:`~atom_agent.selection.splice.pointed_at`),
     then every other one its expression names: functions called, classes constructed
     (``C.__init__``), methods and properties used (``.insert(``, ``.text``), operators and
     builtins that dispatch to a dunder (``a + b``, ``len(x)``).

@@ -62,7 +62,7 @@ def right_attempt() -> list[AIMessage]:
     return [write("impl.py", RIGHT), write("test.py", ADD_TEST), run_tests()]
 
 
-CODE_CALLS = ("plain", "task_sample", "draft", "warming", "witness", "repair")
+CODE_CALLS = ("plain", "task_sample", "draft", "witness")
 """Calls for code in one block: the plain answer, a witness, a small model's drafts."""
 
 

@@ -187,14 +187,15 @@ def test_a_model_check_most_candidates_answer_alike_is_discounted_and_zero_commi
 ) -> None:
     ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
     # The model's contract miscalculates (4 + 2) * 3 as 20. The witnesses disagree with each
-    # other; the warmed retries write the plain answer again: 3 of 5 candidates give 18.0.
+    # other (one writes the plain answer again, one only adds); the witness the reflector adds
+    # writes it again too: 3 of 4 candidates give 18.0.
     contract = (
         "from impl import evaluate\n\ndef test_rpn():\n    assert evaluate('4 2 +') == 6.0\n"
         "    assert evaluate('4 2 + 3 *') == 20.0\n"
     )
     models = {
         "planner": planner_model([], [contract]),
-        "executor": executor(RIGHT_RPN, [ADDS_ONLY, FIRST_ONLY, RIGHT_RPN]),
+        "executor": executor(RIGHT_RPN, [RIGHT_RPN, ADDS_ONLY, RIGHT_RPN]),
         "reflector": ScriptedChatModel(responses=[]),
     }
     outcome = run_task(RPN, ctx, models=models)  # type: ignore[arg-type]
@@ -430,7 +431,7 @@ def test_the_agents_calls_for_code_may_end_where_their_tests_begin(tmp_path: Pat
     # reply where tests begin after that code (models/stopping.py); the agent's plain call
     # and its whole-task samples ask for a module, the drafts for code alone.
     seen: list[tuple[bool, str, tuple[str, ...]]] = []
-    inner = plains_then_drafts([BROKEN_SUB], [BROKEN_SUB, BROKEN_SUB, BOTH])
+    inner = plains_then_drafts([BROKEN_SUB], [BROKEN_SUB, BOTH])
 
     def respond(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         seen.append((info.purpose in WHOLE_TASK, expecting_now(), names_now()))

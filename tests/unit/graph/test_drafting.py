@@ -92,19 +92,6 @@ def test_a_standard_library_module_used_without_its_import_is_imported() -> None
         assert complete_from_task(code, "no code", ["f"]) == code
 
 
-def test_a_draft_that_defines_the_name_as_a_method_is_told_to_define_it_at_top_level() -> None:
-    from langchain_core.messages import AIMessage
-
-    from atom_agent.selection.drafts import NO_CODE_NOTE, missing_note
-
-    method = AIMessage(
-        content="```python\nclass Account:\n    def transfer(self):\n        pass\n```"
-    )
-    note = missing_note(method, ["transfer"])
-    assert "does not define `transfer` at the top level" in note
-    assert missing_note(AIMessage(content="I cannot."), ["transfer"]) == NO_CODE_NOTE
-
-
 # A reply that put the function the task asks for inside the class it wrote beside it.
 METHOD_REPLY = """\
 class InsufficientFunds(Exception):

@@ -28,7 +28,7 @@ def test_the_local_model_keys_a_copying_call_apart_only_when_its_lookup_is_on() 
     assert not copying_now()
 
 
-def test_only_the_whole_file_retry_of_an_attempt_is_a_copying_call(tmp_path: Path) -> None:
+def test_no_call_of_an_attempts_drafts_is_a_copying_call(tmp_path: Path) -> None:
     marks: list[tuple[str, bool]] = []
     wrong = "def inc(x):\n    return x + 2\n"
 
@@ -38,13 +38,12 @@ def test_only_the_whole_file_retry_of_an_attempt_is_a_copying_call(tmp_path: Pat
         return AIMessage(content=f"```python\n{wrong}```")
 
     model = ScriptedChatModel(respond=respond, model_name="qwen2.5-coder:1.5b")
-    # A check no function is pointed at (no call of inc in its expression): no focused repair,
-    # so the retry re-asks the whole module in the draft's conversation.
+    # The draft and its witness write fresh code: neither decodes with prompt lookup.
     checks = [Check(call="2 + 2", expect="5", origin="task")]
     drafts = write_drafts(
-        model=model, prompt="Write inc(x).", temps=[0.0, 0.4], checks=checks,
+        model=model, prompt="Write inc(x).", temperature=0.0, checks=checks,
         task="Write inc(x).", defines=["inc"], available=[], folder=tmp_path, python_path=[],
         runner=default_runner(), limits=Limits(timeout_s=30.0), witnesses=1,
     )  # fmt: skip
     assert isinstance(drafts.candidates[0].report, ContractReport)
-    assert marks == [("draft", False), ("draft", False), ("retry", True)]
+    assert marks == [("draft", False), ("draft", False)]

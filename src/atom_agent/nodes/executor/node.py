@@ -488,7 +488,7 @@ def _draft(
     drafts = write_drafts(
         model=at.model,
         prompt=prompt,
-        temps=temperatures(profile.warming, attempt.n),
+        temperature=temperatures(profile.warming, attempt.n)[0],
         checks=checks,
         task=task,
         defines=step.defines,

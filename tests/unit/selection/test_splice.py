@@ -1,14 +1,14 @@
-"""Focused repair: the function failing checks point at, written again and spliced back."""
+"""Splicing: which function a failed check exercises, and one function put into another module."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-from atom_agent.checks.contract import CheckResult, ContractReport, run_contract
+from atom_agent.checks.contract import CheckResult, run_contract
 from atom_agent.sandbox import Limits, default_runner
+from atom_agent.selection import splice
 from atom_agent.state import Check
-from atom_agent.verification import repair
 
 RLE = '''import re
 
@@ -59,56 +59,25 @@ def test_a_check_that_raised_points_at_the_function_it_raised_in(tmp_path: Path)
     # The sandbox says where: the innermost frame in the module under test.
     assert failed.status == "error" and failed.function == "rle_decode"
     assert failed.line == "line 17: while s[j].isdigit():"
-    found = repair.focus(RLE, report)
-    assert found is not None and found.target == "rle_decode"
-    assert [r.check.call for r in found.kept] == ["rle_decode('2a1b')"]
-
-
-def _report(*results: CheckResult) -> ContractReport:
-    return ContractReport(results=list(results))
+    assert splice.pointed_at(failed, splice.functions_of(RLE)) == "rle_decode"
 
 
 def test_a_wrong_value_points_at_what_the_expression_computes_last() -> None:
-    functions = repair.functions_of(MATRIX)
+    functions = splice.functions_of(MATRIX)
     assert set(functions) == {"Matrix.__init__", "Matrix.__add__", "Matrix.__eq__"}
     added = CheckResult(Check(call="a = Matrix([[1]])\na + a", expect="Matrix([[2]])"), "failed")
-    assert repair.pointed_at(added, functions) == "Matrix.__add__"
+    assert splice.pointed_at(added, functions) == "Matrix.__add__"
     built = CheckResult(Check(call="Matrix([])", raises="ValueError"), "failed")
-    assert repair.pointed_at(built, functions) == "Matrix.__init__"
+    assert splice.pointed_at(built, functions) == "Matrix.__init__"
     prop = (
         "from hypothesis import given\n@given(st.text())\ndef p(s):\n    assert dec(enc(s)) == s\n"
     )
     held = CheckResult(Check(call=prop + "holds(p)", expect="'holds'"), "failed")
-    assert repair.pointed_at(held, ["enc", "dec"]) == "dec"  # what the property compares
+    assert splice.pointed_at(held, ["enc", "dec"]) == "dec"  # what the property compares
     both = CheckResult(Check(call="dec('a') + enc('b')", expect="'ab'"), "failed")
-    assert repair.pointed_at(both, ["enc", "dec"]) is None  # two outermost: not certain
+    assert splice.pointed_at(both, ["enc", "dec"]) is None  # two outermost: not certain
     missing = CheckResult(Check(call="Matrix([[1]]).shape", expect="(1, 1)"), "error")
-    assert repair.pointed_at(missing, functions) is None  # nothing of the module to rewrite
-    assert repair.focus(MATRIX, _report(missing)) is None
-    # The function most failures point at is the one rewritten; suspect checks count for nothing.
-    report = _report(built, added, added)
-    assert repair.focus(MATRIX, report).target == "Matrix.__add__"  # type: ignore[union-attr]
-    assert repair.focus(MATRIX, report, ignore={1, 2}).target == "Matrix.__init__"  # type: ignore[union-attr]
-    assert repair.focus(MATRIX, ContractReport(results=[added], error="impl.py raises")) is None
-
-
-def test_the_prompt_leaves_the_old_body_out_and_names_the_evidence() -> None:
-    failed = CheckResult(
-        Check(call="rle_decode('a3')", raises="ValueError"), "error",
-        reason="raised IndexError: string index out of range instead of ValueError",
-        function="rle_decode", line="line 18: while s[j].isdigit():",
-    )  # fmt: skip
-    kept = CheckResult(Check(call="rle_decode('2a')", expect="'aa'"), "passed", got="'aa'")
-    found = repair.focus(RLE, _report(failed, kept))
-    assert found is not None
-    prompt = repair.repair_prompt("Write rle_encode and rle_decode.", RLE, found)
-    assert prompt.startswith("Write rle_encode and rle_decode.")
-    assert "int(s[i:j]) * s[j]" not in prompt  # nothing of the failing body to copy
-    assert 'def rle_decode(s: str) -> str:\n    """The inverse."""\n    ...\n' in prompt
-    assert "re.finditer" in prompt  # the rest of the module stays in view
-    assert ("- rle_decode('a3') raises ValueError: raised IndexError: string index out of range "
-            "instead of ValueError (at line 18: while s[j].isdigit():)") in prompt  # fmt: skip
-    assert "It must keep passing these:\n- rle_decode('2a') == 'aa'\n" in prompt
+    assert splice.pointed_at(missing, functions) is None  # nothing of the module to rewrite
 
 
 def test_the_reply_is_spliced_in_with_its_imports_and_helpers() -> None:
@@ -119,7 +88,7 @@ def test_the_reply_is_spliced_in_with_its_imports_and_helpers() -> None:
         "def _valid(s):\n    return all(c in string.digits + string.ascii_letters for c in s) "
         "and (not s or s[-1].isalpha()) and (not s or s[0].isdigit())\n"
     )
-    spliced = repair.splice(RLE, "rle_decode", reply)
+    spliced = splice.splice(RLE, "rle_decode", reply)
     assert spliced is not None
     scope: dict[str, object] = {}
     exec(compile(spliced, "impl.py", "exec"), scope)  # noqa: S102 - our own test input
@@ -139,36 +108,22 @@ def test_a_method_is_spliced_at_its_indentation_whatever_the_reply_wrote() -> No
     as_function += " for x, y in zip(self.rows, other.rows)])\n"
     as_class = "class Matrix:\n" + "".join(f"    {line}\n" for line in as_function.splitlines())
     for reply in (as_function, as_class):
-        spliced = repair.splice(MATRIX, "Matrix.__add__", reply)
+        spliced = splice.splice(MATRIX, "Matrix.__add__", reply)
         assert spliced is not None
         scope: dict[str, object] = {}
         exec(compile(spliced, "impl.py", "exec"), scope)  # noqa: S102 - our own test input
         m = scope["Matrix"]
         assert m([[1, 2]]) + m([[3, 4]]) == m([[4, 6]])  # type: ignore[operator]
         assert [n.name for n in ast.parse(spliced).body] == ["Matrix"]
-    assert repair.splice(MATRIX, "Matrix.__add__", "def other():\n    pass\n") is None
-    assert repair.splice(MATRIX, "Matrix.__add__", "def __add__(self, o):\n  return (") is None
+    assert splice.splice(MATRIX, "Matrix.__add__", "def other():\n    pass\n") is None
+    assert splice.splice(MATRIX, "Matrix.__add__", "def __add__(self, o):\n  return (") is None
 
 
-def test_the_tasks_own_failed_check_outranks_any_number_of_the_models() -> None:
-    # Two model tests fail `__add__` (they may be wrong); one check the task states fails the
-    # constructor: the constructor is rewritten, told the task's check first.
-    model_add = CheckResult(
-        Check(call="a = Matrix([[1]])\na + a", expect="Matrix([[0]])"), "failed"
-    )
-    stated = CheckResult(Check(call="Matrix([])", raises="ValueError", origin="task"), "failed")
-    found = repair.focus(MATRIX, _report(model_add, model_add, stated))
-    assert found is not None and found.target == "Matrix.__init__"
-    # Within one function, the task's failures come before the model's.
-    built_model = CheckResult(Check(call="Matrix([[1], []])", raises="ValueError"), "failed")
-    found = repair.focus(MATRIX, _report(built_model, stated))
-    assert found is not None and [r.check.origin for r in found.failed] == ["task", "planner"]
-
-
-def test_a_whole_file_retry_is_told_the_tasks_failed_checks_first() -> None:
-    from atom_agent.selection.drafts import retry_note
+def test_a_next_attempt_is_told_the_tasks_failed_checks_first() -> None:
+    from atom_agent.checks.contract import ContractReport
+    from atom_agent.selection.drafts import failure_lines
 
     model = CheckResult(Check(call="f(1)", expect="2"), "failed", got="3")
     stated = CheckResult(Check(call="f(0)", expect="0", origin="task"), "failed", got="1")
-    note = retry_note(_report(model, stated))
+    note = failure_lines(ContractReport(results=[model, stated]))
     assert note.index("f(0)") < note.index("f(1)")

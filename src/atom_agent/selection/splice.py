@@ -1,14 +1,9 @@
-"""Focused repair: the one function failing checks point at is written again, the rest kept.
+"""Splicing one function of a module into another: the recombination's surgery.
 
-Asked to correct a whole file it has just written, a small model tends to send the same file
-back (the devtasks drafts: two retries at rising temperature, three identical modules). So a
-retry localises first (Agentless: file → function → line): the function a failed check raised
-in (its innermost frame in the module under test), else the function or method the check's
-expression calls last. That function's body is left out of the module the model sees, and the
-model writes the function again, told which checks the earlier version failed, where it
-raised, and which checks it must keep passing. The reply's function is spliced back into the
-module (its new imports and helper functions too); the result is one more candidate, chosen by
-execution like every other.
+:func:`functions_of` names a module's functions and methods (``f``, ``C.m``);
+:func:`pointed_at` says which of them a failed check exercises (the innermost frame in the
+module under test, else what the check's expression calls last); :func:`splice` replaces one
+of them by another module's function of that name, bringing its new imports and helpers.
 """
 
 from __future__ import annotations
@@ -16,10 +11,8 @@ from __future__ import annotations
 import ast
 import textwrap
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
 
-from atom_agent import prompts
-from atom_agent.checks.contract import CheckResult, ContractReport
+from atom_agent.checks.contract import CheckResult
 
 OPERATORS: dict[type[ast.AST], str] = {
     ast.Add: "__add__",
@@ -32,17 +25,6 @@ OPERATORS: dict[type[ast.AST], str] = {
     ast.Pow: "__pow__",
 }
 COMPARISONS: dict[type[ast.AST], str] = {ast.Eq: "__eq__", ast.Lt: "__lt__", ast.In: "__contains__"}
-_SHOWN = 4
-
-
-@dataclass
-class Focus:
-    """The function to write again and the evidence about it."""
-
-    target: str
-    """``"name"`` for a module-level function, ``"Class.method"`` for a method."""
-    failed: list[CheckResult] = field(default_factory=list)
-    kept: list[CheckResult] = field(default_factory=list)
 
 
 def functions_of(source: str) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -123,86 +105,6 @@ def _operation(node: ast.expr, functions: Collection[str]) -> str | None:
         return None
     owners = [f for f in functions if f.rpartition(".")[2] == wanted and "." in f]
     return owners[0] if len(owners) == 1 else None
-
-
-def focus(source: str, report: ContractReport, ignore: Collection[int] = ()) -> Focus | None:
-    """What to rewrite in `source`, given its contract `report` (None: nothing to point at)."""
-    functions = functions_of(source)
-    if not functions or report.error:
-        return None
-    failed: dict[str, list[CheckResult]] = {}
-    for i, result in enumerate(report.results):
-        if i in ignore or result.status not in ("failed", "error", "timeout"):
-            continue
-        target = pointed_at(result, functions)
-        if target is not None:
-            failed.setdefault(target, []).append(result)
-    if not failed:
-        return None
-    # The task's own checks (and those drawn from its stated types) are certain where a
-    # model's test may be wrong: the function they fail is rewritten first, shown first.
-    target = max(failed, key=lambda t: (sum(map(is_trusted, failed[t])), len(failed[t])))
-    shown = sorted(failed[target], key=lambda r: not is_trusted(r))
-    kept = [
-        r for r in report.results if r.status == "passed" and pointed_at(r, functions) == target
-    ]
-    return Focus(target=target, failed=shown[:_SHOWN], kept=kept[:_SHOWN])
-
-
-def is_trusted(result: CheckResult) -> bool:
-    """Whether a check's author is not the model: the task, a user, or its stated types."""
-    return result.check.origin != "planner"
-
-
-def stubbed(source: str, target: str) -> str:
-    """`source` with `target`'s body replaced by ``...`` (its header and docstring kept)."""
-    node = functions_of(source)[target]
-    lines = source.splitlines(keepends=True)
-    body = node.body
-    keep = 1 if _docstring(node) and len(body) > 1 else 0
-    first = body[keep] if len(body) > keep else body[0]
-    start = first.lineno - 1
-    if keep == 0 and first.lineno == node.lineno:  # ``def f(): return 1`` on one line
-        return source
-    indent = " " * first.col_offset
-    end = node.end_lineno or first.lineno
-    return "".join(lines[:start] + [f"{indent}...\n"] + lines[end:])
-
-
-def _docstring(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    head = node.body[0] if node.body else None
-    return (
-        isinstance(head, ast.Expr)
-        and isinstance(head.value, ast.Constant)
-        and isinstance(head.value.value, str)
-    )
-
-
-def _line(result: CheckResult) -> str:
-    if result.status == "passed":
-        return f"- {result.check.describe()[:200]}"
-    why = result.reason or f"got {result.got}"
-    where = f" (at {result.line})" if result.line else ""
-    return f"- {result.check.describe()[:200]}: {why[:200]}{where}"
-
-
-def repair_prompt(prompt: str, source: str, found: Focus) -> str:
-    """The request to write `found.target` again, its old body left out."""
-    owner, _, name = found.target.rpartition(".")
-    where = f"the method `{name}` of class `{owner}`" if owner else f"the function `{name}`"
-    kept = (
-        prompts.REPAIR_KEPT.format(kept="\n".join(_line(r) for r in found.kept))
-        if found.kept
-        else ""
-    )
-    return prompts.REPAIR_FUNCTION.format(
-        prompt=prompt.strip(),
-        where=where,
-        name=name,
-        module=stubbed(source, found.target).rstrip(),
-        failed="\n".join(_line(r) for r in found.failed),
-        kept=kept,
-    )
 
 
 def splice(source: str, target: str, reply_code: str) -> str | None:

@@ -181,7 +181,7 @@ def test_trials_stop_at_the_cap(tmp_path: Path) -> None:
     assert found is None or rank(found.report) > rank(base.report)
 
 
-def test_an_attempt_recombines_its_candidates_before_asking_the_model_to_repair(
+def test_an_attempt_recombines_its_candidates_with_no_model_call(
     tmp_path: Path,
 ) -> None:
     from langchain_core.messages import AIMessage
@@ -194,14 +194,14 @@ def test_an_attempt_recombines_its_candidates_before_asking_the_model_to_repair(
         model_name="qwen2.5-coder:1.5b",
     )
     drafts = write_drafts(
-        model=model, prompt="Write a Stack class.", temps=[0.0, 0.4, 0.8], checks=CHECKS,
+        model=model, prompt="Write a Stack class.", temperature=0.0, checks=CHECKS,
         task="Write a Stack class.", defines=["Stack"], available=[], folder=tmp_path,
         python_path=[], runner=default_runner(), limits=Limits(timeout_s=30.0), witnesses=2,
         first=WRONG_POP,
     )  # fmt: skip
 
     # Candidate zero and both witnesses fail one check each; recombined, they pass them all,
-    # so no repair or retry is asked for: two calls in all (the witnesses).
+    # with no call of their own: two calls in all (the witnesses).
     assert len(model.calls) == 2
     best = drafts.best
     assert best is not None and best.origin == "recombined" and drafts.passes(best)
