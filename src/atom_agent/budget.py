@@ -25,13 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
 from atom_agent.errors import BudgetExhaustedError
-from atom_agent.usage import usage_of
+from atom_agent.usage import ModelCallHandler, usage_of
 
 wall_clock: Callable[[], float] = time.time
 """The clock budgets are measured on (Unix seconds); tests replace it with a fake one."""
@@ -42,7 +40,7 @@ def now() -> float:
     return wall_clock()
 
 
-class RunBudget(BaseCallbackHandler):
+class RunBudget(ModelCallHandler):
     """A run's budgets and what it spent: refuses the model call the budget no longer allows.
 
     Args:
@@ -55,7 +53,6 @@ class RunBudget(BaseCallbackHandler):
 
     raise_error = True
     """A refusal raised in ``on_chat_model_start`` stops the call (LangChain re-raises it)."""
-    run_inline = True
 
     def __init__(
         self,
@@ -142,57 +139,21 @@ class RunBudget(BaseCallbackHandler):
             for key, value in usage.items():
                 self.spent[key] = self.spent.get(key, 0) + value
 
-    # --- LangChain callbacks ---------------------------------------------------------------
+    # --- what the run's model calls tell it (usage.ModelCallHandler) ------------------------
 
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def started(self, run_id: UUID, metadata: Mapping[str, Any]) -> None:
         """Refuse the call when a budget is spent; note the model's name (for its price)."""
-        self._start(run_id, metadata)
-
-    def on_llm_start(
-        self,
-        serialized: dict[str, Any],
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """The same for a text-completion model."""
-        self._start(run_id, metadata)
-
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        """Count the reply's tokens and cost."""
-        replies: list[BaseMessage] = [
-            g.message
-            for generations in response.generations
-            for g in generations
-            if isinstance(g, ChatGeneration) and isinstance(g.message, AIMessage)
-        ]
-        with self._lock:
-            name = self._names.pop(run_id, "")
-        self.count(replies, name)
-
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """Count what a reply the budget cut short used (the model raised with it)."""
-        with self._lock:
-            name = self._names.pop(run_id, "")
-        reply = getattr(error, "reply", None)
-        if isinstance(error, BudgetExhaustedError) and isinstance(reply, AIMessage):
-            self.count([reply], name)
-
-    def _start(self, run_id: UUID, metadata: Mapping[str, Any] | None) -> None:
         self.check()
-        name = (metadata or {}).get("ls_model_name")
+        name = metadata.get("ls_model_name")
         with self._lock:
             self._names[run_id] = name if isinstance(name, str) else ""
+
+    def ended(self, run_id: UUID, replies: list[AIMessage], error: BaseException | None) -> None:
+        """Count the reply's tokens and cost (of a reply cut short by the budget too)."""
+        with self._lock:
+            name = self._names.pop(run_id, "")
+        if error is None or isinstance(error, BudgetExhaustedError):
+            self.count(list(replies), name)
 
     def figures(self) -> dict[str, Any]:
         """The budgets beside what the run used, for run.json and report.md."""

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from typing import Any
+from uuid import UUID
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
 
 # USD per million tokens (input, output), list prices; a model not listed costs 0 here and
 # is reported as such. Prefix match on the model name.
@@ -69,3 +74,60 @@ def model_name_of(model: object) -> str:
         if isinstance(value, str) and value:
             return value
     return type(model).__name__
+
+
+class ModelCallHandler(BaseCallbackHandler, ABC):
+    """A callback handler that sees every model call start and end.
+
+    The run's budget and the per-purpose ledger: the four LangChain callbacks in one place,
+    two methods to write.
+    """
+
+    run_inline = True
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A chat model call starts."""
+        self.started(run_id, metadata or {})
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A text-completion model call starts."""
+        self.started(run_id, metadata or {})
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """A call ended with its replies."""
+        replies = [
+            g.message
+            for generations in response.generations
+            for g in generations
+            if isinstance(g, ChatGeneration) and isinstance(g.message, AIMessage)
+        ]
+        self.ended(run_id, replies, None)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A call raised (a reply cut short by a budget carries it as ``error.reply``)."""
+        reply = getattr(error, "reply", None)
+        self.ended(run_id, [reply] if isinstance(reply, AIMessage) else [], error)
+
+    @abstractmethod
+    def started(self, run_id: UUID, metadata: Mapping[str, Any]) -> None:
+        """Call `run_id` starts, with its config's metadata (may raise to refuse it)."""
+
+    @abstractmethod
+    def ended(self, run_id: UUID, replies: list[AIMessage], error: BaseException | None) -> None:
+        """Call `run_id` ended: its replies, and what it raised (None when it returned)."""

@@ -17,22 +17,19 @@ from contextvars import ContextVar
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.messages import AIMessage
 from langchain_core.tracers.context import register_configure_hook
 
 from atom_agent.models.purpose import call_info
 from atom_agent.state import CallRows
+from atom_agent.usage import ModelCallHandler
 
 UNSTATED = "other"
 """The purpose of a call made outside :func:`~atom_agent.models.purpose.calling`."""
 
 
-class CallLedger(BaseCallbackHandler):
+class CallLedger(ModelCallHandler):
     """Counts the model calls made while it is set, by purpose."""
-
-    run_inline = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -40,51 +37,14 @@ class CallLedger(BaseCallbackHandler):
         self._open: dict[UUID, tuple[str, float]] = {}
         self._lock = threading.Lock()
 
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def started(self, run_id: UUID, metadata: Mapping[str, Any]) -> None:
         """Note the call's purpose and when it started."""
-        self._start(run_id, metadata)
-
-    def on_llm_start(
-        self,
-        serialized: dict[str, Any],
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """The same for a text-completion model."""
-        self._start(run_id, metadata)
-
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        """Count the call, its tokens and its seconds."""
-        replies = [
-            g.message
-            for generations in response.generations
-            for g in generations
-            if isinstance(g, ChatGeneration) and isinstance(g.message, AIMessage)
-        ]
-        self._end(run_id, replies)
-
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """Count a failed call (its seconds; its tokens when it carries its reply)."""
-        reply = getattr(error, "reply", None)
-        self._end(run_id, [reply] if isinstance(reply, AIMessage) else [])
-
-    def _start(self, run_id: UUID, metadata: Mapping[str, Any] | None) -> None:
         purpose = call_info(metadata).purpose or UNSTATED
         with self._lock:
             self._open[run_id] = (purpose, time.monotonic())
 
-    def _end(self, run_id: UUID, replies: list[AIMessage]) -> None:
+    def ended(self, run_id: UUID, replies: list[AIMessage], error: BaseException | None) -> None:
+        """Count the call, its tokens (a failed call's when it carries its reply), its seconds."""
         with self._lock:
             opened = self._open.pop(run_id, None)
             if opened is None:
