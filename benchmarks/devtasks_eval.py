@@ -6,7 +6,8 @@ solved task, and which tasks the agent fixed or broke against the plain call:
 
     python benchmarks/devtasks_eval.py ../shared/devtasks/tasks.jsonl --workspace dev_ws
 
-- plain: the task asked once (``prompts.PLAIN_TASK``, greedy), exactly as candidate zero is.
+- plain: the task asked once (``selection.candidates.PLAIN_TASK``, greedy), exactly as candidate
+  zero is.
 - warming: plain calls at rising temperature until every check the task's clauses state
   passes (the last sample is kept when none does); its first sample is the plain call's.
 - agent: ``atom-agent batch`` on the same tasks (runs ``tasks.<id>``), with `--settings`.
@@ -96,8 +97,8 @@ def warming_arm(
     from langchain_core.messages import HumanMessage
 
     from atom_agent.models.sampling import sample
-    from atom_agent.prompts import PLAIN_TASK
     from atom_agent.replies import complete_from_task, extract_code
+    from atom_agent.selection.candidates import PLAIN_TASK
 
     path = ws / "devtasks_warming.jsonl"
     done = _done(path)

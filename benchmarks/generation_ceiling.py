@@ -39,9 +39,9 @@ from atom_agent.context import Context  # noqa: E402
 from atom_agent.models.replay import ReplayCache  # noqa: E402
 from atom_agent.models.sampling import sample  # noqa: E402
 from atom_agent.nodes.planner import task_names  # noqa: E402
-from atom_agent.prompts import PLAIN_TASK  # noqa: E402
 from atom_agent.replies import complete_from_task, extract_code  # noqa: E402
 from atom_agent.resources import Resources  # noqa: E402
+from atom_agent.selection.candidates import PLAIN_TASK  # noqa: E402
 
 ORACLE = Path(__file__).resolve().parents[2] / "shared" / "devtasks" / "oracle.py"
 REPAIR = """\

@@ -37,7 +37,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from atom_agent.models.local import LocalChatModel  # noqa: E402
 from atom_agent.models.lookup import copying  # noqa: E402
-from atom_agent.prompts import PLAIN_TASK  # noqa: E402
+from atom_agent.selection.candidates import PLAIN_TASK  # noqa: E402
 
 TASKS = [
     "Write word_counts(text: str) -> dict[str, int] that counts each lower-cased word "

@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
 
 from atom_agent.checks.contract import run_contract
 from atom_agent.checks.extract import task_checks
 from atom_agent.errors import InvalidInputError, ModelUnavailableError
-from atom_agent.models.purpose import calling
 from atom_agent.names import defined_in_code
 from atom_agent.sandbox import Limits, SandboxRunner
+from atom_agent.selection.candidates import ask_plain
 from atom_agent.state import IMPL_FILE, Check
 
 _FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
@@ -133,23 +132,17 @@ def extract_code(reply: str, problem: Problem) -> str:
 def single_shot(
     problem: Problem, model: BaseChatModel, temperature: float | None = None
 ) -> tuple[str, dict[str, int]]:
-    """Ask `model` once for the function; returns (code, token usage)."""
-    messages = [
-        HumanMessage(
-            "Complete this Python function. Reply with the whole function in one "
-            f"```python block, nothing else.\n\n```python\n{problem.prompt}```"
-        )
-    ]
-    with calling("baseline"):
-        reply = (
-            model.invoke(messages)
-            if temperature is None
-            else model.invoke(messages, temperature=temperature)
-        )
-    usage: dict[str, Any] = {}
-    if isinstance(reply, AIMessage) and reply.usage_metadata:
-        usage = dict(reply.usage_metadata)
-    return extract_code(reply.text, problem), {
+    """Ask `model` once for the problem; returns (code, token usage).
+
+    The call is the agent's own first call (:func:`~atom_agent.selection.candidates.ask_plain`
+    on the same task text, :func:`task_text`), so "never worse than asking once" compares the
+    agent with exactly the answer one plain call gives it.
+    """
+    answer = ask_plain(model, task_text(problem), [problem.entry_point],
+                       temperature=temperature or 0.0)  # fmt: skip
+    usage: dict[str, Any] = dict(answer.reply.usage_metadata or {})
+    code = answer.source or extract_code(answer.reply.text, problem)
+    return code, {
         "input_tokens": int(usage.get("input_tokens", 0)),
         "output_tokens": int(usage.get("output_tokens", 0)),
     }

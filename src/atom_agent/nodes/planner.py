@@ -18,7 +18,6 @@ from langchain_core.messages import (
 )
 from pydantic import ValidationError
 
-from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.purpose import calling
@@ -55,6 +54,58 @@ from atom_agent.workspace.atomic import atomic_write_json
 from .common import plan_of, run_ref
 
 logger = logging.getLogger(__name__)
+
+PLANNER_SYSTEM = """\
+You are the planner of a coding agent. Split the user's software task into a small plan of \
+steps. Each step produces Python code in `impl.py` plus pytest tests in `test.py`, and is \
+checked by running those tests.
+
+Rules:
+- Use at most {max_steps} step(s), fewer when you can; a small task (one function, one class) is
+ONE step.
+- Every step writes both the code and its tests: never plan a step that only writes tests.
+- Every step has a unique short id (lowercase slug), a title, a precise description, and \
+acceptance criteria that a test can check.
+- `defines` lists the public functions and classes the step's impl.py defines. Every step \
+defines something new; a step that changes a function of an earlier step depends on it.
+- `checks` make the criteria executable, before any code exists: 2-6 per step, each a Python \
+`call` of the step's code with the exact `expect`ed result (a Python literal) or the exception \
+it `raises`, and the `criterion` it proves. Work each expected value out carefully from the \
+task; for example {{"call": "slugify('Hello World')", "expect": "'hello-world'", "criterion": \
+"spaces become hyphens"}} or {{"call": "parse('')", "raises": "ValueError", "criterion": \
+"empty input is rejected"}}.
+- `depends_on` lists the ids of earlier steps whose committed code this step imports or reads.
+- The dependencies must form a DAG: no cycles, only ids of steps in the plan."""
+
+PLANNER_TASK = """\
+Task:
+{task}
+{replan}{feedback}
+Answer with the plan."""
+
+PLANNER_REPLAN = """
+This is a replan. These steps are already committed and stay as they are (you may depend on \
+them, do not repeat them):
+{committed}
+Steps the evidence shows wrong or incomplete are not listed: plan them again (same id), with \
+what they lacked.
+
+This step failed after all its attempts; plan the remaining work differently:
+{failure}
+"""
+
+PLANNER_INVALID = """\
+That plan is invalid and was not run:
+{problems}
+Fix these problems and answer with the whole corrected plan."""
+
+
+def planner_system(custom: str, max_steps: int) -> str:
+    """The planner's system prompt: `custom` (``{max_steps}`` filled in), else the built-in."""
+    if custom.strip():
+        return custom.replace("{max_steps}", str(max_steps))
+    return PLANNER_SYSTEM.format(max_steps=max_steps)
+
 
 MAX_PLAN_TRIES = 3
 """How many times an invalid plan is sent back to the model before the planner falls back."""
@@ -115,7 +166,7 @@ def _replan_context(state: State) -> tuple[list[PlanStep], str]:
     reopened = set(state.get("reopen") or [])
     committed = [s for s in old.steps if statuses.get(s.id) == "committed" and s.id not in reopened]
     listed = outline(Plan(steps=committed)) if committed else "(none)"
-    replan_text = prompts.PLANNER_REPLAN.format(
+    replan_text = PLANNER_REPLAN.format(
         committed=listed, failure=state.get("plan_feedback") or "(no details)"
     )
     return committed, replan_text
@@ -144,9 +195,9 @@ def _plan_request(res: Resources, state: State, replan_text: str) -> list[BaseMe
     """The planner's prompt: the task, a replan's context, else the reviewer's note if any."""
     feedback = state.get("plan_feedback", "") if not replan_text else ""
     return [
-        SystemMessage(prompts.planner_system(res.ctx.planner_prompt, res.ctx.max_plan_steps)),
+        SystemMessage(planner_system(res.ctx.planner_prompt, res.ctx.max_plan_steps)),
         HumanMessage(
-            prompts.PLANNER_TASK.format(
+            PLANNER_TASK.format(
                 task=state["task"],
                 replan=replan_text,
                 feedback=f"\nReviewer's note on the previous plan: {feedback}\n"
@@ -217,7 +268,7 @@ def _send_back(messages: list[BaseMessage], raw: AIMessage | None, problems: lis
                 ToolMessage(content="rejected", tool_call_id=call["id"] or "", name="Plan")
             )
     messages.append(
-        HumanMessage(prompts.PLANNER_INVALID.format(problems="\n".join(f"- {p}" for p in problems)))
+        HumanMessage(PLANNER_INVALID.format(problems="\n".join(f"- {p}" for p in problems)))
     )
 
 

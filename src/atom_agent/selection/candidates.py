@@ -17,7 +17,6 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.models.sampling import sample
 from atom_agent.names import defined_in_code
@@ -28,6 +27,13 @@ from atom_agent.workspace.atomic import atomic_write_text
 
 from .rank import rank
 from .recombine import Scored, recombine
+
+PLAIN_TASK = """\
+{task}
+
+Write the complete Python module for this. Reply with the whole module in one ```python block, \
+nothing else."""
+"""Candidate zero: the task asked once, exactly as the single-shot baseline asks it."""
 
 
 @dataclass(frozen=True)
@@ -41,9 +47,16 @@ class PlainAnswer:
 
 
 def ask_plain(
-    model: BaseChatModel, task: str, names: Sequence[str], *, end_at_tests: bool = False
+    model: BaseChatModel,
+    task: str,
+    names: Sequence[str],
+    *,
+    end_at_tests: bool = False,
+    temperature: float = 0.0,
 ) -> PlainAnswer:
-    """One greedy call of `model` with the single-shot prompt; its module ('' when no code).
+    """One call of `model` with the single-shot prompt; its module ('' when no code).
+
+    Greedy unless `temperature` says otherwise (the warming baseline's samples).
 
     The code is read from the reply the way a draft's is (the longest fenced block that
     parses, tests after the code left out, imports the task's code gave put back); a reply
@@ -54,8 +67,8 @@ def ask_plain(
     started = time.monotonic()
     reply = sample(
         model,
-        [HumanMessage(prompts.PLAIN_TASK.format(task=task.strip()))],
-        0.0,
+        [HumanMessage(PLAIN_TASK.format(task=task.strip()))],
+        temperature,
         purpose="plain" if end_at_tests else "baseline",
         code_only="module" if end_at_tests else "",
         names=names,
@@ -129,7 +142,7 @@ def best_of(
         return best
     replies: list[AIMessage] = []
     answers = [Scored(first.source, report)] if report is not None else []
-    prompt: list[BaseMessage] = [HumanMessage(prompts.PLAIN_TASK.format(task=task.strip()))]
+    prompt: list[BaseMessage] = [HumanMessage(PLAIN_TASK.format(task=task.strip()))]
     for k, temperature in enumerate(temperatures, start=1):
         reply = sample(model, prompt, temperature, purpose="task_sample", code_only="module",
                        names=names)  # fmt: skip

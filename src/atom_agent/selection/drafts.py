@@ -21,7 +21,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
-from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.models.sampling import sample
 from atom_agent.names import defined_in_code
@@ -38,6 +37,34 @@ from .recombine import Scored, recombine
 logger = logging.getLogger(__name__)
 
 _FAILURES_SHOWN = 4
+
+DRAFT_TASK = """\
+{task}
+{step}{dependencies}{earlier}
+Write the complete Python module `impl.py` for this: only the implementation, no tests or \
+usage examples (the tests are written separately). Reply with the whole file in one \
+```python block, nothing else."""
+
+DRAFT_STEP = """
+This is one step of a larger plan: {title}
+{description}
+It must define: {defines}
+"""
+
+DRAFT_DEPENDENCIES = """
+Code of earlier steps you can import:
+{dependencies}
+"""
+
+DRAFT_MEMORIES = """
+Notes from earlier runs (hints only: where they disagree with the task or its examples, the \
+task wins):
+{notes}
+"""
+
+DRAFT_EARLIER = """
+An earlier attempt was rejected: {feedback}
+"""
 
 
 def draft_prompt(
@@ -58,23 +85,23 @@ def draft_prompt(
     step_text = (
         ""
         if single
-        else prompts.DRAFT_STEP.format(
+        else DRAFT_STEP.format(
             title=step.title,
             description=step.description.strip(),
             defines=", ".join(step.defines) or "(see the description)",
         )
     )
     deps = (
-        prompts.DRAFT_DEPENDENCIES.format(
+        DRAFT_DEPENDENCIES.format(
             dependencies="\n".join(f"- {line}" for line in dependencies.values())
         )
         if dependencies
         else ""
     )
-    earlier_text = prompts.DRAFT_EARLIER.format(feedback=earlier.strip()[:1200]) if earlier else ""
+    earlier_text = DRAFT_EARLIER.format(feedback=earlier.strip()[:1200]) if earlier else ""
     if notes:
-        deps += prompts.DRAFT_MEMORIES.format(notes="\n".join(f"- {n}" for n in notes))
-    return prompts.DRAFT_TASK.format(
+        deps += DRAFT_MEMORIES.format(notes="\n".join(f"- {n}" for n in notes))
+    return DRAFT_TASK.format(
         task=task.strip(), step=step_text, dependencies=deps, earlier=earlier_text
     )
 

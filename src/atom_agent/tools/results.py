@@ -10,7 +10,11 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, ValidationError
 
-from atom_agent import prompts
+INVALID_ARGUMENTS = (
+    "invalid arguments for {tool}: {problems}. Nothing was changed; fix the arguments and "
+    "call it again."
+)
+"""A tool call whose arguments do not fit the tool's schema (one shape for every tool)."""
 
 
 def structured_tool(func: Callable[..., str], schema: type[BaseModel] | None = None) -> BaseTool:
@@ -63,7 +67,7 @@ def invalid_arguments_text(tool: str, error: Any) -> str:
         problems = _problems(error.errors())
     else:
         problems = str(error)
-    return prompts.INVALID_ARGUMENTS.format(tool=tool, problems=problems)
+    return INVALID_ARGUMENTS.format(tool=tool, problems=problems)
 
 
 def _problems(errors: Sequence[Any]) -> str:

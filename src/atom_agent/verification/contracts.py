@@ -18,7 +18,6 @@ import re
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
-from atom_agent import prompts
 from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import SHAPE_CRITERIA, check_problems
 from atom_agent.checks.exercised import referenced_names
@@ -30,6 +29,51 @@ from atom_agent.telemetry import emit
 from atom_agent.verification.clauses import CODE_CRITERIA, placed, states_behaviour
 
 logger = logging.getLogger(__name__)
+
+CONTRACT_TASK = """\
+{task}
+{step}{clauses}
+Before any code exists, write the tests for {names}: 4 to 8 pytest `assert` lines with concrete \
+inputs and the exact expected results, worked out carefully from the task. Cover the normal \
+case, edge cases, and the errors it must raise (`with pytest.raises(...)`).{scenario} Reply with \
+one ```python block, nothing else."""
+
+CONTRACT_SKELETON = """\
+{task}
+{step}
+Before any code exists, complete these tests of {names}. Each test checks the one statement of \
+the task in its docstring: {how}, and assert the exact result each call returns \
+(`with pytest.raises(...)` where the statement says it raises), worked out carefully from the \
+task. Write only the tests, not {names} itself. Reply with the whole test file in one ```python \
+block, nothing else.
+
+```python
+{skeleton}
+```"""
+"""A contract's test per open clause to complete, the clause as its docstring.
+
+Asked for "the tests" of a long class description, a small model writes the class instead
+(session 17: five of six replies; session 20: the Autocomplete class again, and the functions
+again for three function tasks); a test file to complete, one function per statement
+(HumanEval's shape: a docstring to write a body for), is what it completes."""
+
+SKELETON_CLASS = "create the object, call its methods in order with concrete arguments"
+SKELETON_FUNCTIONS = "call {names} with concrete arguments"
+"""How a skeleton's tests call the code: scenarios on an object, or calls of functions."""
+
+CONTRACT_CLAUSES = """
+Statements of the task no test covers yet (cover each one):
+{clauses}
+"""
+
+CONTRACT_SCENARIO = """ For a class, write each \
+test as a short scenario on one object: create it, call its methods in order, and assert what \
+each call returns or raises."""
+
+CONTRACT_STEP = """
+The tests are for one step of a larger plan: {title}
+{description}
+"""
 
 CONTRACT_TEMPERATURE = 0.0
 
@@ -197,31 +241,29 @@ def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
     scope = (
         ""
         if len(plan.steps) == 1
-        else prompts.CONTRACT_STEP.format(title=step.title, description=step.description.strip())
+        else CONTRACT_STEP.format(title=step.title, description=step.description.strip())
     )
     skeleton = skeleton_clauses(plan, step)
     if skeleton:
         classes = [n for n in step.defines if _is_class(n)]
         names = ", ".join(classes or step.defines)
-        return prompts.CONTRACT_SKELETON.format(
+        return CONTRACT_SKELETON.format(
             task=task.strip(),
             step=scope,
             names=names,
-            how=prompts.SKELETON_CLASS
-            if classes
-            else prompts.SKELETON_FUNCTIONS.format(names=names),
+            how=SKELETON_CLASS if classes else SKELETON_FUNCTIONS.format(names=names),
             skeleton=skeleton_file(step.defines, skeleton),
         )
     opened = open_clauses(plan, step)
     clauses = (
-        prompts.CONTRACT_CLAUSES.format(
+        CONTRACT_CLAUSES.format(
             clauses="\n".join(f"- {' '.join(c.text.split())[:200]}" for c in opened[:8])
         )
         if opened
         else ""
     )
-    scenario = prompts.CONTRACT_SCENARIO if any(n[:1].isupper() for n in step.defines) else ""
-    return prompts.CONTRACT_TASK.format(
+    scenario = CONTRACT_SCENARIO if any(n[:1].isupper() for n in step.defines) else ""
+    return CONTRACT_TASK.format(
         task=task.strip(),
         step=scope,
         clauses=clauses,

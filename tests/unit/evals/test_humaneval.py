@@ -78,10 +78,13 @@ def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
     by_entry = {p.entry_point: p for p in problems}
 
     single_shots: list[str] = []
+    plain_calls: list[str] = []
 
     def executor_reply(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
         text = str(next(m for m in messages if isinstance(m, HumanMessage)).content)
         name, p = _problem_in(text, by_entry)
+        if info.purpose == "plain":
+            plain_calls.append(text)
         if info.purpose == "baseline":  # the baseline's single shot
             single_shots.append(text)
             body = "    return False\n" if p.task_id == "HumanEval/0" else p.canonical_solution
@@ -102,6 +105,8 @@ def test_agent_vs_baseline_on_two_problems(tmp_path: Path) -> None:
     details = json.loads((tmp_path / "eval" / "eval.json").read_text())
     assert [r["agent_detail"] for r in details["problems"]] == ["check() passed"] * 2
     assert len((tmp_path / "eval" / "baseline.jsonl").read_text().splitlines()) == 2
+    # The single shot is the agent's own first call: the same request, word for word.
+    assert plain_calls and set(plain_calls) <= set(single_shots)
     # Problems are independent: what one run learned stays in that problem's memory project.
     with MemoryManager.from_context(ctx) as memory:
 

@@ -6,7 +6,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from atom_agent import Context, run_task
 from atom_agent.errors import ContextWindowError
-from atom_agent.prompts import EARLIER_TURNS_NOTE, OUT_OF_ROOM
+from atom_agent.nodes.executor.steering.context_window import EARLIER_TURNS_NOTE, OUT_OF_ROOM
 from atom_agent.state import Plan
 from atom_agent.testing import ScriptedChatModel
 from atom_agent.workspace import Workspace

@@ -2,15 +2,48 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
 import pytest
 
-from atom_agent import Context, prompts, run_task
+from atom_agent import Context, run_task
 
 from .scripts import ExecutorScript, models, passing_attempt
 from .test_tool_loop_start import BOTH, BROKEN_SUB, TASK, _plan
+
+PROMPTS = {
+    "atom_agent.nodes.planner": "PLANNER_SYSTEM PLANNER_TASK PLANNER_REPLAN PLANNER_INVALID",
+    "atom_agent.nodes.executor.node": "EXECUTOR_SYSTEM EXECUTOR_ASK EXECUTOR_DECIDE EXECUTOR_START",
+    "atom_agent.nodes.executor.prompt": (
+        "EXECUTOR_PINNED EXECUTOR_TIER2 EXECUTOR_TIER1 EXECUTOR_ANSWERS"
+    ),
+    "atom_agent.nodes.executor.tools": "ASK_USER_DESCRIPTION ASK_USER_WAIT",
+    "atom_agent.nodes.executor.steering.reask": "BROKEN_CALL_NOTE",
+    "atom_agent.nodes.executor.steering.require_files": "MISSING_FILES_NOTE",
+    "atom_agent.nodes.executor.steering.salvage": "SALVAGED_NOTE",
+    "atom_agent.nodes.executor.steering.context_window": "EARLIER_TURNS_NOTE OUT_OF_ROOM",
+    "atom_agent.nodes.executor.steering.examples_note": "EXAMPLES_NOTE",
+    "atom_agent.nodes.reflector.node": "REFLECTOR_SYSTEM REFLECTOR_TASK REFLECTOR_SKIPPED",
+    "atom_agent.nodes.project.prompts": "PROJECT_SYSTEM",
+    "atom_agent.nodes.project.planner": "PROJECT_LOCATE PROJECT_NOTES",
+    "atom_agent.nodes.project.executor": "PROJECT_EDIT PROJECT_FEEDBACK PROJECT_ANEW",
+    "atom_agent.selection.candidates": "PLAIN_TASK",
+    "atom_agent.selection.drafts": (
+        "DRAFT_TASK DRAFT_STEP DRAFT_DEPENDENCIES DRAFT_MEMORIES DRAFT_EARLIER"
+    ),
+    "atom_agent.verification.contracts": (
+        "CONTRACT_TASK CONTRACT_SKELETON SKELETON_CLASS "
+        "SKELETON_FUNCTIONS CONTRACT_CLAUSES CONTRACT_SCENARIO CONTRACT_STEP"
+    ),
+    "atom_agent.project.reproduction": (
+        "PROJECT_CONTRACT PROJECT_CONTRACT_ORIGINS PROJECT_CONTRACT_AGAIN PROJECT_CONTRACT_USAGES"
+    ),
+    "atom_agent.tools.results": "INVALID_ARGUMENTS",
+    "atom_agent.tools.calls": "TOOL_FAILED NO_SESSION",
+}
+"""Every prompt text, by the module that sends it (each prompt lives beside its sender)."""
 
 
 def _purposes_and_outcome(tmp_path: Path) -> tuple[str, list[tuple[str, str, str, int]]]:
@@ -36,10 +69,12 @@ def test_rewording_every_prompt_changes_no_reply(
     assert status == "done"
     assert {p for _, p, _, _ in calls} >= {"plan", "plain", "tool_loop"}
     reworded = 0
-    for name in dir(prompts):
-        value = getattr(prompts, name)
-        if name.isupper() and isinstance(value, str):
-            monkeypatch.setattr(prompts, name, "In other words: " + value)
+    for module_name, names in PROMPTS.items():
+        module = importlib.import_module(module_name)
+        for name in names.split():
+            value = getattr(module, name)
+            assert isinstance(value, str), f"{module_name}.{name}"
+            monkeypatch.setattr(module, name, "In other words: " + value)
             reworded += 1
     assert reworded > 20
     assert _purposes_and_outcome(tmp_path / "after") == (status, calls)

@@ -10,7 +10,8 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from atom_agent import Context, run_task
-from atom_agent.prompts import EXECUTOR_DECIDE, EXECUTOR_SYSTEM, PLANNER_SYSTEM
+from atom_agent.nodes.executor.node import EXECUTOR_DECIDE, EXECUTOR_SYSTEM
+from atom_agent.nodes.planner import PLANNER_SYSTEM
 from atom_agent.testing import ScriptedChatModel
 
 from .scripts import ExecutorScript, models, read, write

@@ -16,7 +16,6 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
 
-from atom_agent import prompts
 from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.context import Context
@@ -60,6 +59,56 @@ from .steering.stop import without_stop
 from .tools import executor_tools
 
 logger = logging.getLogger(__name__)
+
+EXECUTOR_SYSTEM = """\
+You are the executor of a coding agent. You implement ONE step of a plan by writing files \
+with your tools, then you run the tests to check your work.
+
+Rules:
+- Write the implementation to `impl.py` and pytest tests to `test.py` (relative paths). \
+`test.py` imports from `impl` (e.g. `from impl import lru_cache`).
+- Compute results; never hard-code expected outputs (no large string literals or lookup \
+tables standing in for logic). The reviewer rejects hard-coded outputs.
+- Tests must check every acceptance criterion. Run them with `run_tests`; fix and re-run \
+until they pass.
+- Code of earlier steps is readable at the dependency paths given; import it by putting \
+nothing special: those directories are on the Python path when tests run.
+- Use `remember` for a lesson or decision worth keeping for later steps; `recall` to look \
+up what earlier steps learned.
+- {ambiguity}
+- When the tests pass, stop: answer with a one-line summary."""
+
+EXECUTOR_ASK = (
+    "Only if the task is ambiguous in a way you cannot resolve, call `ask_user` with one "
+    "precise question."
+)
+
+EXECUTOR_DECIDE = (
+    "Nobody can answer questions in this run: where the task is ambiguous, decide, and state "
+    "what you assumed in a comment in impl.py."
+)
+
+
+def executor_system(custom: str, *, ask: bool) -> str:
+    """The executor's system prompt: `custom` when given, else :data:`EXECUTOR_SYSTEM`.
+
+    ``{ambiguity}`` becomes the line on questions (`ask`: the ask_user tool is offered).
+    A custom prompt is taken literally otherwise (its own braces stay as written).
+    """
+    ambiguity = EXECUTOR_ASK if ask else EXECUTOR_DECIDE
+    if custom.strip():
+        return custom.replace("{ambiguity}", ambiguity)
+    return EXECUTOR_SYSTEM.format(ambiguity=ambiguity)
+
+
+EXECUTOR_START = """\
+impl.py already holds this code, one plain answer to the task:
+```python
+{code}
+```
+Run against the step's checks (test.py, read-only): {summary}.
+{failures}
+Fix what fails in impl.py (edit_file or write_file), then run_tests."""
 
 
 def _examples_check(
@@ -242,7 +291,7 @@ def _loop_prompt(
     shown = first is not None and first.report is not None
     files = dataclasses.replace(scope, started=scope.started and not shown).describe()
     if first is not None and first.report is not None:
-        files += "\n\n" + prompts.EXECUTOR_START.format(
+        files += "\n\n" + EXECUTOR_START.format(
             code=first.source.strip(),
             summary=first.report.summary(),
             failures=failure_lines(first.report, set(start.suspect) if start else None),
@@ -442,7 +491,7 @@ def attempt_agent(
     return create_agent(
         model,
         tools=list(tools),
-        system_prompt=prompts.executor_system(system, ask=any(t.name == ASK_USER for t in tools)),
+        system_prompt=executor_system(system, ask=any(t.name == ASK_USER for t in tools)),
         middleware=[ToolCalls(), *chained(steering(profile))],
         context_schema=AttemptContext,
         # An attempt is one unit: after a crash it restarts on its staging (files kept)

@@ -16,13 +16,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atom_agent import prompts
 from atom_agent.context import Context
 from atom_agent.memory import MemoryManager, MemoryRecord
 from atom_agent.memory.relevance import Reason, StepFocus, relevance
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, Plan, PlanStep, outline
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
+
+EXECUTOR_PINNED = """\
+# Task
+{task}
+
+# Plan
+{outline}
+
+# Your step: {step_id} — {title}
+{description}
+
+Acceptance criteria:
+{criteria}
+
+# Files
+{files}
+
+Attempt {attempt} of {max_attempts}."""
+
+EXECUTOR_TIER2 = """\
+# What earlier work established
+{memories}{dependencies}"""
+
+EXECUTOR_TIER1 = """\
+# Earlier attempts of this step (most recent first) — do not repeat their mistakes
+{attempts}"""
+
+EXECUTOR_ANSWERS = """\
+# The user answered your questions
+{answers}"""
 
 CHARS_PER_TOKEN = 4
 _SIGNATURE = re.compile(r"^\s*(def|class|async def)\s+\w+.*$", re.MULTILINE)
@@ -120,7 +149,7 @@ def _pinned(
     answers: list[dict[str, str]] | None,
 ) -> str:
     """What the prompt always holds: task, outline, step, criteria, files, the user's answers."""
-    pinned = prompts.EXECUTOR_PINNED.format(
+    pinned = EXECUTOR_PINNED.format(
         task=task.strip(),
         outline=outline(plan, statuses),
         step_id=step.id,
@@ -132,7 +161,7 @@ def _pinned(
         max_attempts=ctx.max_attempts,
     )
     if answers:
-        pinned += "\n\n" + prompts.EXECUTOR_ANSWERS.format(
+        pinned += "\n\n" + EXECUTOR_ANSWERS.format(
             answers="\n".join(f"Q: {a['question']}\nA: {a['answer']}" for a in answers)
         )
     return pinned
@@ -194,7 +223,7 @@ def _assembled(pinned: str, memory_lines: list[str], dep_lines: list[str], tier1
     sections = [pinned]
     if memory_lines or dep_lines:
         sections.append(
-            prompts.EXECUTOR_TIER2.format(
+            EXECUTOR_TIER2.format(
                 memories="Memories:\n" + "\n".join(memory_lines) + "\n" if memory_lines else "",
                 dependencies="Committed code of the steps this one depends on:\n"
                 + "\n".join(dep_lines)
@@ -203,7 +232,7 @@ def _assembled(pinned: str, memory_lines: list[str], dep_lines: list[str], tier1
             ).rstrip()
         )
     if tier1:
-        sections.append(prompts.EXECUTOR_TIER1.format(attempts="\n\n".join(tier1)))
+        sections.append(EXECUTOR_TIER1.format(attempts="\n\n".join(tier1)))
     return "\n\n".join(sections)
 
 

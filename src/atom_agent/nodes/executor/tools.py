@@ -8,7 +8,6 @@ from typing import Annotated
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import Field
 
-from atom_agent import prompts
 from atom_agent.errors import ConfigError
 from atom_agent.models.profiles import ModelProfile
 from atom_agent.tools.code import CODE_TOOLS
@@ -17,6 +16,15 @@ from atom_agent.tools.memory import MEMORY_TOOLS
 from atom_agent.tools.search import SEARCH_TOOLS
 
 from .attempt import ASK_USER
+
+ASK_USER_DESCRIPTION = (
+    "Ask the user ONE precise question when the task is ambiguous and you "
+    "cannot decide yourself. The run pauses until the user answers; use it rarely."
+)
+"""The ask_user tool's manual (the model reads it)."""
+
+ASK_USER_WAIT = "wait for the answer"
+"""ask_user's result note."""
 
 LEAN_TOOLS = frozenset({"write_file", "read_file", "edit_file", "list_files", "run_tests"})
 """The executor's tools for small local models: write, read, fix and test."""
@@ -28,13 +36,13 @@ def _ask_user(question: Annotated[str, Field(min_length=3)]) -> str:
     Args:
         question: one precise question for the user
     """
-    return json.dumps({"status": "asked", "question": question, "note": prompts.ASK_USER_WAIT})
+    return json.dumps({"status": "asked", "question": question, "note": ASK_USER_WAIT})
 
 
 ASK_USER_TOOL: BaseTool = StructuredTool.from_function(
     func=_ask_user,
     name=ASK_USER,
-    description=prompts.ASK_USER_DESCRIPTION,
+    description=ASK_USER_DESCRIPTION,
     parse_docstring=True,
     error_on_invalid_docstring=True,
 )

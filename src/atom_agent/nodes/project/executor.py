@@ -22,7 +22,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport
 from atom_agent.models.lookup import copying
 from atom_agent.models.profiles import profile_for
@@ -41,6 +40,7 @@ from atom_agent.workspace import AttemptRef, StepRef, Workspace
 from atom_agent.workspace.atomic import atomic_write_json, atomic_write_text
 
 from ..common import plan_of, run_ref, unfinished_attempt
+from . import prompts
 from .common import (
     ProjectRun,
     checks_in_checkout,
@@ -50,6 +50,40 @@ from .common import (
     runner_of,
     target_of,
 )
+
+PROJECT_EDIT = """\
+{task}
+
+Other files of the project (signatures):
+{repo_map}
+{documents}
+`{qualname}` in `{path}`, with the code around it (line numbers on the left):
+{excerpt}
+{feedback}
+Write the new definition of `{qualname}`: its `def` line exactly as it is and a body that does \
+what the task and the docstring say, using the project's own helpers where they fit. Leave the \
+docstring out: it is kept as it is. Reply with only that definition{method} in one ```python \
+block."""
+"""The executor's request for a project step: the target's new definition."""
+
+PROJECT_FEEDBACK = """
+Your previous version:
+```python
+{previous}
+```
+It was not accepted:
+{why}
+Fix what failed.
+"""
+"""What a retry of a project step is told about the previous attempt (a repair)."""
+
+PROJECT_ANEW = """
+An earlier version was not accepted:
+{why}
+Write it anew, so that these hold.
+"""
+"""A retry's fresh samples: what failed, without the rejected code (a small model shown its
+previous version tends to hand it back unchanged)."""
 
 MAP_TOKENS = 700
 """Token budget of the other files' signatures in an edit prompt."""
@@ -292,7 +326,7 @@ def edit_request(
         else "(not defined yet)"
     )
     others = [d for d in defs if not d.test and d.path != path]
-    text = prompts.PROJECT_EDIT.format(
+    text = PROJECT_EDIT.format(
         task=task,
         repo_map=render_map(others, budget_tokens=MAP_TOKENS, focus=[qualname]) or "(none)",
         qualname=qualname,
@@ -300,9 +334,9 @@ def edit_request(
         excerpt=around,
         documents=documents_for(root, task, qualname),
         feedback=(
-            prompts.PROJECT_FEEDBACK.format(previous=previous.strip(), why=feedback)
+            PROJECT_FEEDBACK.format(previous=previous.strip(), why=feedback)
             if previous.strip()
-            else prompts.PROJECT_ANEW.format(why=feedback)
+            else PROJECT_ANEW.format(why=feedback)
         )
         if feedback
         else "",

@@ -9,7 +9,6 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from atom_agent import prompts
 from atom_agent.checks.contract import ContractReport
 from atom_agent.models.purpose import calling
 from atom_agent.models.sampling import sample
@@ -51,6 +50,7 @@ from atom_agent.verification.clauses import task_clauses
 
 from ..common import run_ref
 from ..planner import accept_plan
+from . import prompts
 from .common import (
     ProjectRun,
     checks_in_checkout,
@@ -60,6 +60,22 @@ from .common import (
     runner_of,
     save_project,
 )
+
+PROJECT_LOCATE = """\
+{task}
+
+The project's files and definitions:
+{repo_map}
+{notes}
+Which existing functions or methods must be written or changed for this task? Answer with one \
+line per definition, `path/to/file.py::Name` or `path/to/file.py::Class.method`, nothing else."""
+"""Localisation when the task names no definition of the project."""
+
+PROJECT_NOTES = """
+What earlier runs on this project found:
+{notes}
+"""
+"""Recalled long-term memories of the project, in the localisation prompt."""
 
 MAP_TOKENS = 1500
 """Token budget of the repository map in the localisation prompt."""
@@ -163,12 +179,10 @@ def _locate(
     space = project_space(res.ctx.project_id, res.ctx.repo)
     session = SessionContext(session_id=run_id, project_id=space, run_id=run_id)
     notes = [r.content for r in res.memory.recall(session, task, type="discovery", limit=5)]
-    learned = (
-        prompts.PROJECT_NOTES.format(notes="\n".join(f"- {n}" for n in notes)) if notes else ""
-    )
+    learned = PROJECT_NOTES.format(notes="\n".join(f"- {n}" for n in notes)) if notes else ""
     messages: list[BaseMessage] = [
         SystemMessage(prompts.PROJECT_SYSTEM),
-        HumanMessage(prompts.PROJECT_LOCATE.format(task=task, repo_map=repo_map, notes=learned)),
+        HumanMessage(PROJECT_LOCATE.format(task=task, repo_map=repo_map, notes=learned)),
     ]
     with calling("project_plan"):
         reply = model.invoke(messages)

@@ -9,7 +9,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from atom_agent import prompts
 from atom_agent.checks.examples import examples_feedback
 from atom_agent.checks.exercised import NameUse
 from atom_agent.errors import ConfigError, ModelError, ModelSpecError
@@ -48,6 +47,39 @@ from .gathering import (
 )
 
 logger = logging.getLogger(__name__)
+
+REFLECTOR_SYSTEM = """\
+You are the reviewer of a coding agent. Judge whether a step's code meets each acceptance \
+criterion, from the evidence only: the test results, the test code and the implementation. A \
+criterion is met only if a passing test or the code clearly shows it. Be strict and brief."""
+
+REFLECTOR_TASK = """\
+Step: {title}
+{description}
+
+Acceptance criteria:
+{criteria}
+
+Test run: {test_summary}
+{test_output}
+
+impl.py:
+```python
+{impl}
+```
+
+test.py:
+```python
+{tests}
+```
+
+Judge every criterion (verbatim), with evidence. If any is unmet, say what to change."""
+
+REFLECTOR_SKIPPED = (
+    "Your judgement covered {judged} of the {total} criteria. Judge every criterion, one entry "
+    "each, in this order:\n{criteria}"
+)
+"""Asked once more when a judgement skipped criteria."""
 
 _SOURCE_CHARS = 6000
 
@@ -328,9 +360,9 @@ def _judge(
     model = res.model("reflector")
     evidence = tests_evidence(result)
     messages = [
-        SystemMessage(prompts.REFLECTOR_SYSTEM),
+        SystemMessage(REFLECTOR_SYSTEM),
         HumanMessage(
-            prompts.REFLECTOR_TASK.format(
+            REFLECTOR_TASK.format(
                 title=step.title,
                 description=step.description,
                 criteria="\n".join(f"- {c}" for c in criteria),
@@ -365,7 +397,7 @@ def _judge(
         messages = [
             *messages,
             HumanMessage(
-                prompts.REFLECTOR_SKIPPED.format(
+                REFLECTOR_SKIPPED.format(
                     judged=len(judgement.criteria),
                     total=len(criteria),
                     criteria="\n".join(f"- {c}" for c in criteria),

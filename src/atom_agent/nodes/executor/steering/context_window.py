@@ -8,9 +8,17 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, HumanMessage
 
-from atom_agent import prompts
 from atom_agent.errors import ContextWindowError
 from atom_agent.telemetry import emit
+
+EARLIER_TURNS_NOTE = (
+    "This attempt's earlier tool calls and results were left out: the conversation outgrew "
+    "the model's context window. Your files are as you last wrote them (read_file shows them)."
+)
+"""In place of the turns dropped when the conversation outgrew the context window."""
+
+OUT_OF_ROOM = "The conversation no longer fits the model's context window: the attempt ends here."
+"""The final reply of an attempt whose conversation no longer fits at all."""
 
 
 class ContextWindow(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -66,11 +74,11 @@ def without_earlier_turns(request: ModelRequest[Any]) -> ModelRequest[Any] | Non
     if last_ai <= 1:
         return None
     emit("executor.context_full", dropped=last_ai - 1)
-    kept = [messages[0], HumanMessage(prompts.EARLIER_TURNS_NOTE), *messages[last_ai:]]
+    kept = [messages[0], HumanMessage(EARLIER_TURNS_NOTE), *messages[last_ai:]]
     return request.override(messages=kept)
 
 
 def out_of_room() -> ModelResponse[Any]:
     """A final reply that ends the attempt (the loop stops at a reply without tool calls)."""
     emit("executor.context_full", dropped=None)
-    return ModelResponse(result=[AIMessage(content=prompts.OUT_OF_ROOM)])
+    return ModelResponse(result=[AIMessage(content=OUT_OF_ROOM)])

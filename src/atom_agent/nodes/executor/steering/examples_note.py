@@ -7,12 +7,14 @@ from typing import Any
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import ToolMessage
 
-from atom_agent import prompts
 from atom_agent.checks.examples import examples_feedback
 from atom_agent.telemetry import emit
 
 from ..attempt import attempt_of, tests_passed
 from ._request import RequestEdit, with_note
+
+EXAMPLES_NOTE = "What the task's own examples say: {lines}"
+"""After a failing run_tests: which side the task's ``>>>`` examples prove wrong."""
 
 
 class ExamplesNote(RequestEdit):
@@ -34,4 +36,4 @@ class ExamplesNote(RequestEdit):
         if not lines:
             return request
         emit("executor.examples_note", fix="code" if "fix the code" in lines[0] else "test")
-        return with_note(request, prompts.EXAMPLES_NOTE.format(lines=" ".join(lines)))
+        return with_note(request, EXAMPLES_NOTE.format(lines=" ".join(lines)))

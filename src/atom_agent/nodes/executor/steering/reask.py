@@ -8,12 +8,18 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages.ai import add_usage
 
-from atom_agent import prompts
 from atom_agent.telemetry import emit
 
 from ._calls import broken_call, last_reply, replaced
 from ._request import with_note
 from .unstick import unstuck
+
+BROKEN_CALL_NOTE = (
+    "Your last reply was not a complete tool call ({why}), so nothing was done. Call the "
+    "tool again with a shorter reply: keep each file under 60 lines (fewer, distinct test "
+    "cases; no repeated lines)."
+)
+"""After a reply whose tool call was cut off or malformed (the call is asked once more)."""
 
 
 class Reask(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -62,7 +68,7 @@ class Reask(AgentMiddleware[AgentState[Any], Any, Any]):
         if why is None:
             return None
         emit("executor.broken_call", reason=why)
-        again = with_note(request, prompts.BROKEN_CALL_NOTE.format(why=why))
+        again = with_note(request, BROKEN_CALL_NOTE.format(why=why))
         return unstuck(again) if self.resample else again
 
 

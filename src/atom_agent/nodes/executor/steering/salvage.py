@@ -14,12 +14,18 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, ToolMessage
 
-from atom_agent import prompts
 from atom_agent.models.local_wire import salvage_write
 from atom_agent.telemetry import emit
 
 from ._calls import broken_call, cut_off, last_reply, replaced
 from ._request import RequestEdit, with_note
+
+SALVAGED_NOTE = (
+    "Your last write_file reply was cut off at the token limit. {path} was saved with its "
+    "first {kept} complete lines{repeats}. Check it (read_file, run_tests) and fix what is "
+    "missing with a shorter write: keep each file under 60 lines, with fewer, distinct cases."
+)
+"""On the call after a cut-off write_file whose complete lines were kept."""
 
 SALVAGED = "atom_salvaged"
 """``response_metadata`` key of a reply rebuilt from a cut-off write (what was kept)."""
@@ -62,7 +68,7 @@ class SalvageNote(RequestEdit):
         repeats = kept.get("repeats") or 0
         return with_note(
             request,
-            prompts.SALVAGED_NOTE.format(
+            SALVAGED_NOTE.format(
                 path=kept.get("path"),
                 kept=kept.get("lines"),
                 repeats=f" ({repeats} repeated test lines left out)" if repeats else "",
