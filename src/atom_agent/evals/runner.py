@@ -21,12 +21,17 @@ from atom_agent.resources import Models, Resources
 from atom_agent.sandbox import Limits, SandboxRunner, default_runner
 from atom_agent.state import IMPL_FILE
 from atom_agent.workspace import Workspace
+from atom_agent.workspace.deliverable import PLAIN_MODULE, result_dir
 
 logger = logging.getLogger(__name__)
 
 
 def committed_source(workspace: Workspace, run_id: str, problem: Problem) -> str | None:
-    """The committed impl.py of a run that defines the entry point (the last such step wins)."""
+    """The code a run hands back that defines the entry point.
+
+    The last committed step's impl.py, else the model's plain answer result/ holds, unverified:
+    what the user gets, and what the devtasks oracle reads too.
+    """
     try:
         run = workspace.run(run_id)
     except WorkspaceError:  # a task that crashed before creating its run
@@ -38,6 +43,10 @@ def committed_source(workspace: Workspace, run_id: str, problem: Problem) -> str
             text = impl.read_text(encoding="utf-8", errors="replace")
             if f"def {problem.entry_point}" in text:
                 found = text
+    plain = result_dir(run) / f"{PLAIN_MODULE}.py"
+    if found is None and plain.is_file():
+        text = plain.read_text(encoding="utf-8", errors="replace")
+        found = text if f"def {problem.entry_point}" in text else None
     return found
 
 

@@ -227,3 +227,26 @@ def test_the_extracted_contract_holds_for_the_reference_solutions() -> None:
             contradicted.add(problem.task_id)
     assert contradicted == wrong_in_prompt
     assert ran > 80  # checks that ran (passed or not) over the 43 prompts
+
+
+def test_a_run_that_committed_nothing_is_scored_on_the_plain_answer_it_hands_back(
+    tmp_path: Path,
+) -> None:
+    from atom_agent.evals.runner import committed_source
+    from atom_agent.workspace import Workspace
+    from atom_agent.workspace.deliverable import PLAIN_MODULE, result_dir
+
+    (problem,) = load_problems(["2"])
+    ws = Workspace(tmp_path / "ws")
+    run = ws.create_run("r1", task="t")
+    assert committed_source(ws, "r1", problem) is None  # nothing handed back
+    plain = problem.prompt + problem.canonical_solution
+    result_dir(run).mkdir(parents=True, exist_ok=True)
+    (result_dir(run) / f"{PLAIN_MODULE}.py").write_text(plain)
+    assert committed_source(ws, "r1", problem) == plain  # what the user gets, unverified
+    step = ws.create_step(run, "step1", title="s")
+    step.artifacts.mkdir(parents=True, exist_ok=True)
+    committed = plain + "\n# committed\n"
+    (step.artifacts / "impl.py").write_text(committed)
+    assert committed_source(ws, "r1", problem) == committed  # committed code comes first
+    assert committed_source(ws, "missing", problem) is None
