@@ -111,6 +111,37 @@ def test_code_the_loop_made_worse_is_replaced_by_the_start(tmp_path: Path) -> No
     assert "kept the plain code" in figures["stopped"]
 
 
+def test_a_later_attempt_starts_from_the_code_the_step_kept(tmp_path: Path) -> None:
+    # Attempt 1 makes the code worse (the plain answer is kept); attempt 2 starts from that
+    # kept code, not from an empty staging area, and fixes it.
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=2, max_replans=0)
+    script = ExecutorScript(
+        {
+            ("calc", 1): [write("impl.py", WORSE), AIMessage(content="Done.")],
+            ("calc", 2): [read("impl.py"), write("impl.py", BOTH), run_tests()],
+        },
+        plain=f"```python\n{BROKEN_SUB}```\n",
+    )
+    roles = models([_plan()], script)
+
+    def no_witness(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+        if info.purpose == "witness":
+            return AIMessage(content="I cannot.")
+        return script(messages, info)
+
+    roles["executor"] = ScriptedChatModel(respond=no_witness)
+    outcome = run_task(TASK, ctx, models=roles)
+
+    assert outcome.status == "done", outcome
+    second = [c for c in roles["executor"].calls if c.tools and c.info.attempt == 2]
+    reads = [m for m in max((c.messages for c in second), key=len) if isinstance(m, ToolMessage)]
+    assert json.loads(str(reads[0].content))["content"] == BROKEN_SUB
+    assert "impl.py already holds this code" in script.prompts[("calc", 2)]
+    ws = Workspace(ctx.workspace)
+    attempt = ws.attempt(ws.step(ws.run(outcome.run_id), "calc"), 2)
+    assert (attempt.path / "candidates" / "0" / "impl.py").read_text() == BROKEN_SUB
+
+
 def test_a_plain_answer_that_meets_the_checks_needs_no_tool_loop(tmp_path: Path) -> None:
     outcome, script, roles, _ = _run(tmp_path, [], plain=BOTH)
     assert outcome.status == "done", outcome  # type: ignore[attr-defined]

@@ -157,9 +157,10 @@ def make_executor(res: Resources) -> Any:
             if drafting:
                 drafts, notes = _draft_path(res, state, at)
             else:
-                # The tool loop of a step's first attempt starts from the plain answer, staged
-                # for it to edit: never from less than one plain call.
-                drafts, notes = _stage_start(res, at, _first(state, at)), {}
+                # The tool loop starts from the step's best code so far, staged for it to
+                # edit: the plain answer, or what the previous attempt kept; never from less
+                # than one plain call.
+                drafts, notes = _stage_start(res, at, *_start(res, state, at)), {}
             done = _settled(drafts, drafting, at.profile)
             if done and drafts is not None:
                 # The code met every check (or this model does worse in a tool loop): the
@@ -279,6 +280,20 @@ def _first(state: State, at: _Attempt) -> str | None:
     return _candidate_zero(state.get("plain"), at.step.defines) if at.attempt.n == 1 else None
 
 
+def _start(res: Resources, state: State, at: _Attempt) -> tuple[str | None, str]:
+    """The tool loop's start and its origin.
+
+    Candidate zero on a first attempt; else the code the step's previous attempt staged (its
+    best), else the plain answer.
+    """
+    if at.attempt.n == 1:
+        return _first(state, at), "plain"
+    earlier = _incumbent(res.workspace, at)
+    if earlier and earlier.strip():
+        return earlier, "earlier"
+    return _candidate_zero(state.get("plain"), at.step.defines), "plain"
+
+
 def _loop_prompt(
     res: Resources, state: State, at: _Attempt, start: Drafts | None
 ) -> ExecutorPrompt:
@@ -336,7 +351,9 @@ _CHECKS_MARK = "checks-staged"
 """Beside staging: test.py was staged from the step's checks (read-only for the tool loop)."""
 
 
-def _stage_start(res: Resources, at: _Attempt, source: str | None) -> Drafts | None:
+def _stage_start(
+    res: Resources, at: _Attempt, source: str | None, origin: str = "plain"
+) -> Drafts | None:
     """Stage `source` as the tool loop's starting impl.py, run on the step's checks.
 
     With runnable checks the checks go beside it as test.py (read-only for the loop), and
@@ -352,7 +369,8 @@ def _stage_start(res: Resources, at: _Attempt, source: str | None) -> Drafts | N
     # The attempt's record starts with the code it starts from (no model call: the plain
     # answer's call is the planner's).
     drafts = Drafts(messages=[AIMessage(content=f"```python\n{source.rstrip()}\n```")])
-    zero = Candidate(k=0, source=source, temperature=0.0, informed=False, origin="plain")
+    zero = Candidate(k=0, source=source, temperature=0.0, informed=origin != "plain",
+                     origin=origin)  # fmt: skip
     drafts.candidates.append(zero)
     run_candidate(zero, at.attempt.path / "candidates", at.runnable, at.step.defines,
                   at.available, at.scope.python_path()[1:], res.runner, res.limits)  # fmt: skip
