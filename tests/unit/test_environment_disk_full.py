@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from .cli import cli
+from tests.unit.cli.process import cli
 
 FACTORY = {"ATOM_MODELS_FACTORY": "tests.unit.graph.factory:two_slow_steps"}
 FREE_KIB = (8, 40, 72, 104, 136, 168, 200, 280, 520, 900)

@@ -1,4 +1,4 @@
-"""Running `atom-agent` as a real process for the storage and environment tests."""
+"""Running `atom-agent` as a real process, for the tests of its error messages and locks."""
 
 from __future__ import annotations
 

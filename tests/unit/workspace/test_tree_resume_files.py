@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.unit.cli.process import clean_error, cli
 
 from atom_agent.errors import CorruptFileError, WorkspaceNotFoundError
 from atom_agent.workspace import Workspace
-
-from .cli import clean_error, cli
 
 ASKS = {"ATOM_MODELS_FACTORY": "tests.unit.graph.factory:asks_a_question"}
 

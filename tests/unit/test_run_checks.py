@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.unit.cli.process import clean_error, cli
 from tests.unit.graph.scripts import ExecutorScript, models, passing_attempt, step
 
 from atom_agent import Context, Resources, build_graph, run_task
 from atom_agent.errors import ConfigError, MissingCredentialsError, ModelUnavailableError
 from atom_agent.state import Plan
-
-from .cli import clean_error, cli
 
 
 def test_cli_missing_key_fails_at_once_with_the_fix(tmp_path: Path) -> None:

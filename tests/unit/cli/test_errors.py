@@ -10,7 +10,7 @@ import pytest
 
 from atom_agent.workspace import Workspace
 
-from .cli import CLI, clean_error, cli, env_for
+from .process import CLI, clean_error, cli, env_for
 
 FACTORY = "tests.unit.graph.factory:two_slow_steps"
 

@@ -10,12 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.unit.cli.process import CLI, clean_error, cli, env_for
 
 from atom_agent.batch import ResultsFile
 from atom_agent.errors import LockedError
 from atom_agent.locks import exclusive
-
-from .cli import CLI, clean_error, cli, env_for
 
 
 def test_a_second_holder_in_this_process_is_refused_with_the_holder(tmp_path: Path) -> None:

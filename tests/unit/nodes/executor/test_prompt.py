@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from tests.unit.graph.scripts import step
 
 from atom_agent import Context
 from atom_agent.memory import MemoryManager
@@ -12,8 +13,6 @@ from atom_agent.nodes.executor.prompt import draft_notes, estimate_tokens, recon
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan
 from atom_agent.workspace import Workspace
-
-from .scripts import step
 
 
 def _setup(tmp_path: Path, failures: int = 2) -> tuple[Workspace, Plan, object, object]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from atom_agent.names import defined_in_code
 from atom_agent.replies import complete_from_task, extract_code, with_stated_functions
-from atom_agent.selection.drafts import temperatures
 
 CODE = "def add(a, b):\n    return a + b\n"
 
@@ -54,12 +53,6 @@ def test_what_the_task_gave_is_put_back() -> None:
     assert "def total(xs: List[int]) -> int:" in completed and completed.endswith(body_only)
     without_import = "def total(xs: List[int]) -> int:\n    return sum(xs)\n"
     assert complete_from_task(without_import, task, ["total"]).startswith("from typing import List")
-
-
-def test_each_attempt_starts_warmer() -> None:
-    assert temperatures((0.4, 0.8), 1) == [0.0, 0.4, 0.8]
-    assert temperatures((0.4, 0.8), 2) == [0.2, 0.6, 1.0]
-    assert temperatures((0.4, 0.8), 5) == [0.8, 1.2, 1.2]
 
 
 def test_a_call_of_a_left_out_test_or_a_test_runner_is_left_out_too() -> None:
