@@ -132,13 +132,7 @@ def with_module_imports(code: str) -> str:
     )
     if not modules:
         return code
-    after = 0
-    for node in tree.body:
-        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
-        if not (docstring or future):
-            break
-        after = node.end_lineno or node.lineno
+    after = after_header(tree)
     lines = code.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
@@ -252,3 +246,15 @@ def _parses(source: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def after_header(tree: ast.Module) -> int:
+    """The line after a module docstring and ``from __future__`` imports (0-based index)."""
+    after = 0
+    for node in tree.body:
+        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if not (docstring or future):
+            break
+        after = node.end_lineno or node.lineno
+    return after

@@ -13,6 +13,7 @@ import textwrap
 from collections.abc import Collection, Sequence
 
 from atom_agent.checks.contract import CheckResult
+from atom_agent.replies import after_header
 
 OPERATORS: dict[type[ast.AST], str] = {
     ast.Add: "__add__",
@@ -176,22 +177,10 @@ def _with_additions(
         and n.name != name
         and n.name not in defined
     ]
-    head = _after_header(present)
+    head = after_header(present)
     lines = module.splitlines(keepends=True)
     out = lines[:head] + imports + lines[head:]
     text = "".join(out)
     if helpers:
         text = text.rstrip("\n") + "\n\n\n" + "\n\n".join(h.rstrip("\n") + "\n" for h in helpers)
     return text
-
-
-def _after_header(tree: ast.Module) -> int:
-    """The line after a module docstring and ``from __future__`` imports (0-based index)."""
-    after = 0
-    for node in tree.body:
-        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
-        if not (docstring or future):
-            break
-        after = node.end_lineno or node.lineno
-    return after
