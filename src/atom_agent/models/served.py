@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -13,6 +14,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
+from openai.lib._parsing._completions import type_to_response_format_param
+from pydantic import BaseModel
 
 from atom_agent.budget import CallLimit, RunBudget, budget_of
 from atom_agent.errors import BudgetExhaustedError, ContextWindowError, ModelError
@@ -40,11 +43,13 @@ class ServedChatOpenAI(ChatOpenAI):
     ``choices``) makes the client library fail deep inside its parsing with a ``TypeError``
     or a ``JSONDecodeError``; this says what happened, and where.
 
-    With ``stop_early`` (set for a model on a ``base_url`` server), a plain-text reply is
-    streamed and watched as the embedded model's is (:class:`~atom_agent.models.stopping.
-    ReplyWatch`): once it loops, or a reply asked for code alone holds its complete block, the
-    stream is closed, which ends the decoding on the server. A self-hosted model that loops
-    would otherwise decode to ``max_tokens``. Tool calls and structured replies are never cut.
+    With ``stop_early`` (set for a model on a ``base_url`` server), a reply that is not a tool
+    call is streamed and watched as the embedded model's is (:class:`~atom_agent.models.
+    stopping.ReplyWatch`): once it loops, or a plain-text reply asked for code alone holds its
+    complete block, the stream is closed, which ends the decoding on the server. A
+    self-hosted model that loops would otherwise decode to ``max_tokens`` (through
+    llama-server, a judgement's JSON ran on to 2,048 tokens in 119 s). A structured reply is
+    only cut when it loops, and then, like one cut off at ``max_tokens``, it does not parse.
     """
 
     stop_early: bool = False
@@ -77,12 +82,13 @@ class ServedChatOpenAI(ChatOpenAI):
         limit = _limit(budget_of(run_manager), kwargs.get("max_tokens", self.max_tokens))
         model = self._within(limit, kwargs) if limit is not None else self
         with self._readable(), _in_time(limit):
-            if self.stop_early and _plain_text(kwargs):
-                return _checked(limit, model._watched(messages, stop, run_manager, kwargs))
             try:
-                result = super(ServedChatOpenAI, model)._generate(
-                    messages, stop=stop, run_manager=run_manager, **kwargs
-                )
+                if self.stop_early and not kwargs.get("tools"):
+                    result = model._watched(messages, stop, run_manager, kwargs)
+                else:
+                    result = super(ServedChatOpenAI, model)._generate(
+                        messages, stop=stop, run_manager=run_manager, **kwargs
+                    )
             except openai.LengthFinishReasonError as exc:
                 result = self._cut_off(exc)
         return _checked(limit, result)
@@ -95,30 +101,33 @@ class ServedChatOpenAI(ChatOpenAI):
         kwargs: dict[str, Any],
     ) -> ChatResult:
         """The reply, streamed and ended once it has said all it will say."""
-        watch = ReplyWatch(expecting=expecting_now(), names=names_now())
-        text, pieces, last = "", 0, None
+        schema = kwargs.get("response_format")
+        structured = "response_format" in kwargs
+        watch = ReplyWatch() if structured else ReplyWatch(expecting_now(), names_now())
+        text, pieces, seen = "", 0, False
         info: dict[str, Any] = {}
         usage: UsageMetadata | None = None
-        stream = super()._stream(
-            messages, stop=stop, run_manager=run_manager, stream_usage=True, **kwargs
+        stream = (
+            self._raw_pieces(messages, stop, kwargs)
+            if structured
+            else self._pieces(messages, stop, run_manager, kwargs)
         )
         try:
-            for chunk in stream:
-                last = chunk
-                info.update(chunk.generation_info or {})
-                usage = getattr(chunk.message, "usage_metadata", None) or usage
-                piece = chunk.message.content
-                if isinstance(piece, str) and piece:
+            for piece, used, finish in stream:
+                seen = True
+                usage = used or usage
+                info.update({"finish_reason": finish} if finish else {})
+                if piece:
                     text, pieces = text + piece, pieces + 1
                     if watch.done(text):
                         break
         finally:
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()  # closes the HTTP response: the server stops decoding
-        if last is None:  # a server that does not stream: ask it as it answers
+            stream.close()  # closes the HTTP response: the server stops decoding
+        if not seen:  # a server that does not stream: ask it as it answers
             return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
         reply = AIMessage(content=watch.reply(text))
+        if structured and not watch.reason:
+            reply.additional_kwargs["parsed"] = _parsed(schema, text)
         if watch.reason:
             info["finish_reason"] = "stop"
             reply.response_metadata["ended_early"] = watch.reason
@@ -128,6 +137,56 @@ class ServedChatOpenAI(ChatOpenAI):
             reply.response_metadata["usage_estimated"] = True
         reply.usage_metadata = usage or _estimated(messages, pieces)
         return ChatResult(generations=[ChatGeneration(message=reply, generation_info=info)])
+
+    def _pieces(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None,
+        run_manager: CallbackManagerForLLMRun | None,
+        kwargs: dict[str, Any],
+    ) -> Generator[tuple[str, UsageMetadata | None, str | None], None, None]:
+        """A plain-text reply as it streams: (text, usage, finish reason) per chunk."""
+        stream = super()._stream(
+            messages, stop=stop, run_manager=run_manager, stream_usage=True, **kwargs
+        )
+        try:
+            for chunk in stream:
+                content = chunk.message.content
+                finish = (chunk.generation_info or {}).get("finish_reason")
+                used = getattr(chunk.message, "usage_metadata", None)
+                yield (content if isinstance(content, str) else ""), used, finish
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+
+    def _raw_pieces(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> Generator[tuple[str, UsageMetadata | None, str | None], None, None]:
+        """A structured reply as it streams, read from the client's own chunks.
+
+        LangChain streams a structured reply through the SDK's parsing stream, which fails on
+        a stream closed early; the whole reply is parsed here (:func:`_parsed`).
+        """
+        payload = self._get_request_payload(messages, stop=stop, **kwargs)
+        # The wire form of a schema class, as the SDK's parse() sends it.
+        payload["response_format"] = type_to_response_format_param(payload["response_format"])
+        payload.update(stream=True, stream_options={"include_usage": True})
+        with self.client.create(**payload) as stream:
+            for chunk in stream:
+                used = chunk.usage
+                usage = (
+                    UsageMetadata(
+                        input_tokens=used.prompt_tokens,
+                        output_tokens=used.completion_tokens,
+                        total_tokens=used.total_tokens,
+                    )  # fmt: skip
+                    if used is not None
+                    else None
+                )
+                choice = chunk.choices[0] if chunk.choices else None
+                piece = (choice.delta.content or "") if choice is not None else ""
+                yield piece, usage, choice.finish_reason if choice is not None else None
 
     async def _agenerate(
         self,
@@ -195,9 +254,14 @@ class ServedChatOpenAI(ChatOpenAI):
                 yield chunk
 
 
-def _plain_text(kwargs: dict[str, Any]) -> bool:
-    """Whether a call asks for plain text (no tools, no structured reply): one it may cut."""
-    return not kwargs.get("tools") and "response_format" not in kwargs
+def _parsed(schema: Any, text: str) -> Any:
+    """A whole structured reply parsed as the SDK parses it (None: it does not match)."""
+    try:
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            return schema.model_validate_json(text)
+        return json.loads(text)
+    except ValueError:  # pydantic's ValidationError is one
+        return None
 
 
 def _estimated(messages: list[BaseMessage], pieces: int) -> UsageMetadata:

@@ -27,7 +27,9 @@ answer is a tenth of a second a user waits for nothing. Three rules end a reply 
   shape and count up by one fixed step each (``assert f(100, 18) == 7``, ``… 19) == 7`` …),
   or each is the line before with a short piece inserted in one or two places (the argument
   and the expected result grown together), or its last characters are one short piece
-  written over and over on a line that never ends (``'1.2', '1.2', '1.2', …``, ``()()()…``).
+  written over and over on a line that never ends (``'1.2', '1.2', '1.2', …``, ``()()()…``),
+  or that line ends in one passage of sentences three times over (a judgement's JSON string
+  through llama-server: "The function is well-documented, … well-tested, …" to 2,048 tokens).
 
 A looping reply would only have run on to ``max_tokens`` with more of the same, so the code
 read from it is the same. Tool calls and structured replies (grammar-constrained JSON) are
@@ -191,12 +193,28 @@ PERIODIC_CHARS = 200
 _MAX_PERIOD = 48
 
 
+_MAX_PASSAGE = 800
+"""The longest passage whose third copy in a row, on a line that never ends, marks a loop."""
+
+
 def _periodic_tail(text: str) -> bool:
-    """The last PERIODIC_CHARS characters are one piece of at most _MAX_PERIOD repeated."""
+    """The unfinished tail is one piece written over and over.
+
+    The last PERIODIC_CHARS characters are one piece of at most _MAX_PERIOD, or the line ends
+    in a longer passage (sentences of a JSON string, up to _MAX_PASSAGE characters) three
+    times in a row.
+    """
     tail = text[-PERIODIC_CHARS:]
     if len(tail) < PERIODIC_CHARS or "\n" in tail:
         return False
-    return any(tail[p:] == tail[:-p] for p in range(1, _MAX_PERIOD + 1))
+    if any(tail[p:] == tail[:-p] for p in range(1, _MAX_PERIOD + 1)):
+        return True
+    line = text[text.rfind("\n") + 1 :]
+    for p in range(_MAX_PERIOD + 1, min(_MAX_PASSAGE, len(line) // 3) + 1):
+        run = line[-3 * p :]
+        if run[p:] == run[:-p]:
+            return True
+    return False
 
 
 STEPPING_LINES = 12

@@ -285,15 +285,59 @@ def test_a_served_reply_that_loops_ends_and_one_that_ends_keeps_the_servers_usag
         server.server_close()
 
 
-def test_a_served_tool_call_or_structured_reply_is_never_cut() -> None:
-    url, handler, server = _streaming(["unused"])
+def test_a_served_structured_reply_that_loops_ends_and_does_not_parse() -> None:
+    from pydantic import BaseModel
+
+    from atom_agent.models.structured import invoke_structured
+
+    class Verdict(BaseModel):
+        met: bool
+        why: str
+
+    looping = '{"met": true, "why": "' + "it adds the numbers. " * 400 + '"}'
+    url, handler, server = _streaming(_tokens(looping))
     try:
         model = load_chat_model("openai:m", env={}, base_url=url, max_retries=0)
-        assert getattr(model, "stop_early", False) is True
-        from atom_agent.models.served import _plain_text
+        reply = invoke_structured(model.with_structured_output(Verdict), [HumanMessage("j")])
+        assert reply.parsed is None and reply.raw is not None  # as if cut at max_tokens
+        assert reply.raw.response_metadata["ended_early"] == "reply repeats itself"
+        server.shutdown()
+        assert handler.sent[0] < len(_tokens(looping)) // 2  # the server stopped early
+        assert "response_format" in handler.asked[0]
+    finally:
+        server.server_close()
+    url, handler, server = _streaming(_tokens('{"met": true, "why": "it adds"}'))
+    try:
+        model = load_chat_model("openai:m", env={}, base_url=url, max_retries=0)
+        reply = invoke_structured(model.with_structured_output(Verdict), [HumanMessage("j")])
+        assert reply.parsed == Verdict(met=True, why="it adds")  # a whole reply parses
+    finally:
+        server.shutdown()
+        server.server_close()
 
-        assert _plain_text({}) and not _plain_text({"tools": [{"type": "function"}]})
-        assert not _plain_text({"response_format": {"type": "json_object"}})
+
+def test_a_served_tool_call_is_never_streamed_or_cut() -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    call = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, "tool_calls": [{
+                    "id": "c1", "type": "function",
+                    "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}]}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}}  # fmt: skip
+    handler = type("Handler", (_Odd,), {"status": 200, "body": json.dumps(call).encode()})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        model = load_chat_model("openai:m", env={}, base_url=url, max_retries=0)
+        reply = model.bind_tools([add]).invoke([HumanMessage("1 + 2?")])
+        assert reply.tool_calls[0]["args"] == {"a": 1, "b": 2}  # asked and answered whole
     finally:
         server.shutdown()
         server.server_close()

@@ -237,6 +237,22 @@ def test_one_short_piece_written_over_and_over_on_one_line_is_a_loop() -> None:
     assert not looping("x = [" + ", ".join(str(i * i) for i in range(80)))
 
 
+def test_a_passage_written_three_times_on_a_line_that_never_ends_is_a_loop() -> None:
+    # A judgement's JSON string through llama-server, recorded: three sentences, over and over.
+    passage = (
+        "The function is well-documented, with a docstring that clearly describes its purpose. "
+        "The function is well-tested, with test cases that cover the scenarios. "
+        "The function is well-structured and easy to maintain. "
+    )
+    head = '{\n  "criteria": [],\n  "feedback": "'
+    assert not looping(head + passage * 2)  # said twice: may still be prose
+    assert looping(head + passage * 3)
+    assert looping(head + passage * 3 + passage[:40])  # wherever the copy has reached
+    # Long prose that never repeats a passage is no loop.
+    prose = " ".join(f"Sentence {i} says something new about case {i * 7}." for i in range(60))
+    assert not looping(head + prose)
+
+
 def test_lines_of_one_shape_that_step_by_a_fixed_amount_are_a_loop() -> None:
     rows = "".join(
         f"    assert allocate(100, [1, 2, 3], {i}) == [17, 12, 11]\n" for i in range(8, 20)
