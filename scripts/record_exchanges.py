@@ -58,6 +58,9 @@ SETTINGS: dict[str, Any] = {
     "max_replans": 0,
     "max_tool_calls": 10,
     "ask_user": False,
+    # No time limit on the tool loop: a replay's calls take no time, so a live loop that
+    # ended on its time would replay past its recorded end.
+    "loop_time_factor": 0.0,
 }
 """The settings every recording is made (and replayed) with."""
 

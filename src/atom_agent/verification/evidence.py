@@ -257,7 +257,10 @@ def failure_lesson(
             if len(parts) == 3:
                 break
     tests = result.tests if result is not None else None
-    if tests is not None and not tests_ok and not tests_suspect and (tests.failed or tests.errors):
+    # The tests' first failure only where no failed check says more precisely what went wrong
+    # (the same check failing through another test file is the same lesson).
+    failing = tests is not None and not tests_ok and not tests_suspect
+    if failing and not parts and (tests.failed or tests.errors):  # type: ignore[union-attr]
         failure = " ".join(first_failure(result).split())  # type: ignore[arg-type]
         parts.append(f"its tests failed: {failure[:200]}")
     if hard is not None and not hard.ok:

@@ -184,15 +184,16 @@ def test_correct_code_rejected_by_a_wrong_own_test_is_counted_apart(tmp_path: Pa
         problems, ctx, tmp_path / "eval", models=roles, baseline=False, warm=False
     )
 
-    # /0: after both attempts its code still meets every example the prompt states, so it is
-    # committed on the task's checks (its wrong own test then fails the result package: the
-    # run says failed). Nothing correct is rejected any more; the wrong /2 is counted apart.
+    # /0: the second attempt starts from the code the first kept, which meets every example
+    # the prompt states: it is the attempt, with the step's checks as its tests (the model's
+    # wrong test never comes back), so the run is done. Nothing correct is rejected; the wrong
+    # /2 is counted apart.
     assert summary["agent_pass@1"] == 0.5
     assert summary["rejected_correct"] == []
     assert summary["accepted_wrong"] == ["HumanEval/2"]
     rows = json.loads((tmp_path / "eval" / "eval.json").read_text())["problems"]
     assert [(r["agent_status"], r["attempts"], r["rejected_correct_attempts"]) for r in rows] == [
-        ("failed", 2, 0),
+        ("done", 2, 0),
         ("done", 1, 0),
     ]
 

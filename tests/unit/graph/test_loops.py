@@ -48,7 +48,9 @@ def test_fail_then_pass_on_retry_with_feedback_in_the_prompt(ctx: Context) -> No
     assert ws.read_step(adder)["committed_attempt"] == 2
 
 
-def test_the_tasks_examples_tell_the_retry_to_fix_a_wrong_test(ctx: Context) -> None:
+def test_a_retry_after_a_wrong_test_starts_from_the_right_code_and_needs_no_loop(
+    ctx: Context,
+) -> None:
     # impl.py is right and test.py expects add(2, 3) == 6: the task's example says 5.
     task = "Write add(a, b).\n\n    >>> add(2, 3)\n    5\n"
     executor = ExecutorScript({("step1", 1): failing_attempt(), ("step1", 2): passing_attempt()})
@@ -65,13 +67,16 @@ def test_the_tasks_examples_tell_the_retry_to_fix_a_wrong_test(ctx: Context) -> 
 
     assert outcome.status == "done"
     ws = Workspace(ctx.workspace)
-    first = ws.list_attempts(ws.step(ws.run(outcome.run_id), "step1"))[0]
+    first, second = ws.list_attempts(ws.step(ws.run(outcome.run_id), "step1"))
     verdict = ws.read_verdict(first)
     assert verdict["outcome"] == "failed"  # the tests still decide
     assert verdict["task_examples"] == {
         "passed": 1, "failed": [], "not_applicable": 0, "error": ""
     }  # fmt: skip
-    assert "fix the test, not the code" in executor.prompts[("step1", 2)]
+    # The retry starts from the code the first attempt kept: it meets the task's example, so
+    # it is the attempt, with the step's checks as its tests; the wrong test is gone.
+    assert ("step1", 2) not in executor.prompts
+    assert "== 6" not in (second.staging / "test.py").read_text()
 
 
 @pytest.mark.parametrize(
