@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python benchmarks/batch_scaling.py [--tasks 16] [--latency 1.0]
 
-16 one-step tasks, each: plan, write impl.py, write test.py, run_tests, judge (5 model calls of
+16 one-step tasks, each: plan, write impl.py, write test.py, run_tests, final reply (model calls of
 `latency` seconds each) plus two sandboxed pytest runs. Concurrency 1 and 8 in one run; prints
 wall times, the speed-up, and checks that every task has exactly one result.
 """

@@ -58,7 +58,7 @@ class Counter(BaseCallbackHandler):
 def _small(latency: float) -> dict[str, ScriptedChatModel]:
     model = ScriptedChatModel(responses=[AIMessage(content=WRONG)], cycle=True,
                               model_name="qwen2.5-coder:1.5b", latency_s=latency)  # fmt: skip
-    return {"planner": model, "executor": model, "reflector": model}
+    return {"planner": model, "executor": model}
 
 
 def _standard(latency: float) -> dict[str, ScriptedChatModel]:
@@ -68,7 +68,7 @@ def _standard(latency: float) -> dict[str, ScriptedChatModel]:
         return tool_call("read_file", {"path": "impl.py"})
 
     model = ScriptedChatModel(respond=respond, model_name="standard", latency_s=latency)
-    return {"planner": model, "executor": model, "reflector": model}
+    return {"planner": model, "executor": model}
 
 
 def scenario(name: str, models: dict[str, ScriptedChatModel], ctx: Context) -> str:

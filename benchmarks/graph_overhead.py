@@ -4,7 +4,7 @@ Run: .venv/bin/python benchmarks/graph_overhead.py [--runs 5] [--cold-runs 2] [-
      [--events]
 
 A 5-step plan (each step: write impl.py, write test.py, run_tests; the reflector runs the tests
-again and judges) with scripted models and trivial tests, checkpointed to SQLite, with real
+again and decides) with scripted models and trivial tests, checkpointed to SQLite, with real
 memory (Chroma + embeddings) and the real workspace. The time spent inside model calls and
 inside sandbox subprocesses is measured and subtracted; what is left is the framework: graph,
 checkpoints, context reconstruction, memory, workspace I/O, tool calls. Median over runs.
@@ -60,7 +60,6 @@ from tests.unit.graph.scripts import (  # noqa: E402
 
 from atom_agent import Context, run_task  # noqa: E402
 from atom_agent.memory import MemoryManager  # noqa: E402
-from atom_agent.nodes import reflector as reflector_module  # noqa: E402
 from atom_agent.nodes.executor import node as executor_module  # noqa: E402
 from atom_agent.resources import Resources  # noqa: E402
 from atom_agent.sandbox import SubprocessRunner  # noqa: E402
@@ -181,7 +180,6 @@ def instrument() -> None:
     executor_module.reconstruct_context = timed(  # type: ignore[assignment]
         "context reconstruction", executor_module.reconstruct_context
     )
-    reflector_module._judge = timed("judge", reflector_module._judge)  # type: ignore[assignment]
     calls_module.execute = timed("tool calls", calls_module.execute)  # type: ignore[assignment]
     memory = ("recall", "remember", "remember_many", "apply", "forget", "reinforce", "contradict")
     for name in (*memory, "promote"):
@@ -245,7 +243,7 @@ def seed_memory(ctx: Context, count: int) -> None:
 
 
 def scripted_models() -> dict[str, TimedModel]:
-    """Scripted planner, executor and reflector that can serve any number of runs."""
+    """Scripted planner and executor that can serve any number of runs."""
     plan = Plan(steps=[step(f"s{i}") for i in range(STEPS)])
     executor = ExecutorScript({(f"s{i}", 1): passing_attempt() for i in range(STEPS)})
     roles = models([plan], executor)

@@ -5,7 +5,9 @@
 
 Arms: ``small`` (today's default for the embedded model: whole-file drafts), ``standard``
 (the ReAct tool loop, in-process), ``server`` (the standard profile on ``openai:`` through an
-OpenAI-compatible server at --base-url, e.g. llama.cpp's llama-server on the same GGUF). The
+OpenAI-compatible server at --base-url, e.g. llama.cpp's llama-server on the same GGUF);
+``small-norecall`` and ``standard-norecall``: the same with no memory recalled into a prompt
+(``memory_recall_limit=0``; problems run in order and share one memory per arm). The
 single-shot baseline (one plain call) runs with the first arm. Each arm works in
 ``DIR/<arm>/`` (its runs and its eval.json) and resumes there; the table goes to
 ``DIR/profiles.json``: pass@1, tokens, mean and median seconds, model and tool calls per task,
@@ -30,13 +32,15 @@ from atom_agent.context import Context  # noqa: E402
 from atom_agent.evals.humaneval import load_problems  # noqa: E402
 from atom_agent.evals.runner import run_humaneval  # noqa: E402
 
-ARMS = ("small", "standard", "server")
+ARMS = ("small", "standard", "server", "small-norecall", "standard-norecall")
 
 
 def arm_context(arm: str, ws: Path, args: argparse.Namespace) -> Context:
     """The Context of one agent arm (its own workspace)."""
     base = {"workspace": str(ws), "max_attempts": args.max_attempts, "max_replans": 0,
             "ask_user": False}  # fmt: skip
+    if arm.endswith("-norecall"):
+        arm, base["memory_recall_limit"] = arm.removesuffix("-norecall"), 0
     if arm == "server":
         if not args.base_url:
             raise SystemExit("the server arm needs --base-url (an OpenAI-compatible server)")

@@ -1,7 +1,7 @@
 """A run's budgets, checked before every model call: a callback handler the node wrapper sets.
 
 Every model call of a run goes through LangChain's callback manager, so one handler sees them
-all: the plain answer, task samples, drafts, witnesses, repairs, recombinations, the judge and
+all: the plain answer, task samples, drafts, witnesses, the plan and contract, and
 every turn of the tool loop. :class:`RunBudget` is that handler (``raise_error = True``): it
 refuses a call in ``on_chat_model_start`` when the run's token, cost or wall-clock budget is
 spent, and counts each reply's usage in ``on_llm_end``. The graph's node wrapper

@@ -40,17 +40,14 @@ class Context:
     """Model for the planner; empty falls back to `model`."""
     executor_model: str = field(default="", metadata=_doc("Executor model; empty = `model`."))
     """Model for the executor's tool loop; empty falls back to `model`."""
-    reflector_model: str = field(default="", metadata=_doc("Reflector model; empty = `model`."))
-    """Model for the reflector's judgement; empty falls back to `model`."""
     temperature: float = field(default=0.0, metadata=_doc("Sampling temperature, 0–2."))
     """Sampling temperature passed to every model (0 = deterministic where supported)."""
     model_profile: str = field(
         default="", metadata=_doc("Model profile: small, standard, or empty = auto.")
     )
     """How the agent works with the executor model: ``small`` (whole-file drafts in a fenced
-    block, warming retries, no tool loop, no model judge), ``standard`` (the tool loop and a
-    judge), or empty to pick by the size the model's name states (≤ 8B is small; the
-    embedded model is small)."""
+    block, warming retries, no tool loop), ``standard`` (the tool loop), or empty to pick by
+    the size the model's name states (≤ 8B is small; the embedded model is small)."""
 
     base_url: str = field(
         default="", metadata=_doc("OpenAI-compatible server URL for openai: models.")
@@ -138,7 +135,7 @@ class Context:
     chroma_url: str = field(default="", metadata=_doc("Chroma server URL; empty = embedded."))
     """URL of a shared Chroma server (`chroma run`); empty uses `<workspace>/memory`."""
     memory_recall_limit: int = field(default=8, metadata=_doc("Memories in the executor prompt."))
-    """Long-term memories considered for the executor prompt (1–50)."""
+    """Long-term memories considered for the executor prompt (0–50; 0: none recalled)."""
     memory_min_confidence: float = field(default=0.5, metadata=_doc("Recall confidence floor."))
     """Memories below this confidence are not recalled into prompts (0–1)."""
     memory_promotion_threshold: float = field(default=0.7, metadata=_doc("Promotion threshold."))
@@ -189,7 +186,7 @@ class Context:
         _check_range(self, "sandbox_cpu_s", 1, 86_400)
         _check_range(self, "sandbox_memory_mb", 64, None)
         _check_range(self, "sandbox_output_bytes", 1024, None)
-        _check_range(self, "memory_recall_limit", 1, 50)
+        _check_range(self, "memory_recall_limit", 0, 50)
         _check_range(self, "memory_min_confidence", 0.0, 1.0)
         _check_range(self, "memory_promotion_threshold", 0.0, 1.0)
         if self.model_profile.strip() not in ("", "small", "standard"):
@@ -202,9 +199,9 @@ class Context:
             raise ConfigError("project_id: must not be empty")
 
     def model_for(self, role: str) -> str:
-        """The model spec for `role` (planner, executor, reflector); '' means auto."""
-        if role not in ("planner", "executor", "reflector"):
-            raise ConfigError(f"unknown model role {role!r}: planner, executor or reflector")
+        """The model spec for `role` (planner or executor); '' means auto."""
+        if role not in ("planner", "executor"):
+            raise ConfigError(f"unknown model role {role!r}: planner or executor")
         specific: str = getattr(self, f"{role}_model")
         return specific or self.model
 

@@ -52,7 +52,7 @@ def after_select(state: State, ctx: Context) -> Literal["executor", "finish"]:
 
 
 def after_executor(state: State) -> Literal["ask_user", "reflector", "finish"]:
-    """A question goes to the user; else the reflector judges the attempt.
+    """A question goes to the user; else the reflector proves the attempt.
 
     Budgets are checked after the reflector, not here: the attempt's tokens are spent
     already, and judging it (and committing it if it passed) is what keeps them useful.
@@ -68,7 +68,7 @@ def after_reflector(
 ) -> Literal["executor", "planner", "select_step", "finish"]:
     """Retry, replan, or move on (committed or failed); a spent budget ends the run.
 
-    A reflector a budget stopped before its judge's call left no decision of its own.
+    A reflector a budget stopped before its witnesses' calls left no decision of its own.
     """
     if exhausted_budget(state, ctx):
         return "finish"

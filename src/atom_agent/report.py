@@ -40,10 +40,10 @@ def _node(step_id: str) -> str:
 
 
 def criteria_summary(criteria: list[dict[str, Any]]) -> str:
-    """``2 verified, 1 judged`` (statuses in a fixed order; older verdicts count as judged)."""
+    """``2 verified, 1 unverified`` (statuses in a fixed order)."""
     counts: dict[str, int] = {}
     for c in criteria:
-        status = str(c.get("status") or "judged")
+        status = str(c.get("status") or "unverified")
         counts[status] = counts.get(status, 0) + 1
     order = ("verified", "held", "failed", "suspect", "judged", "unverified")
     return ", ".join(f"{counts[s]} {s}" for s in order if counts.get(s))
@@ -71,7 +71,7 @@ def _evidence_section(step_id: str, verdict: dict[str, Any]) -> str:
         why = [r for r in verdict.get("decision_reasons") or [] if r.startswith(_UNVERIFIED)]
         lines.append("- **not verified** — " + ("; ".join(why) or "see the verdict"))
     for c in shown_criteria(verdict):
-        lines.append(f"- **{c.get('status', 'judged')}** — {c.get('criterion', '')}")
+        lines.append(f"- **{c.get('status', 'unverified')}** — {c.get('criterion', '')}")
         for item in (c.get("evidence") or [])[:6]:
             lines.append(f"  - {str(item)[:300]}")
     for use in verdict.get("names") or []:
@@ -175,9 +175,9 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
             verdict = workspace.read_verdict(attempts[-1])
             tests = str((verdict.get("tests") or {}).get("summary", "–"))
             checks = str((verdict.get("contract") or {}).get("summary", "–"))
-            judged = shown_criteria(verdict)
-            if judged:
-                criteria = criteria_summary(judged)
+            shown = shown_criteria(verdict)
+            if shown:
+                criteria = criteria_summary(shown)
                 evidence.append(_evidence_section(step.id, verdict))
         files = (
             sorted(p.name for p in ref.artifacts.iterdir() if p.is_file())
@@ -198,7 +198,7 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         "not verified (a clause of it has no check, a name of it had no result checked, or it "
         "was committed on the task's checks only); *failed*: it ran and did not; "
         "*suspect*: every independent implementation contradicted its checks, so they were not "
-        "used; *judged*: only a model's opinion, nothing executed; *unverified*: nothing backs it. "
+        "used; *unverified*: nothing executed backs it (no model's opinion counts). "
         "A defined name is *unexercised* when no executed check and no passing test used it, "
         "*errors only* when only checks that it raises did.",
         "",

@@ -35,11 +35,11 @@ from atom_agent.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
-ROLES = ("planner", "executor", "reflector")
+ROLES = ("planner", "executor")
 T = TypeVar("T")
 
 Models = BaseChatModel | Mapping[str, BaseChatModel]
-"""One model for every role, or a model per role (planner / executor / reflector)."""
+"""One model for every role, or a model per role (planner / executor)."""
 
 
 def models_from_factory(target: str | None = None) -> Models | None:
@@ -109,7 +109,7 @@ class Resources:
     Args:
         ctx: the run's Context (the nodes read every setting from it).
         models: chat model(s) to use instead of the Context's specs: one for every role, or
-            ``{"planner": …, "executor": …, "reflector": …}`` (roles left out are loaded).
+            ``{"planner": …, "executor": …}`` (roles left out are loaded).
         memory: an open memory manager to use (its owner closes it); default: opened from
             the Context on first use and closed by :meth:`close`.
         runner: the sandbox runner; default: :func:`atom_agent.sandbox.default_runner`.

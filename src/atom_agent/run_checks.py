@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 MAX_TASK_CHARS = 20_000
 """Longest task text accepted (it is pinned into every executor prompt)."""
 
-ROLES = ("planner", "executor", "reflector")
+ROLES = ("planner", "executor")
 
 
 def check_task_text(task: object) -> None:

@@ -282,26 +282,6 @@ def outline(plan: Plan, statuses: dict[str, Any] | None = None) -> str:
     return "\n".join(lines)
 
 
-class CriterionVerdict(BaseModel):
-    """The reflector's judgement of one acceptance criterion."""
-
-    criterion: str = Field(description="the acceptance criterion, verbatim")
-    met: bool = Field(description="true only if the evidence shows the criterion holds")
-    evidence: str = Field(description="the test names, output lines or code that show it")
-
-
-class Judgement(BaseModel):
-    """The reflector model's structured judgement of a step attempt."""
-
-    criteria: list[CriterionVerdict] = Field(description="one entry per acceptance criterion")
-    feedback: str = Field(
-        default="", description="if anything is unmet: what to change in the next attempt"
-    )
-    lesson: str = Field(
-        default="", description="a reusable lesson for future steps (empty if none)"
-    )
-
-
 class DraftCandidate(TypedDict):
     """One candidate an attempt drafted, as the reflector reads it from the state."""
 

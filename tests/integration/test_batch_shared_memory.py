@@ -62,6 +62,7 @@ def test_two_workers_one_chroma_server(tmp_path: Path) -> None:
             lessons = manager.recall(session, type="lesson_learned", limit=50)
         finally:
             manager.close()
-        # Four tasks in two processes (separate workspaces): four lessons in the shared memory.
+        # Four tasks in two processes (separate workspaces), each first attempt failing a test
+        # of its own (ATOM_TEST_LESSONS): four failure lessons in the shared memory.
         assert len(lessons) == 4
         assert len({m.run_id for m in lessons}) == 4

@@ -8,7 +8,11 @@ and ``os.fork`` over the whole suite). A new module that starts one belongs here
 
 from __future__ import annotations
 
+import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +28,7 @@ STARTS_PROCESSES = frozenset(
         "checks/test_contract.py",
         "checks/test_examples.py",
         "cli/test_errors.py",
+        "cli/test_exit.py",
         "cli/test_models.py",
         "cli/test_runs_calls.py",
         "evals/test_humaneval.py",
@@ -96,3 +101,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = Path(str(item.fspath)).resolve()
         if path.is_relative_to(_HERE) and path.relative_to(_HERE).as_posix() in STARTS_PROCESSES:
             item.add_marker(pytest.mark.processes)
+
+
+class StartedAProcessError(AssertionError):
+    """A test outside :data:`STARTS_PROCESSES` started a process."""
+
+
+@pytest.fixture(autouse=True)
+def _pure_tests_start_no_process(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """A test not marked ``processes`` that starts one fails, naming the list to put it in.
+
+    So the list cannot fall behind: ``make pure`` stays pure, and a newcomer's new test that
+    runs the sandbox or a CLI is told where it belongs.
+    """
+    if request.node.get_closest_marker("processes") is not None:
+        yield
+        return
+    where = request.node.nodeid
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise StartedAProcessError(
+            f"{where} starts a process: add its module to STARTS_PROCESSES in "
+            "tests/unit/conftest.py (it is then left out of `make pure`)"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    monkeypatch.setattr(os, "fork", refuse)
+    monkeypatch.setattr(os, "posix_spawn", refuse)
+    yield

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
-from atom_agent import Context
+from atom_agent import Context, Resources, run_task
 from atom_agent.errors import ConfigError
+from atom_agent.testing import ScriptedChatModel
 
 
 def test_defaults_are_valid_and_documented() -> None:
@@ -89,6 +91,19 @@ def test_context_is_frozen_and_replace_validates() -> None:
 
 
 def test_model_for_rejects_unknown_roles() -> None:
-    with pytest.raises(ConfigError, match="unknown model role"):
-        Context(model="local").model_for("critic")
-    assert Context(model="local").model_for("reflector") == "local"
+    for role in ("critic", "reflector"):  # the reflector proves by execution: it has no model
+        with pytest.raises(ConfigError, match="unknown model role"):
+            Context(model="local").model_for(role)
+    assert Context(model="local", planner_model="other").model_for("executor") == "local"
+    assert Context(model="local", planner_model="other").model_for("planner") == "other"
+
+
+def test_a_model_for_an_unknown_role_is_a_configuration_error(tmp_path: Path) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"))
+    model = ScriptedChatModel(responses=[])
+    with pytest.raises(ConfigError, match=r"unknown model roles \['reflector'\]"):
+        Resources(ctx, models={"executor": model, "reflector": model})
+    with pytest.raises(ConfigError, match=r"unknown model roles \['reflector'\]"):
+        run_task("add two numbers", ctx, models={"reflector": model})
+    assert not (tmp_path / "ws" / "runs").exists()
+    assert Resources(ctx, models={"planner": model, "executor": model}).ctx is ctx

@@ -11,6 +11,7 @@ from tests.unit.graph.scripts import ExecutorScript, models, passing_attempt, st
 from atom_agent import Context, Resources, build_graph, run_task
 from atom_agent.errors import ConfigError, MissingCredentialsError, ModelUnavailableError
 from atom_agent.state import Plan
+from atom_agent.workspace import Workspace
 
 
 def test_cli_missing_key_fails_at_once_with_the_fix(tmp_path: Path) -> None:
@@ -25,20 +26,23 @@ def test_cli_missing_provider_package_fails_at_once_with_the_fix(tmp_path: Path)
     assert not (tmp_path / "ws" / "runs").exists()
 
 
-def _two_roles() -> dict[str, object]:
+def _planner_only() -> dict[str, object]:
+    """The planner scripted; the executor's model is left to load from the Context's spec."""
     roles = models([Plan(steps=[step("one")])], ExecutorScript({("one", 1): passing_attempt()}))
-    return {"planner": roles["planner"], "executor": roles["executor"]}
+    return {"planner": roles["planner"]}
 
 
 def test_a_role_without_its_key_is_found_before_the_run_starts(tmp_path: Path) -> None:
     ctx = Context(
-        workspace=str(tmp_path / "ws"), reflector_model="google_genai:gemini-2.5-pro",
+        workspace=str(tmp_path / "ws"), executor_model="google_genai:gemini-2.5-pro",
         model_profile="standard",
     )  # fmt: skip
+    roles = _planner_only()
     with pytest.raises(MissingCredentialsError) as info:
-        run_task("add two numbers", ctx, models=_two_roles())  # type: ignore[arg-type]
+        run_task("add two numbers", ctx, models=roles)  # type: ignore[arg-type]
     assert isinstance(info.value, ConfigError) and "GOOGLE_API_KEY" in str(info.value)
     assert not (tmp_path / "ws" / "runs").exists()
+    assert roles["planner"].calls == []  # type: ignore[attr-defined]
 
 
 def test_config_errors_are_config_errors() -> None:
@@ -46,22 +50,26 @@ def test_config_errors_are_config_errors() -> None:
     assert issubclass(ModelUnavailableError, ConfigError)
 
 
-def test_the_reflector_raises_a_missing_key_instead_of_advising_the_model(
+def test_a_graph_raises_a_missing_key_instead_of_advising_the_model(
     tmp_path: Path,
 ) -> None:
-    # The graph without run_task's check (as a LangGraph server runs it): the reflector's own
-    # model cannot load. The run must stop with the fix, not become feedback for a retry.
+    # The graph without run_task's check (as a LangGraph server runs it): the executor's own
+    # model cannot load. The run must stop with the fix, not become feedback for a replan.
     ctx = Context(
-        workspace=str(tmp_path / "ws"), reflector_model="google_genai:gemini-2.5-pro",
-        model_profile="standard", sandbox_timeout_s=30,
+        workspace=str(tmp_path / "ws"), executor_model="google_genai:gemini-2.5-pro",
+        model_profile="standard", sandbox_timeout_s=30, candidate_zero=False,
     )  # fmt: skip
-    roles = _two_roles()
+    roles = _planner_only()
     graph = build_graph(Resources(ctx, models=roles))  # type: ignore[arg-type]
     with pytest.raises(MissingCredentialsError, match="GOOGLE_API_KEY"):
         graph.invoke({"task": "add two numbers", "run_id": "r1"}, context=ctx)
-    executor = roles["executor"]
+    planner = roles["planner"]
+    assert planner.calls  # type: ignore[attr-defined]  # the run got as far as its plan
     assert not any(
         "API key" in str(m.content)
-        for call in executor.calls
-        for m in call.messages  # type: ignore[attr-defined]
+        for call in planner.calls  # type: ignore[attr-defined]
+        for m in call.messages
     )
+    ws = Workspace(ctx.workspace)
+    attempts = ws.list_attempts(ws.step(ws.run("r1"), "one"))
+    assert not any(a.verdict_json.exists() for a in attempts)  # no verdict, no retry

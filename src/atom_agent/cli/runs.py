@@ -212,7 +212,7 @@ def register(subparsers: Any) -> None:
         "calls",
         help="what each kind of model call cost and won, over a set of runs",
         description="Per purpose of a model call (plan, contract, plain answer, draft, "
-        "witness, repair, judge, tool loop, ...): calls, tokens and seconds per run; and per "
+        "witness, tool loop, ...): calls, tokens and seconds per run; and per "
         "kind of candidate: how many were drawn, met the step's checks, were kept, and "
         "decided the outcome (kept, with no earlier candidate as good).",
     )

@@ -168,7 +168,7 @@ def _evaluate(
             "agent_status": result.get("status"),
             "attempts": _attempts(workspace, str(result.get("run_id", ""))),
             # Attempts whose code passes check() though the agent did not commit it: the
-            # verifier (the model's own tests, the judge) rejected correct code.
+            # verifier (the model's own tests) rejected correct code.
             "rejected_correct_attempts": 0
             if passed
             else sum(

@@ -2,9 +2,9 @@
 
 A *small* model (a few billion parameters: the embedded 1.5B, or one served by Ollama or any
 OpenAI-compatible server) writes better code in a fenced block than inside a JSON tool call,
-loses the thread in a long tool loop and cannot judge its own work. It gets the draft-first
-path (whole-file drafts in its natural format, warming retries, no tool loop), tool choices
-narrowed and forced by code, and no model judge. A *standard* model gets the tool loop.
+loses the thread in a long tool loop. It gets the draft-first path (whole-file drafts in its
+natural format, warming retries, no tool loop) and tool choices narrowed and forced by code. A
+*standard* model gets the tool loop.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ class ModelProfile:
         tool_loop: after drafts that do not pass, the ReAct tool loop continues the attempt.
         steer_tools: code forces and narrows tool calls and samples when the model repeats.
         lean_tools: the executor gets only the file and test tools by default.
-        judge: a model judges criteria that no check executed (labelled *judged*).
         warming: temperatures of the candidates an attempt samples after its draft fails.
         cross_samples: independent implementations sampled to cross-examine a failing check.
         task_samples: when the plain answer fails a check the task states, how many more
@@ -40,7 +39,6 @@ class ModelProfile:
     tool_loop: bool
     steer_tools: bool
     lean_tools: bool
-    judge: bool
     warming: tuple[float, ...]
     cross_samples: int
     task_samples: int = 0
@@ -52,7 +50,6 @@ SMALL = ModelProfile(
     tool_loop=False,
     steer_tools=True,
     lean_tools=True,
-    judge=False,
     warming=(0.4, 0.8),
     cross_samples=2,
     task_samples=2,
@@ -63,7 +60,6 @@ STANDARD = ModelProfile(
     tool_loop=True,
     steer_tools=False,
     lean_tools=False,
-    judge=True,
     warming=(0.5,),
     cross_samples=2,
 )

@@ -26,7 +26,6 @@ Purpose = Literal[
     "draft",
     "witness",
     "repair",
-    "judge",
     "tool_loop",
     "project_plan",
     "project_edit",
@@ -34,7 +33,7 @@ Purpose = Literal[
     "baseline",
 ]
 """What a call is for: the planner's plan and contract; candidate zero (``plain``) and the
-whole-task samples; an attempt's first draft and independent witnesses; the judge; a turn of
+whole-task samples; an attempt's first draft and independent witnesses; a turn of
 the tool loop; a project run's plan, edits and reproduction tests; an evaluation's single-shot
 baseline; a benchmark's oracle-told repair (the agent itself asks for none)."""
 

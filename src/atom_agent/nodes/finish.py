@@ -336,7 +336,7 @@ def package_outcome(
 
 
 def _verification(res: Resources, run: RunRef, statuses: Mapping[str, str]) -> str:
-    """``3 verified, 1 judged`` over the committed steps' final verdicts ('' if none).
+    """``3 verified, 1 unverified`` over the committed steps' final verdicts ('' if none).
 
     Criteria of a step whose verdict is not verified (a clause without a check, a name no
     result check ran, a commit on the task's checks only) count as *held*, never verified.

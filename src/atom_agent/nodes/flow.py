@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from atom_agent import budget
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError, InvalidInputError, WorkspaceError
-from atom_agent.resources import Resources
+from atom_agent.resources import ROLES, Resources
 from atom_agent.state import Plan, State, plan_problems, topological_order
 from atom_agent.telemetry import emit
 
@@ -49,7 +49,7 @@ def make_start(res: Resources) -> Any:
                 run_id,
                 task=task.strip(),
                 status="planning",
-                models={role: res.spec(role) for role in ("planner", "executor", "reflector")},
+                models={role: res.spec(role) for role in ROLES},
                 project_id=res.ctx.project_id,
                 **(
                     {"prompts_replaced": res.ctx.replaced_prompts()}

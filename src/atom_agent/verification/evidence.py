@@ -1,8 +1,8 @@
 """The evidence of a verdict: each criterion's status, and the feedback the next attempt gets.
 
-A criterion is *verified* only by a check that ran in the sandbox and held; what a model merely
-judged is labelled *judged*; a criterion nothing backs is *unverified*. The feedback lists the
-executed evidence first (which check, what the code gave), then what was only judged.
+A criterion is *verified* only by a check that ran in the sandbox and held; a criterion nothing
+executed backs is *unverified* (no model's opinion stands in for a check). The feedback lists the
+executed evidence (which check, what the code gave), then the criteria nothing checked.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from atom_agent.checks.contract import ContractReport
 from atom_agent.names import free_names
 from atom_agent.sandbox import RunResult
-from atom_agent.state import Check, Judgement, Plan, PlanStep
+from atom_agent.state import Check, Plan, PlanStep
 
 from .crossexam import Testimony
 
@@ -56,35 +56,18 @@ def _checks_of_text(criterion: str, step: PlanStep) -> list[str]:
     return [c for c in step.acceptance_criteria if _norm(c) == wanted or wanted in _norm(c)]
 
 
-def uncovered(step: PlanStep, contract: ContractReport | None, suspect: set[int]) -> list[str]:
-    """Criteria that no executed, trusted check backs (the only ones a model may judge)."""
-    out = []
-    for criterion in step.acceptance_criteria:
-        backing = [
-            i
-            for i in _checks_of(step, criterion)
-            if contract is not None and i not in suspect and contract.results[i].executed
-        ]
-        if not backing:
-            out.append(criterion)
-    return out
-
-
 def criteria_verdicts(
     step: PlanStep,
     contract: ContractReport | None,
     suspect: set[int],
     result: RunResult | None,
     tests_ok: bool,
-    judgement: Judgement | None,
 ) -> list[dict[str, Any]]:
     """Each criterion's status, with its evidence.
 
     *verified*: a check ran and held; *failed*: a check ran and did not; *suspect*: its only
-    checks were contradicted by independent code; *judged*: a model's opinion, no check
-    executed; *unverified*: nothing backs it.
+    checks were contradicted by independent code; *unverified*: nothing executed backs it.
     """
-    judged = {_norm(c.criterion): c for c in (judgement.criteria if judgement else [])}
     verdicts: list[dict[str, Any]] = []
     for criterion in _all_criteria(step):
         indexes = _checks_of(step, criterion)
@@ -103,16 +86,9 @@ def criteria_verdicts(
             status = "failed"
         elif results and all(i in suspect for i, _ in pairs):
             status = "suspect"
-        elif _norm(criterion) in judged:
-            verdict = judged[_norm(criterion)]
-            status = "judged"
-            evidence.append(
-                f"judged {'met' if verdict.met else 'not met'} by the reviewer model "
-                f"(not executed): {verdict.evidence[:300]}"
-            )
         else:
             status = "unverified"
-        met = status == "verified" or (status == "judged" and judged[_norm(criterion)].met)
+        met = status == "verified"
         verdicts.append(
             {"criterion": criterion, "status": status, "met": met, "evidence": evidence}
         )
@@ -131,7 +107,7 @@ def feedback_of(
     criteria: list[dict[str, Any]],
     hints: list[str],
 ) -> str:
-    """What the next attempt is told: executed evidence first, then what was judged."""
+    """What the next attempt is told: the executed evidence, then the criteria nothing checked."""
     parts: list[str] = list(hints)
     if missing:
         parts.append(f"missing files: {', '.join(missing)} (write both impl.py and test.py)")
@@ -162,10 +138,8 @@ def feedback_of(
     if not hard_ok and hard is not None:
         parts.append("hard-coded outputs found, compute them instead: " + hard.summary())
     for c in criteria:
-        if c["status"] == "judged" and not c["met"]:
-            parts.append(f"criterion judged not met (by the reviewer model): {c['criterion']}")
-        elif c["status"] == "unverified":
-            parts.append(f"criterion not verified (no check ran, not judged): {c['criterion']}")
+        if c["status"] == "unverified":
+            parts.append(f"criterion not verified (no check ran): {c['criterion']}")
     return "\n".join(parts)
 
 

@@ -138,7 +138,7 @@ class AttemptRef:
 
     @property
     def verdict_json(self) -> Path:
-        """``verdict.json``: the reflector's evidence and judgement."""
+        """``verdict.json``: the reflector's evidence and decision."""
         return self.path / "verdict.json"
 
 

@@ -17,7 +17,7 @@ from atom_agent.testing import ScriptedChatModel
 
 
 def _models(clock: Clock) -> dict[str, ScriptedChatModel]:
-    """One-step tasks on the standard profile: plan, contract, three loop turns, judge (60 s)."""
+    """One-step tasks on the standard profile: plan, contract, three loop turns (50 s)."""
     roles = models([], ExecutorScript({}, default=passing_attempt))
     roles["planner"] = planner_model([Plan(steps=[step("one")])], cycle=True)
     return {role: metered(m, clock) for role, m in roles.items()}

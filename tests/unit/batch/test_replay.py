@@ -11,7 +11,6 @@ from tests.unit.graph import factory
 from atom_agent import Context
 from atom_agent.batch import BatchOptions, run_batch
 from atom_agent.models.replay import ReplayCache
-from atom_agent.state import CriterionVerdict, Judgement
 from atom_agent.testing import ScriptedChatModel
 
 
@@ -33,16 +32,11 @@ def _refusing() -> ScriptedChatModel:
     return ScriptedChatModel(respond=respond)
 
 
-def _judge(messages: list[BaseMessage]) -> Judgement:
-    return Judgement(criteria=[CriterionVerdict(criterion="works", met=True, evidence="tests")])
-
-
 def test_a_batch_replayed_from_its_cache_calls_no_model_and_ends_alike(tmp_path: Path) -> None:
     tasks = _tasks(tmp_path / "tasks.jsonl", "task number 1", "task number 2")
     ctx = Context(workspace=str(tmp_path / "ws1"), sandbox_timeout_s=30)
     cache = str(tmp_path / "replay.sqlite")
     roles = factory.batch_models()
-    roles["reflector"] = ScriptedChatModel(respond=_judge)  # every role answers
     first = run_batch(tasks, tmp_path / "r1.jsonl",
                       BatchOptions(ctx, models=roles, cache=cache))  # fmt: skip
     assert first["model_calls"]["from_cache"] == 0 and first["model_calls"]["to_model"] > 0

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import os
 
+from langchain_core.messages import AIMessage
+
 from atom_agent.models.purpose import CallInfo
-from atom_agent.state import CriterionVerdict, Judgement, Plan
+from atom_agent.state import Plan
 from atom_agent.testing import ScriptedChatModel
 
-from .scripts import ExecutorScript, models, passing_attempt, planner_model, step
+from .scripts import (
+    ADD_IMPL,
+    WHOLE_TASK,
+    ExecutorScript,
+    models,
+    passing_attempt,
+    planner_model,
+    run_tests,
+    step,
+    write,
+)
 
 
 def two_slow_steps() -> dict[str, ScriptedChatModel]:
@@ -52,14 +64,18 @@ def batch_models() -> dict[str, ScriptedChatModel]:
     """Models for any number of tasks: one-step plans, passing attempts; 'BOOM' tasks crash.
 
     Every model sleeps ATOM_TEST_LATENCY seconds per call; the executor records peak
-    concurrency.
+    concurrency. With ATOM_TEST_LESSONS set, every task's first attempt fails a test unique to
+    this process and call, so each run writes one failure lesson of its own (from the executed
+    evidence), and its second attempt passes.
     """
     import time
 
-    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.messages import BaseMessage
 
     latency = float(os.environ.get("ATOM_TEST_LATENCY", "0"))
+    lessons = bool(os.environ.get("ATOM_TEST_LESSONS"))
     script = ExecutorScript({}, default=passing_attempt)
+    fails_once = ExecutorScript({}, default=_fails_uniquely)
 
     def plan(messages: list[BaseMessage]) -> Plan:
         return Plan(steps=[step("one")])
@@ -72,27 +88,30 @@ def batch_models() -> dict[str, ScriptedChatModel]:
             CONCURRENCY.peak = max(CONCURRENCY.peak, CONCURRENCY.now)
         try:
             time.sleep(latency)
+            if lessons and info.attempt == 1 and info.purpose not in WHOLE_TASK:
+                return fails_once(messages, info)
             return script(messages, info)
         finally:
             with CONCURRENCY.lock:
                 CONCURRENCY.now -= 1
 
     roles = models([], script, latency_s=latency)
-    if os.environ.get("ATOM_TEST_LESSONS"):
-        roles["reflector"] = ScriptedChatModel(respond=_judge_with_a_lesson, latency_s=latency)
     roles["planner"] = planner_model([plan([])] * 1000, latency_s=latency)
     roles["executor"] = ScriptedChatModel(respond=execute)  # sleeps in `execute`
     return roles
 
 
-def _judge_with_a_lesson(messages: list) -> Judgement:  # type: ignore[type-arg]
-    """Every criterion met, and a lesson unique to this process and call."""
+def _fails_uniquely() -> list[AIMessage]:
+    """An attempt whose test fails with a message unique to this process and call.
+
+    The reflector's failure lesson quotes the first failing line, so no two lessons are the
+    same (an identical lesson would be deduplicated against the shared memory).
+    """
     import uuid
 
-    return Judgement(
-        criteria=[CriterionVerdict(criterion="add(2, 3) == 5", met=True, evidence="tests pass")],
-        lesson=f"lesson {os.getpid()}-{uuid.uuid4().hex[:8]}: test addition first",
-    )
+    mark = f"lesson {os.getpid()}-{uuid.uuid4().hex[:8]}"
+    test = f'from impl import add\n\n\ndef test_add():\n    assert add(2, 3) == 6, "{mark}"\n'
+    return [write("impl.py", ADD_IMPL), write("test.py", test), run_tests(), AIMessage("Done.")]
 
 
 def always_fails() -> dict[str, ScriptedChatModel]:

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from atom_agent.memory import MemoryManager
 from atom_agent.models.purpose import CallInfo
-from atom_agent.state import Check, CriterionVerdict, Judgement, Plan, PlanStep
+from atom_agent.state import Check, Plan, PlanStep
 from atom_agent.testing import ScriptedChatModel, tool_call
 from atom_agent.workspace import Workspace
 
@@ -29,7 +29,8 @@ from .scripts import ADD_TEST, ExecutorScript, Script, models, planner_model, ru
 RIGHT = 'def add(a, b):\n    """Add two numbers."""\n    return a + b\n'
 WRONG = "def add(a, b):\n    return a - b\n"
 ADD_CHECK = Check(call="add(2, 3)", expect="5", criterion="add(2, 3) == 5")
-LESSON = "Adders: check add(2, 3) == 5 before anything else."
+FAILURE = "check `add(2, 3) == 5` expected 5, got -1"
+"""What the failure lesson of `wrong_attempt` says (with the step's contract check)."""
 QUESTION = "Integers only, or floats too?"
 ANSWER = "integers only"
 
@@ -77,38 +78,21 @@ def with_witnesses(script: ExecutorScript) -> Callable[[list[BaseMessage], CallI
     return respond
 
 
-def _judge(plan: Plan) -> Callable[[list[BaseMessage], CallInfo], Judgement]:
-    """A reviewer that finds every criterion of the judged step met, and teaches LESSON."""
-
-    def judge(messages: list[BaseMessage], info: CallInfo) -> Judgement:
-        (step,) = [s for s in plan.steps if s.id == info.step]
-        return Judgement(
-            criteria=[
-                CriterionVerdict(criterion=c, met=True, evidence="read it")
-                for c in step.acceptance_criteria
-            ],
-            lesson=LESSON,
-        )
-
-    return judge
-
-
 def roles(plan: Plan, script: Script) -> tuple[dict[str, ScriptedChatModel], ExecutorScript]:
-    """Scripted roles for `plan`: the executor follows `script`, the reviewer teaches LESSON."""
+    """Scripted roles for `plan`: the executor follows `script`, code calls get RIGHT."""
     executor = ExecutorScript(script)
     out = models([plan], executor)
     out["planner"] = planner_model([plan])
     out["executor"] = ScriptedChatModel(respond=with_witnesses(executor))
-    out["reflector"] = ScriptedChatModel(respond=_judge(plan))
     return out, executor
 
 
 def learns_everything() -> dict[str, ScriptedChatModel]:
     """One step: attempt 1 fails its tests, attempt 2 asks the user, attempt 3 passes.
 
-    The run writes a failure lesson, the step's interface, the reviewer's lesson and the
-    user's decision. No contract: the reflector proves the step by its tests (and the
-    reviewer), so the many runs of the crash test stay cheap.
+    The run writes a failure lesson (from the failing tests), the step's interface and the
+    user's decision. No contract: the reflector proves the step by its tests, so the many
+    runs of the crash test stay cheap.
     """
     _arm_kill_points()
     step = adder_step(criteria=("add(2, 3) == 5", "add has a docstring"), checks=False)
@@ -126,8 +110,20 @@ def learns_everything() -> dict[str, ScriptedChatModel]:
 def one_step() -> dict[str, ScriptedChatModel]:
     """A demo-like run: one step that passes at once."""
     _arm_kill_points()
-    step = adder_step(criteria=("add(2, 3) == 5", "add has a docstring"))  # one is judged
+    step = adder_step(criteria=("add(2, 3) == 5", "add has a docstring"))  # one unverified
     out, _ = roles(Plan(steps=[step]), {("adder", 1): right_attempt()})
+    return out
+
+
+def fails_once() -> dict[str, ScriptedChatModel]:
+    """One step: attempt 1 fails its contract check (the lesson FAILURE), attempt 2 passes.
+
+    The run writes a failure lesson and the step's interface. Run it without candidate zero
+    (``ATOM_CANDIDATE_ZERO=false``): the plain answer is right and would pass attempt 1.
+    """
+    _arm_kill_points()
+    script = {("adder", 1): wrong_attempt(), ("adder", 2): right_attempt()}
+    out, _ = roles(Plan(steps=[adder_step()]), script)
     return out
 
 

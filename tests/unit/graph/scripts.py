@@ -1,4 +1,4 @@
-"""Scripted planner / executor / reflector models for end-to-end graph tests."""
+"""Scripted planner / executor models for end-to-end graph tests."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent.models.purpose import CallInfo
-from atom_agent.state import CriterionVerdict, Judgement, Plan, PlanStep
+from atom_agent.state import Plan, PlanStep
 from atom_agent.testing import ScriptedChatModel, tool_call
 
 ADD_IMPL = "def add(a, b):\n    return a + b\n"
@@ -98,33 +98,15 @@ class ExecutorScript:
         return replies[turn]
 
 
-def all_met(plan_step: PlanStep, lesson: str = "") -> Judgement:
-    return Judgement(
-        criteria=[
-            CriterionVerdict(criterion=c, met=True, evidence="test_add passes")
-            for c in plan_step.acceptance_criteria
-        ],
-        lesson=lesson,
-    )
-
-
 def models(
     plans: Sequence[Plan | AIMessage],
     executor: ExecutorScript,
-    judgements: Sequence[Judgement] | None = None,
     **kwargs: Any,
 ) -> dict[str, ScriptedChatModel]:
-    """One scripted model per role."""
-    judges: list[Any] = list(judgements) if judgements is not None else []
-    reflector = (
-        ScriptedChatModel(responses=judges, **kwargs)
-        if judges
-        else ScriptedChatModel(respond=_judge_everything_met(plans), **kwargs)
-    )
+    """One scripted model per role (planner and executor)."""
     return {
         "planner": planner_model(plans, **kwargs),
         "executor": ScriptedChatModel(respond=executor, **kwargs),
-        "reflector": reflector,
     }
 
 
@@ -155,32 +137,3 @@ def planner_model(
         return tool_call("ProposedPlan", reply.model_dump()) if isinstance(reply, Plan) else reply
 
     return ScriptedChatModel(respond=respond, **kwargs)
-
-
-def _judge_everything_met(plans: Sequence[Plan | AIMessage]) -> Callable[..., Judgement]:
-    """A judge that finds every criterion of the judged step met (the step from the call)."""
-
-    def judge(messages: list[BaseMessage], info: CallInfo) -> Judgement:
-        criteria: dict[str, None] = {}
-        for plan in plans:
-            for found in _steps_of(plan):
-                if found.get("id") == info.step:
-                    criteria.update(dict.fromkeys(found.get("acceptance_criteria") or []))
-        return Judgement(
-            criteria=[
-                CriterionVerdict(criterion=c, met=True, evidence="tests pass") for c in criteria
-            ]
-        )
-
-    return judge
-
-
-def _steps_of(plan: Plan | AIMessage) -> list[dict[str, Any]]:
-    """The steps of a scripted plan, as dicts (a raw reply's from its tool call)."""
-    if isinstance(plan, Plan):
-        return [s.model_dump() for s in plan.steps]
-    for call in plan.tool_calls:
-        steps = call["args"].get("steps")
-        if isinstance(steps, list):
-            return [s for s in steps if isinstance(s, dict)]
-    return []

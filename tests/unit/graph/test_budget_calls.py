@@ -3,8 +3,8 @@
 Scripted models whose every reply costs 100 tokens and 10 seconds on a fake clock, so the
 call a budget refuses is known exactly. For the token and the wall-clock budget, at each kind
 of call (the planner's, the plain answer's, a draft, a turn of the standard profile's tool
-loop, the judge's): the run ends ``budget_exhausted`` without making that call, with the
-figures in run.json and report.md, and what it committed before stays committed.
+loop, a witness the reflector draws): the run ends ``budget_exhausted`` without making that
+call, with the figures in run.json and report.md, and what it committed before stays committed.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def test_the_planners_call_is_refused_and_the_plain_answer_is_kept(
     ctx = Context(workspace=str(tmp_path / "ws"), **budget_of_calls(kind, 1))
     outcome = run_task("t", ctx, models=roles)
 
-    assert counts(roles) == {"planner": 0, "executor": 1, "reflector": 0}
+    assert counts(roles) == {"planner": 0, "executor": 1}
     info = assert_stopped(ctx, outcome, kind, 1)
     assert "planner stopped before its next model call" in outcome.stop_reason
     assert outcome.step_status == {}
@@ -115,7 +115,7 @@ def test_a_plain_answer_sample_is_refused(tmp_path: Path, clock: Clock, kind: st
     ctx = Context(workspace=str(tmp_path / "ws"), model_profile="small", **budget_of_calls(kind, 1))
     outcome = run_task(SAMPLED, ctx, models=roles)
 
-    assert counts(roles) == {"planner": 0, "executor": 1, "reflector": 0}
+    assert counts(roles) == {"planner": 0, "executor": 1}
     info = assert_stopped(ctx, outcome, kind, 1)
     assert info["deliverable"]["unverified"] is True
     assert outcome.result is not None
@@ -151,13 +151,8 @@ def _drafting(clock: Clock) -> dict[str, ScriptedChatModel]:
     roles = {
         "planner": planner_model([plan]),
         "executor": ScriptedChatModel(respond=draft),
-        "reflector": ScriptedChatModel(respond=_no_judge),
     }
     return {role: metered(m, clock) for role, m in roles.items()}
-
-
-def _no_judge(messages: list[BaseMessage]) -> AIMessage:
-    raise AssertionError("the small profile has no model judge")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -175,7 +170,7 @@ def test_a_draft_is_refused_and_the_committed_step_stays(
     )
     outcome = run_task("t", ctx, models=roles)
 
-    assert counts(roles) == {"planner": planned, "executor": 2, "reflector": 0}
+    assert counts(roles) == {"planner": planned, "executor": 2}
     assert_stopped(ctx, outcome, kind, planned + 2)
     assert "executor stopped before its next model call" in outcome.stop_reason
     assert outcome.step_status == {"adder": "committed", "subber": "pending"}
@@ -185,12 +180,29 @@ def test_a_draft_is_refused_and_the_committed_step_stays(
     assert outcome.result is not None  # the committed step is handed back
 
 
-# --- the tool loop and the judge (standard profile) ------------------------------------------
+# --- the tool loop and the reflector's witnesses (standard profile) --------------------------
 
 
 def _standard(clock: Clock) -> dict[str, ScriptedChatModel]:
     plan = Plan(steps=[step("one"), step("two")])
     executor = ExecutorScript({("one", 1): passing_attempt(), ("two", 1): passing_attempt()})
+    return {role: metered(m, clock) for role, m in models([plan], executor).items()}
+
+
+def _second_fails_its_check(clock: Clock) -> dict[str, ScriptedChatModel]:
+    """Step two brings a check its first attempt's code fails: the reflector draws witnesses."""
+    two = step("two", defines=["add"]).model_copy(
+        update={"checks": [Check(call="add(2, 3)", expect="5")]}
+    )
+    wrong = "def add(a, b):\n    return a - b\n"
+    executor = ExecutorScript(
+        {
+            ("one", 1): passing_attempt(),
+            # The tests fail, so the loop goes on to the model's (false) claim of success.
+            ("two", 1): [*passing_attempt(impl=wrong), AIMessage(content="Done.")],
+        }
+    )
+    plan = Plan(steps=[step("one"), two])
     return {role: metered(m, clock) for role, m in models([plan], executor).items()}
 
 
@@ -203,8 +215,8 @@ def test_a_turn_of_the_tool_loop_is_refused_and_the_committed_step_stays(
     tmp_path: Path, clock: Clock, kind: str
 ) -> None:
     roles = _standard(clock)
-    # The plan, step one (three loop turns and the judge), step two's first loop turn.
-    calls = PLANNED + 3 + 1 + 1
+    # The plan, step one's three loop turns (the reflector asks no model), step two's first.
+    calls = PLANNED + 3 + 1
     ctx = Context(
         workspace=str(tmp_path / "ws"),
         model_profile="standard",
@@ -213,7 +225,7 @@ def test_a_turn_of_the_tool_loop_is_refused_and_the_committed_step_stays(
     )
     outcome = run_task("t", ctx, models=roles)
 
-    assert counts(roles) == {"planner": PLANNED, "executor": 4, "reflector": 1}
+    assert counts(roles) == {"planner": PLANNED, "executor": 4}
     assert_stopped(ctx, outcome, kind, calls)
     assert "executor stopped before its next model call" in outcome.stop_reason
     assert outcome.step_status == {"one": "committed", "two": "pending"}
@@ -226,11 +238,13 @@ def test_a_turn_of_the_tool_loop_is_refused_and_the_committed_step_stays(
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_judges_call_is_refused_and_the_committed_step_stays(
+def test_a_witness_the_reflector_draws_is_refused_and_the_committed_step_stays(
     tmp_path: Path, clock: Clock, kind: str
 ) -> None:
-    roles = _standard(clock)
-    calls = PLANNED + 3 + 1 + 3  # … and step two's three loop turns; its judge is refused
+    roles = _second_fails_its_check(clock)
+    planned = 2  # the plan and step one's contract (step two brings its check)
+    # … step one's three loop turns, step two's four; its first witness is refused.
+    calls = planned + 3 + 4
     ctx = Context(
         workspace=str(tmp_path / "ws"),
         model_profile="standard",
@@ -239,10 +253,15 @@ def test_the_judges_call_is_refused_and_the_committed_step_stays(
     )
     outcome = run_task("t", ctx, models=roles)
 
-    assert counts(roles) == {"planner": PLANNED, "executor": 6, "reflector": 1}
+    assert counts(roles) == {"planner": planned, "executor": 7}
+    assert [c.info.purpose for c in roles["executor"].calls] == ["tool_loop"] * 7  # no witness
     assert_stopped(ctx, outcome, kind, calls)
     assert "reflector stopped before its next model call" in outcome.stop_reason
     assert outcome.step_status == {"one": "committed", "two": "pending"}
+    # The stopped reflector decided nothing about step two's attempt.
+    ws = Workspace(ctx.workspace)
+    (attempt,) = ws.list_attempts(ws.step(ws.run(outcome.run_id), "two"))
+    assert not attempt.verdict_json.exists()
 
 
 def test_a_resumed_run_counts_what_it_spent_before(tmp_path: Path, clock: Clock) -> None:
@@ -251,25 +270,25 @@ def test_a_resumed_run_counts_what_it_spent_before(tmp_path: Path, clock: Clock)
         workspace=str(tmp_path / "ws"),
         candidate_zero=False,
         approve_plan=True,
-        max_tokens=(PLANNED + 3 + 1 + 1) * TOKENS,
+        max_tokens=(PLANNED + 3 + 1) * TOKENS,
     )
     paused = run_task("t", ctx, models=roles)
     assert paused.status == "interrupted" and paused.usage["total_tokens"] == PLANNED * TOKENS
     outcome = resume_run(paused.run_id, ctx, answer="approve", models=roles)
 
-    # The plan's 300 tokens count after the pause: step two gets one loop turn, not four.
-    assert counts(roles) == {"planner": PLANNED, "executor": 4, "reflector": 1}
-    assert_stopped(ctx, outcome, "tokens", PLANNED + 3 + 1 + 1)
+    # The plan's 300 tokens count after the pause: step two gets one loop turn, not all three.
+    assert counts(roles) == {"planner": PLANNED, "executor": 4}
+    assert_stopped(ctx, outcome, "tokens", PLANNED + 3 + 1)
 
 
 def test_a_streamed_run_is_held_to_its_budget_too(tmp_path: Path, clock: Clock) -> None:
     # Streaming runs nodes (and the tool loop's) on LangGraph's worker threads.
     roles = _standard(clock)
-    calls = PLANNED + 3 + 1 + 1
+    calls = PLANNED + 3 + 1
     ctx = Context(workspace=str(tmp_path / "ws"), candidate_zero=False, max_tokens=calls * TOKENS)
     events: list[Any] = []
     outcome = run_task("t", ctx, models=roles, on_event=lambda *event: events.append(event))
-    assert counts(roles) == {"planner": PLANNED, "executor": 4, "reflector": 1}
+    assert counts(roles) == {"planner": PLANNED, "executor": 4}
     assert_stopped(ctx, outcome, "tokens", calls)
     assert any(e[0] == "custom" and e[1].get("event") == "run.budget" for e in events)
 
@@ -293,10 +312,10 @@ def test_a_reply_the_budget_cut_short_ends_the_node_and_its_tokens_count(
     ctx = Context(workspace=str(tmp_path / "ws"), candidate_zero=False, max_tokens=10_000)
     outcome = run_task("t", ctx, models=roles)
 
-    assert counts(roles) == {"planner": PLANNED, "executor": 5, "reflector": 1}
+    assert counts(roles) == {"planner": PLANNED, "executor": 5}
     assert outcome.status == "budget_exhausted"
     assert "the executor stopped there" in outcome.stop_reason
-    assert outcome.usage["total_tokens"] == (PLANNED + 5 + 1) * TOKENS  # the cut reply counts
+    assert outcome.usage["total_tokens"] == (PLANNED + 5) * TOKENS  # the cut reply counts
     assert outcome.step_status == {"one": "committed", "two": "pending"}
 
 
@@ -305,7 +324,7 @@ def test_a_run_without_budgets_is_not_watched(tmp_path: Path, clock: Clock) -> N
     ctx = Context(workspace=str(tmp_path / "ws"), candidate_zero=False)
     outcome = run_task("t", ctx, models=roles)
     assert outcome.status == "done"
-    assert counts(roles) == {"planner": PLANNED, "executor": 6, "reflector": 2}
+    assert counts(roles) == {"planner": PLANNED, "executor": 6}
     info = json.loads(Workspace(ctx.workspace).run(outcome.run_id).run_json.read_text())
     assert "budget" not in info
 
@@ -319,6 +338,6 @@ def test_a_budget_the_run_stays_within_is_reported_beside_what_it_used(
     assert outcome.status == "done"
     run = Workspace(ctx.workspace).run(outcome.run_id)
     figures = json.loads(run.run_json.read_text())["budget"]
-    assert figures["tokens"] == 11 * TOKENS and figures["max_tokens"] == 5000
+    assert figures["tokens"] == (PLANNED + 6) * TOKENS and figures["max_tokens"] == 5000
     assert "exhausted" not in figures
-    assert "1100 of 5000 tokens" in run.report_md.read_text()
+    assert "900 of 5000 tokens" in run.report_md.read_text()

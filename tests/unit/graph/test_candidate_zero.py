@@ -48,7 +48,6 @@ def roles(
     return {
         "planner": planner_model(plans or [], contracts),
         "executor": executor(plain, drafts),
-        "reflector": ScriptedChatModel(responses=[]),
     }
 
 
@@ -138,7 +137,6 @@ def test_a_retry_keeps_the_earlier_attempts_code_when_its_drafts_execute_worse(
     models = {
         "planner": plan_model,
         "executor": executor("def add(a, b):\n    return a + b\n", [worse]),
-        "reflector": ScriptedChatModel(responses=[]),
     }
     task = "Write add(a, b) that returns the sum of a and b."
     outcome = run_task(task, ctx, models=models)  # type: ignore[arg-type]
@@ -196,7 +194,6 @@ def test_a_model_check_most_candidates_answer_alike_is_discounted_and_zero_commi
     models = {
         "planner": planner_model([], [contract]),
         "executor": executor(RIGHT_RPN, [RIGHT_RPN, ADDS_ONLY, RIGHT_RPN]),
-        "reflector": ScriptedChatModel(responses=[]),
     }
     outcome = run_task(RPN, ctx, models=models)  # type: ignore[arg-type]
 

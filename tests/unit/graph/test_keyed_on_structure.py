@@ -25,7 +25,6 @@ PROMPTS = {
     "atom_agent.nodes.executor.steering.salvage": "SALVAGED_NOTE",
     "atom_agent.nodes.executor.steering.context_window": "EARLIER_TURNS_NOTE OUT_OF_ROOM",
     "atom_agent.nodes.executor.steering.examples_note": "EXAMPLES_NOTE",
-    "atom_agent.nodes.reflector.node": "REFLECTOR_SYSTEM REFLECTOR_TASK REFLECTOR_SKIPPED",
     "atom_agent.nodes.project.prompts": "PROJECT_SYSTEM",
     "atom_agent.nodes.project.planner": "PROJECT_LOCATE PROJECT_NOTES",
     "atom_agent.nodes.project.executor": "PROJECT_EDIT PROJECT_FEEDBACK PROJECT_ANEW",

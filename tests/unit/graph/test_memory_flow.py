@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,8 @@ from atom_agent.state import Plan
 from atom_agent.testing import tool_call
 from atom_agent.workspace import Workspace
 
-from .scripts import ExecutorScript, all_met, failing_attempt, models, passing_attempt, step
-
-LESSON = "Adder steps: test integer addition with add(2, 3) == 5 before edge cases."
+from . import factory
+from .scripts import ExecutorScript, failing_attempt, models, passing_attempt, step
 
 
 @pytest.fixture
@@ -29,18 +29,17 @@ def ctx(ctx: Context) -> Context:
 
 def test_a_lesson_from_one_run_reaches_the_next_run_and_is_reinforced(ctx: Context) -> None:
     adder = step("adder", defines=["add"])  # the lesson names add(): it belongs to this step
-    first = ExecutorScript({("adder", 1): passing_attempt()})
-    run1 = run_task(
-        "add", ctx, models=models([Plan(steps=[adder])], first, [all_met(adder, LESSON)])
-    )
+    # Attempt 1's test fails (the executed evidence teaches a lesson); attempt 2 passes.
+    first = ExecutorScript({("adder", 1): failing_attempt(), ("adder", 2): passing_attempt()})
+    run1 = run_task("add", ctx, models=models([Plan(steps=[adder])], first))
     assert run1.status == "done"
 
     manager = MemoryManager.from_context(ctx)
     try:
         session = SessionContext(session_id="check", project_id=ctx.project_id)
-        lessons = manager.recall(session, type="lesson_learned")
-        assert [m.content for m in lessons] == [LESSON]
-        record = lessons[0]
+        (record,) = manager.recall(session, type="lesson_learned")
+        assert "its tests failed" in record.content and "assert 5 == 6" in record.content
+        assert "(add)" in record.content  # it names the step's function
         assert (record.source_type, record.run_id, record.step_id, record.attempt) == (
             "reflector", run1.run_id, "adder", 1,
         )  # fmt: skip
@@ -51,7 +50,7 @@ def test_a_lesson_from_one_run_reaches_the_next_run_and_is_reinforced(ctx: Conte
     second = ExecutorScript({("adder", 1): passing_attempt()})
     run2 = run_task("add again", ctx, models=models([Plan(steps=[adder])], second))
     assert run2.status == "done"
-    assert LESSON in second.prompts[("adder", 1)]  # tier 2 of the new run's prompt
+    assert record.content in second.prompts[("adder", 1)]  # tier 2 of the new run's prompt
 
     manager = MemoryManager.from_context(ctx)
     try:
@@ -60,6 +59,27 @@ def test_a_lesson_from_one_run_reaches_the_next_run_and_is_reinforced(ctx: Conte
         assert again.confidence > confidence_before  # reinforced: the step it informed passed
     finally:
         manager.close()
+
+
+def test_the_batch_factory_writes_one_failure_lesson_of_its_own_per_run(
+    ctx: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What tests/integration/test_batch_shared_memory.py counts in its shared memory: each run
+    # of `batch_models` with ATOM_TEST_LESSONS writes exactly one lesson, none deduplicated.
+    monkeypatch.setenv("ATOM_TEST_LESSONS", "1")
+    runs = [run_task(f"t {i}", ctx, models=factory.batch_models()) for i in range(2)]
+    assert [r.status for r in runs] == ["done", "done"]
+    manager = MemoryManager.from_context(ctx)
+    try:
+        session = SessionContext(session_id="check", project_id=ctx.project_id)
+        lessons = manager.recall(session, type="lesson_learned", limit=50)
+    finally:
+        manager.close()
+    assert sorted(m.run_id for m in lessons) == sorted(r.run_id for r in runs)
+    assert len({m.content for m in lessons}) == 2
+    for lesson in lessons:
+        assert lesson.attempt == 1 and "its tests failed" in lesson.content
+        assert f"lesson {os.getpid()}-" in lesson.content
 
 
 def test_recurring_failures_are_promoted_from_working_memory(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -260,6 +260,8 @@ def recall_for_step(
     The query is the step's title, description and the names it must define: lessons and
     interfaces of earlier runs name the same functions.
     """
+    if limit < 1:  # the user turned recall off
+        return []
     names = " ".join(step.defines)
     query = f"{step.title}. {step.description}" + (f" Defines: {names}" if names else "")
     return memory.recall(

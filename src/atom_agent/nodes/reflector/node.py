@@ -1,28 +1,21 @@
-"""Reflector node: prove a step from evidence (tests, hard-coding check, criteria judgement)."""
+"""Reflector node: prove a step from executed evidence (checks, tests, hard-coding check)."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from atom_agent.checks.examples import examples_feedback
 from atom_agent.checks.exercised import NameUse
-from atom_agent.errors import ConfigError, ModelError, ModelSpecError
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import record_interface, record_lesson
 from atom_agent.memory.relevance import recalled_entries
 from atom_agent.models.profiles import profile_for
-from atom_agent.models.purpose import calling, for_attempt
-from atom_agent.models.structured import invoke_structured
+from atom_agent.models.purpose import for_attempt
 from atom_agent.resources import Resources
-from atom_agent.sandbox import RunResult
-from atom_agent.state import IMPL_FILE, TEST_FILE, Judgement, PlanStep, State
+from atom_agent.state import PlanStep, State
 from atom_agent.telemetry import emit
-from atom_agent.usage import model_name_of, usage_of
 from atom_agent.verification.decide import Decision, decide
 from atom_agent.verification.evidence import (
     criteria_verdicts,
@@ -31,7 +24,6 @@ from atom_agent.verification.evidence import (
     first_failure,
     implicated_dependencies,
     tests_evidence,
-    uncovered,
 )
 
 from ..common import dependants
@@ -41,47 +33,11 @@ from .gathering import (
     evidence_of,
     execute,
     name_uses_of,
-    sum_usage,
     target_of,
     testify,
 )
 
 logger = logging.getLogger(__name__)
-
-REFLECTOR_SYSTEM = """\
-You are the reviewer of a coding agent. Judge whether a step's code meets each acceptance \
-criterion, from the evidence only: the test results, the test code and the implementation. A \
-criterion is met only if a passing test or the code clearly shows it. Be strict and brief."""
-
-REFLECTOR_TASK = """\
-Step: {title}
-{description}
-
-Acceptance criteria:
-{criteria}
-
-Test run: {test_summary}
-{test_output}
-
-impl.py:
-```python
-{impl}
-```
-
-test.py:
-```python
-{tests}
-```
-
-Judge every criterion (verbatim), with evidence. If any is unmet, say what to change."""
-
-REFLECTOR_SKIPPED = (
-    "Your judgement covered {judged} of the {total} criteria. Judge every criterion, one entry "
-    "each, in this order:\n{criteria}"
-)
-"""Asked once more when a judgement skipped criteria."""
-
-_SOURCE_CHARS = 6000
 
 
 def make_reflector(res: Resources) -> Any:
@@ -106,15 +62,9 @@ def make_reflector(res: Resources) -> Any:
             else []
         )
         decision = decide(evidence_of(res.ctx, state, target, ran, uses))
-        judgement: Judgement | None = None
-        unbacked = uncovered(step, contract, suspect)
-        if decision.passed and profile.judge and unbacked:
-            with for_attempt(step.id, target.attempt.n):
-                judgement, spent = _judge(res, step, target.attempt.staging, ran.result, unbacked)
-            ran.usage = sum_usage(ran.usage, spent)
-        criteria = criteria_verdicts(step, contract, suspect, ran.result, ran.tests_ok, judgement)
+        criteria = criteria_verdicts(step, contract, suspect, ran.result, ran.tests_ok)
         feedback = _feedback(state["task"], step, ran, criteria)
-        verdict = _verdict(state, target, ran, decision, criteria, uses, feedback, judgement)
+        verdict = _verdict(state, target, ran, decision, criteria, uses, feedback)
         res.workspace.write_verdict(target.attempt, verdict)
         emit(
             "reflector.verdict",
@@ -125,7 +75,7 @@ def make_reflector(res: Resources) -> Any:
             decision=decision.action,
             suspect=len(suspect),
         )
-        return _record(res, state, target, ran, decision, judgement, feedback)
+        return _record(res, state, target, ran, decision, feedback)
 
     return reflector
 
@@ -165,7 +115,6 @@ def _verdict(
     criteria: list[dict[str, Any]],
     uses: list[NameUse],
     feedback: str,
-    judgement: Judgement | None,
 ) -> dict[str, Any]:
     """verdict.json: the executed evidence, each criterion's status, the decision and why."""
     hard, contract = ran.hard, ran.contract
@@ -186,7 +135,6 @@ def _verdict(
         "criteria": criteria,
         "names": [u.to_dict() for u in uses],
         "feedback": feedback,
-        "lesson": judgement.lesson if judgement else "",
         "memories_recalled": recalled_entries(
             state.get("used_memories") or [], state.get("used_memory_reasons") or {}
         ),
@@ -199,7 +147,6 @@ def _record(
     target: Target,
     ran: Executed,
     decision: Decision,
-    judgement: Judgement | None,
     feedback: str,
 ) -> dict[str, Any]:
     """Commit or not, write what the verdict teaches, and the state update."""
@@ -221,7 +168,7 @@ def _record(
     earlier = MemoryChanges.from_data(target.session, state.get("learned") or []).records
     notes = _Notes(changes, earlier, list(state.get("used_memories") or []))
     if decision.action == "commit":
-        _committed(res, state, target, decision, judgement, notes, update)
+        _committed(res, state, target, decision, notes, update)
     else:
         _failed(res, state, target, ran, decision, feedback, notes, update)
     if changes:  # kept in the checkpoint, so nothing is lost if the run stops before
@@ -247,7 +194,6 @@ def _committed(
     state: State,
     target: Target,
     decision: Decision,
-    judgement: Judgement | None,
     notes: _Notes,
     update: dict[str, Any],
 ) -> None:
@@ -265,16 +211,6 @@ def _committed(
     notes.written += record_interface(
         res.memory, notes.changes, step, step_ref.artifacts, earlier=notes.earlier
     )
-    if judgement is not None and judgement.lesson.strip():
-        notes.written += record_lesson(
-            res.memory,
-            notes.changes,
-            "lesson",
-            judgement.lesson,
-            confidence=0.7,
-            rationale=f"learned while committing step {step.id!r}",
-            earlier=notes.earlier,
-        )
     update["step_status"] = {**dict(state.get("step_status") or {}), step.id: "committed"}
 
 
@@ -342,78 +278,6 @@ def _fail_step(res: Resources, state: State, target: Target, update: dict[str, A
             status="blocked",
             reason=f"depends on failed step {step.id}",
         )
-
-
-def _read(path: Path) -> str:
-    text = path.read_text(errors="replace") if path.is_file() else "(missing)"
-    return text if len(text) <= _SOURCE_CHARS else text[:_SOURCE_CHARS] + "\n# … (truncated)"
-
-
-def _judge(
-    res: Resources,
-    step: PlanStep,
-    staging: Path,
-    result: RunResult | None,
-    criteria: list[str],
-) -> tuple[Judgement | None, dict[str, float]]:
-    """The reflector model's opinion of the criteria no check executed (labelled *judged*)."""
-    model = res.model("reflector")
-    evidence = tests_evidence(result)
-    messages = [
-        SystemMessage(REFLECTOR_SYSTEM),
-        HumanMessage(
-            REFLECTOR_TASK.format(
-                title=step.title,
-                description=step.description,
-                criteria="\n".join(f"- {c}" for c in criteria),
-                test_summary=evidence["summary"],
-                test_output=str(evidence.get("output_tail", ""))[-1200:],
-                impl=_read(staging / IMPL_FILE),
-                tests=_read(staging / TEST_FILE),
-            )
-        ),
-    ]
-    spent: list[AIMessage] = []
-    judgement: Judgement | None = None
-    for _ in range(2):  # once more if the judgement skipped criteria
-        try:
-            with calling("judge"):
-                reply = invoke_structured(res.structured("reflector", Judgement), messages)
-        except ModelError as exc:
-            if isinstance(exc, ConfigError | ModelSpecError):
-                raise  # configuration, not the model's answer: the run must fail with the fix
-            logger.warning("reflector judgement failed: %s", exc)
-            break
-        if reply.raw is not None:
-            spent.append(reply.raw)
-        if reply.parsed is None:
-            logger.warning("reflector judgement did not parse: %s", reply.error)
-            break
-        judgement = Judgement.model_validate(reply.parsed)
-        skipped = _skipped(criteria, judgement)
-        if not skipped:
-            break
-        emit("reflector.skipped_criteria", step_id=step.id, skipped=len(skipped))
-        messages = [
-            *messages,
-            HumanMessage(
-                REFLECTOR_SKIPPED.format(
-                    judged=len(judgement.criteria),
-                    total=len(criteria),
-                    criteria="\n".join(f"- {c}" for c in criteria),
-                )
-            ),
-        ]
-    return judgement, usage_of(spent, model_name_of(model))
-
-
-def _skipped(criteria: list[str], judgement: Judgement) -> list[str]:
-    """The criteria the judgement has no entry for (judged ones matched by text)."""
-    if len(judgement.criteria) >= len(criteria):
-        return []
-    judged = {c.criterion.strip().lower() for c in judgement.criteria}
-    missing = [c for c in criteria if c.strip().lower() not in judged]
-    return missing or list(criteria[len(judgement.criteria) :])
 
 
 def _adjust(changes: MemoryChanges, ids: list[str], *, up: bool, evidence: str) -> None:

@@ -140,5 +140,8 @@ def test_draft_notes_keep_what_shares_a_name_and_say_why(tmp_path: Path) -> None
         lines, reasons = draft_notes(manager, session, ctx, cache, "build a cache")
         assert lines == ["lru_get must move the key to the front."]
         assert reasons == {named.id: "shares name lru_get"}
+        # Recall turned off: the same memories are there, none reaches a prompt.
+        off = Context(workspace=str(tmp_path / "ws"), memory_recall_limit=0)
+        assert draft_notes(manager, session, off, cache, "build a cache") == ([], {})
     finally:
         manager.close()
