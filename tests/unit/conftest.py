@@ -81,8 +81,6 @@ STARTS_PROCESSES = frozenset(
         "verification/test_clauses.py",
         "verification/test_conditions.py",
         "verification/test_outcomes.py",
-        "selection/test_recombine.py",
-        "selection/test_splice.py",
         "verification/test_rules.py",
         "verification/test_typed.py",
         "workspace/test_deliverable_tree.py",

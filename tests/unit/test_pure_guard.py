@@ -1,4 +1,4 @@
-"""`make pure` stays pure: a test not marked ``processes`` cannot start one (tests/unit/conftest.py)."""
+"""`make pure` stays pure: a test not marked ``processes`` cannot start one (unit conftest)."""
 
 from __future__ import annotations
 

@@ -177,7 +177,7 @@ def _calls(args: argparse.Namespace) -> int:
             f"{row.get('seconds', 0) / n:.1f}",
             *(str(won.get(k, "–")) for k in ("drawn", "met", "kept", "decided")),
         )  # fmt: skip
-    for origin, won in sources.items():  # candidates no call wrote (recombined, earlier best)
+    for origin, won in sources.items():  # candidates no call wrote (an earlier attempt's best)
         counts = (str(won.get(k, 0)) for k in ("drawn", "met", "kept", "decided"))
         table.add_row(origin, "–", "–", "–", *counts)
     console.print(table)

@@ -26,7 +26,6 @@ from atom_agent.state import Check, Clause
 from atom_agent.workspace.atomic import atomic_write_text
 
 from .rank import rank
-from .recombine import Scored, recombine
 
 PLAIN_TASK = """\
 {task}
@@ -104,8 +103,7 @@ class Choice:
     source: str
     report: ContractReport | None
     index: int
-    """0: the plain answer; k: the k-th sample; ``RECOMBINED`` (-1): the best of them with
-    functions of the others (:mod:`~atom_agent.selection.recombine`)."""
+    """0: the plain answer; k: the k-th sample."""
     replies: list[AIMessage]
     """The samples' replies, in order (the plain answer's not included)."""
     reply_text: str
@@ -134,14 +132,11 @@ def best_of(
     answer that meets every such check. An answer replaces the best so far only when it passes
     strictly more of the task's checks (then more checks in all): with no sample better, the
     plain answer stays, so the choice is never worse on the task's checks than asking once.
-    When none meets them all, the best is recombined with functions of the others
-    (:func:`~atom_agent.selection.recombine.recombine`), kept only if that ranks higher.
     """
     best = Choice(first.source, report, 0, [], first.reply.text)
     if not _worth_sampling(first.source, report):
         return best
     replies: list[AIMessage] = []
-    answers = [Scored(first.source, report)] if report is not None else []
     prompt: list[BaseMessage] = [HumanMessage(PLAIN_TASK.format(task=task.strip()))]
     for k, temperature in enumerate(temperatures, start=1):
         reply = sample(model, prompt, temperature, purpose="task_sample", code_only="module",
@@ -151,27 +146,11 @@ def best_of(
         if names and not set(names) & set(defined_in_code(source)):
             continue
         found = judge(source, folder / str(k))
-        if found is not None:
-            answers.append(Scored(source, found))
         if rank(found) > rank(best.report):
             best = Choice(source, found, k, replies, reply.text)
         if found is not None and found.task_checks_hold() and found.all_passed():
             return Choice(best.source, best.report, best.index, replies, best.reply_text)
-    if best.report is not None and len(answers) > 1:
-        trials = iter(range(1, 1 << 30))
-        mixed = recombine(
-            Scored(best.source, best.report),
-            [a for a in answers if a.source != best.source],
-            lambda source: judge(source, folder / f"recombined-{next(trials)}"),
-        )
-        if mixed is not None:
-            fenced = f"```python\n{mixed.source.rstrip()}\n```"
-            return Choice(mixed.source, mixed.report, RECOMBINED, replies, fenced)
     return Choice(best.source, best.report, best.index, replies, best.reply_text)
-
-
-RECOMBINED = -1
-"""`Choice.index` of an answer recombined from the plain answer and the samples."""
 
 
 def _worth_sampling(source: str, report: ContractReport | None) -> bool:

@@ -4,8 +4,8 @@ Models write measurably worse code inside a JSON tool-call argument than in a fe
 (Aider, 2024). An attempt therefore starts the way one plain call of the model would: the task,
 and "reply with the whole impl.py in one ```python block". The draft is run against the step's
 contract at once; a draft that passes is the attempt. One that fails is met by independent
-samples of the same prompt (witnesses: candidates, and the votes that find a wrong check) and
-by recombination; the best is kept (most checks passed). Nothing is asked to repair its own
+samples of the same prompt (witnesses: candidates, and the votes that find a wrong check); the
+best is kept (most checks passed). Nothing is asked to repair its own
 code: told what failed, the 1.5B model handed back the same module in 19 of 20 whole-file
 retries and focused repairs met no check anywhere (docs/measurements.md), so the calls go to
 fresh samples (CodeT, AlphaCode) and the next attempt, which is told what failed.
@@ -21,7 +21,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
-from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.checks.contract import ContractReport
 from atom_agent.models.sampling import sample
 from atom_agent.names import defined_in_code
 from atom_agent.replies import complete_from_task, extract_code
@@ -29,10 +29,8 @@ from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
 from atom_agent.telemetry import emit
 from atom_agent.verification.crossexam import suspects
-from atom_agent.workspace.atomic import atomic_write_text
 
 from .pool import Candidate, Drafts, run_candidate
-from .recombine import Scored, recombine
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +135,7 @@ def write_drafts(
     witnesses: int = 0,
     first: str | None = None,
 ) -> Drafts:
-    """Draft; cross-examine a failing draft; recombine what the candidates got right.
+    """Draft; cross-examine a failing draft with independent witnesses.
 
     1. The draft (at `temperature`), or `first` when given: code already written for the task
        (candidate zero, the model's plain answer), which then costs no call. A draft that
@@ -145,8 +143,6 @@ def write_drafts(
     2. `witnesses` independent samples of the same prompt: each is a candidate too, and a
        failing check that every witness contradicts with the draft's very result is suspect.
        A draft that meets every check but the suspect ones is the attempt.
-    3. Recombination (no model call): the best candidate with a function of another that
-       passes a check it fails, kept when that executes strictly better.
     """
     drafts = Drafts(messages=[HumanMessage(prompt)])
 
@@ -206,60 +202,8 @@ def write_drafts(
         drafts.suspect = suspects(draft.report, reports)
         if drafts.passes(draft):
             return drafts
-    if not drafts.passes(draft):
-        recombined(drafts, checks, defines, available, folder, python_path, runner, limits)
     drafts.agree()
     return drafts
-
-
-def recombined(
-    drafts: Drafts,
-    checks: Sequence[Check],
-    defines: Sequence[str],
-    available: Sequence[str],
-    folder: Path,
-    python_path: Sequence[Path],
-    runner: SandboxRunner,
-    limits: Limits,
-) -> Candidate | None:
-    """The best candidate with functions of the others, when that executes strictly better.
-
-    No model call: each trial is the best module with one function (and what it needs) taken
-    from a candidate that passes a check the best one fails, run on the same checks
-    (:func:`~atom_agent.selection.recombine.recombine`). The winner joins the candidates
-    (``recombined``, informed); the trials do not, so they never vote in cross-examination.
-    """
-    best = drafts.best
-    if best is None or best.report is None or drafts.passes(best):
-        return None
-    donors = [
-        Scored(c.source, c.report)
-        for c in drafts.candidates
-        if c is not best and c.report is not None and c.source.strip()
-    ]
-    if not donors:
-        return None
-    where: dict[str, Path] = {}
-
-    def run(source: str) -> ContractReport:
-        path = folder / "recombined" / str(drafts.trials)
-        drafts.trials += 1
-        atomic_write_text(path / IMPL_FILE, source)
-        where[source] = path
-        return run_contract(checks, staging=path, runner=runner, limits=limits,
-                            python_path=[path, *python_path], defines=defines,
-                            available=available)  # fmt: skip
-
-    found = recombine(Scored(best.source, best.report), donors, run, ignore=set(drafts.suspect))
-    if found is None:
-        return None
-    candidate = Candidate(k=len(drafts.candidates), source=found.source, temperature=-1.0,
-                          informed=True, origin="recombined", report=found.report,
-                          path=where.get(found.source))  # fmt: skip
-    drafts.candidates.append(candidate)
-    emit("executor.recombined", candidate=candidate.k, summary=found.report.summary(),
-         trials=drafts.trials, passed=drafts.passes(candidate))  # fmt: skip
-    return candidate
 
 
 def failure_lines(report: ContractReport, suspect: set[int] | None = None) -> str:

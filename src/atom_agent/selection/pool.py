@@ -32,9 +32,8 @@ class Candidate:
     informed: bool
     """Whether it was written after seeing check results (then not independent of them)."""
     origin: str = "draft"
-    """How it was written: ``plain`` (candidate zero), ``draft``, ``witness``, ``repair`` (one
-    function written again), ``retry`` (the whole file re-asked), ``earlier`` (a previous
-    attempt's best), ``recombined`` (the best with functions of other candidates)."""
+    """How it was written: ``plain`` (candidate zero), ``draft``, ``witness``, ``earlier`` (a
+    previous attempt's best)."""
     report: ContractReport | None = None
     path: Path | None = None
 
@@ -49,8 +48,6 @@ class Drafts:
 
     messages: list[BaseMessage] = field(default_factory=list)
     side: list[AIMessage] = field(default_factory=list)
-    trials: int = 0
-    """Modules recombination executed (:mod:`atom_agent.selection.recombine`)."""
     candidates: list[Candidate] = field(default_factory=list)
     suspect: dict[int, str] = field(default_factory=dict)
     """Checks every independent witness contradicted (index → why): they decide nothing."""

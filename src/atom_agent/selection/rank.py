@@ -2,8 +2,7 @@
 
 Every place that chooses code ranks with :func:`rank`: an attempt's drafts
 (:mod:`~atom_agent.selection.pool`), candidate zero's whole-task samples and the floor
-(:mod:`~atom_agent.selection.candidates`), recombination's trials
-(:mod:`~atom_agent.selection.recombine`) and a project step's edits
+(:mod:`~atom_agent.selection.candidates`) and a project step's edits
 (:mod:`atom_agent.nodes.project.executor`). A candidate replaces the best so far only when it
 ranks strictly higher, so the earliest wins a tie: candidate zero (the plain answer) or the
 step's earlier best is replaced only by code that executes better.

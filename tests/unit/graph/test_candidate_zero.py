@@ -284,29 +284,6 @@ def test_no_sample_is_drawn_when_the_plain_answer_meets_the_stated_checks(tmp_pa
     assert choice.index == 0 and choice.replies == [] and model.calls == []
 
 
-def test_the_plain_answer_and_a_sample_each_right_in_one_function_are_recombined(
-    tmp_path: Path,
-) -> None:
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=2)
-    models = roles("", [])
-    broken_add = BOTH.replace("return a + b", "return a * b")
-    models["executor"] = plains_then_drafts([BROKEN_SUB, broken_add], [])
-    outcome = run_task(TWO, ctx, models=models)  # type: ignore[arg-type]
-
-    assert outcome.status == "done", outcome
-    ws = Workspace(ctx.workspace)
-    run = ws.run(outcome.run_id)
-    # Neither the plain answer (sub wrong) nor the samples (add wrong) meet the task's checks;
-    # the plain answer with the samples' sub does, with no further call of the model.
-    choice = json.loads((run.path / "plain" / "samples" / "choice.json").read_text())
-    assert (choice["samples"], choice["chosen"]) == (2, -1)
-    assert (run.path / "plain" / "impl.py").read_text().strip() == BOTH.strip()
-    (revision,) = ws.plan_revisions(run)
-    assert "the plain answer meets every check the task states" in revision["reason"]
-    assert len(models["executor"].calls) == 3  # type: ignore[attr-defined]
-    assert (ws.step(run, "step1").artifacts / "impl.py").read_text().strip() == BOTH.strip()
-
-
 TALLY = (
     "Write a Tally class; Tally() takes no arguments. add(word: str) -> int counts one more "
     "of word and returns its count so far. top() -> str returns the word counted most often, "
