@@ -32,6 +32,7 @@ from atom_agent.errors import (
 from atom_agent.models.failures import model_failure
 from atom_agent.models.registry import check_usable, resolve_default_model
 from atom_agent.project.checkout import project_root
+from atom_agent.resources import ROLES
 from atom_agent.workspace import Workspace
 from atom_agent.workspace.tree import RunRef, check_id, now_iso, read_json
 
@@ -39,8 +40,6 @@ logger = logging.getLogger(__name__)
 
 MAX_TASK_CHARS = 20_000
 """Longest task text accepted (it is pinned into every executor prompt)."""
-
-ROLES = ("planner", "executor")
 
 
 def check_task_text(task: object) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +35,6 @@ from .gathering import (
     target_of,
     testify,
 )
-
-logger = logging.getLogger(__name__)
 
 
 def make_reflector(res: Resources) -> Any:
