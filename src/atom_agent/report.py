@@ -88,8 +88,6 @@ def _evidence_section(step_id: str, verdict: dict[str, Any]) -> str:
     cross = verdict.get("cross_examination") or {}
     for s in cross.get("suspect_checks") or []:
         lines.append(f"- suspect check: `{s.get('check', '')[:200]}` — {s.get('reason', '')}")
-    if cross.get("tests_suspect"):
-        lines.append(f"- test.py suspect: {cross.get('tests_reason', '')}")
     return "\n".join(lines)
 
 

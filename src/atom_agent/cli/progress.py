@@ -52,8 +52,7 @@ class Progress:
                     f"contract {escape(str(chunk['summary']))} → {mark}")  # fmt: skip
         elif event == "reflector.cross_examination":
             c.print(f"  cross-examined by {chunk['witnesses']} independent implementation(s): "
-                    f"{chunk['suspect']} check(s) suspect"
-                    + (", test.py suspect" if chunk.get("tests_suspect") else ""))  # fmt: skip
+                    f"{chunk['suspect']} check(s) suspect")  # fmt: skip
         elif event == "reflector.verdict":
             outcome = _VERDICT.get(chunk["outcome"], chunk["outcome"])
             c.print(f"  verdict: {outcome} → {chunk['decision']}")

@@ -97,6 +97,7 @@ ORIGIN_OF = {
     "plain": "plain",
     "draft": "draft",
     "witness": "witness",
+    "task_sample": "task_sample",
     "tool_loop": "tool loop",
 }
 """The candidate origin (drafts.json) each purpose of a call writes, where it writes one."""

@@ -28,7 +28,8 @@ class ModelProfile:
         steer_tools: code forces and narrows tool calls and samples when the model repeats.
         lean_tools: the executor gets only the file and test tools by default.
         warming: temperatures of the candidates an attempt samples after its draft fails.
-        cross_samples: independent implementations sampled to cross-examine a failing check.
+        cross_samples: independent implementations (witnesses) a failing draft is
+            cross-examined by: candidate zero's whole-task samples first, fresh ones for the rest.
         task_samples: when the plain answer fails a check the task states, how many more
             answers to the whole task are sampled (at the ``warming`` temperatures, the plain
             prompt, never shown a check) before planning; the one that executes best wins.
@@ -40,7 +41,7 @@ class ModelProfile:
     steer_tools: bool
     lean_tools: bool
     warming: tuple[float, ...]
-    cross_samples: int
+    cross_samples: int = 0
     task_samples: int = 0
 
 
@@ -61,7 +62,6 @@ STANDARD = ModelProfile(
     steer_tools=False,
     lean_tools=False,
     warming=(0.5,),
-    cross_samples=2,
 )
 PROFILES = {p.name: p for p in (SMALL, STANDARD)}
 

@@ -213,8 +213,7 @@ def _deliverable(
         return None
     plan = Plan.model_validate(state["plan"])
     return build_deliverable(res.workspace, run, plan, statuses, task=state.get("task") or "",
-                             runner=res.runner, limits=res.limits,
-                             leave_out_tests=_suspect_tests(res, run, statuses))  # fmt: skip
+                             runner=res.runner, limits=res.limits)  # fmt: skip
 
 
 def _floor(
@@ -298,19 +297,6 @@ def final_verdicts(
             continue
         if attempts and attempts[-1].verdict_json.exists():
             yield step_id, workspace.read_verdict(attempts[-1])
-
-
-def _suspect_tests(res: Resources, run: RunRef, statuses: Mapping[str, str]) -> list[str]:
-    """Committed steps whose own tests independent implementations contradicted.
-
-    Their final verdict did not count those tests (they fail correct code); shipped in the
-    package they would fail it the same way.
-    """
-    return [
-        step_id
-        for step_id, verdict in final_verdicts(res.workspace, run, statuses)
-        if (verdict.get("cross_examination") or {}).get("tests_suspect")
-    ]
 
 
 def package_outcome(

@@ -134,6 +134,7 @@ def write_drafts(
     limits: Limits,
     witnesses: int = 0,
     first: str | None = None,
+    drawn: Sequence[str] = (),
 ) -> Drafts:
     """Draft; cross-examine a failing draft with independent witnesses.
 
@@ -143,6 +144,10 @@ def write_drafts(
     2. `witnesses` independent samples of the same prompt: each is a candidate too, and a
        failing check that every witness contradicts with the draft's very result is suspect.
        A draft that meets every check but the suspect ones is the attempt.
+
+    `drawn`: independent implementations already sampled for the task and never shown a
+    check (candidate zero's whole-task samples): the first witnesses, at no call; fresh ones
+    are sampled only for the rest of `witnesses`.
     """
     drafts = Drafts(messages=[HumanMessage(prompt)])
 
@@ -187,7 +192,12 @@ def write_drafts(
     if drafts.passes(draft) or not checks:
         return drafts
     heard = 0
-    for _ in range(witnesses + 1 if witnesses else 0):  # one spare for a reply without code
+    for source in drawn:
+        witness = add_source(source, -1.0, informed=False, origin="task_sample")
+        if drafts.passes(witness):
+            return drafts
+        heard += bool(witness.source.strip())
+    for _ in range(witnesses + 1 if witnesses > heard else 0):  # a spare for a reply without code
         reply = sample(model, [HumanMessage(prompt)], WITNESS_TEMPERATURE, purpose="witness",
                        code_only="code", names=defines)  # fmt: skip
         drafts.side.append(reply)
@@ -220,28 +230,6 @@ def failure_lines(report: ContractReport, suspect: set[int] | None = None) -> st
     if report.error and not lines:
         lines.append(f"- {report.error[:300]}")
     return "\n".join(lines)
-
-
-def independent_samples(
-    model: BaseChatModel,
-    prompt: str,
-    *,
-    n: int,
-    temperature: float,
-    task: str,
-    defines: Sequence[str],
-) -> tuple[list[str], list[AIMessage]]:
-    """`n` implementations sampled from the plain draft prompt (they never see a check)."""
-    sources: list[str] = []
-    replies: list[AIMessage] = []
-    for _ in range(n):
-        reply = sample(model, [HumanMessage(prompt)], temperature, purpose="witness",
-                       code_only="code", names=defines)  # fmt: skip
-        replies.append(reply)
-        source = complete_from_task(extract_code(reply.text), task, defines)
-        if source.strip():
-            sources.append(source)
-    return sources, replies
 
 
 def dependency_lines(artifacts: dict[str, Path], import_of: Any) -> dict[str, str]:

@@ -1,13 +1,12 @@
-"""Cross-examination: before a failing check or test rejects code, other programs testify.
+"""Cross-examination: before a failing check rejects code, other programs testify.
 
 Generated checks and tests are wrong often; agreement between independently sampled programs
 and the checks picks correct code far better than either alone (CodeT, Chen et al. 2022). A
-failing check is run against implementations that never saw it (drafts and fresh samples of
-the plain task). When at least two of them ran it and *all* give the very result the examined
-code gives, the check is contradicted by every independent witness: it is marked *suspect* and
-neither accepts nor rejects the code. A check stated in the task itself is the user's word and
-is never suspect. The model's own test file is suspect the same way: when every independent
-implementation that passes the contract also fails it.
+failing check is run against implementations that never saw it (the attempt's witnesses and
+candidate zero's whole-task samples). When at least two of them ran it and *all* give the
+very result the examined code gives, the check is contradicted by every independent witness:
+it is marked *suspect* and neither accepts nor rejects the code. A check stated in the task
+itself is the user's word and is never suspect.
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from atom_agent.checks.contract import SHAPE_CRITERIA, ContractReport, run_contract
-from atom_agent.sandbox import Limits, RunResult, SandboxRunner
-from atom_agent.state import IMPL_FILE, TEST_FILE, Check
+from atom_agent.sandbox import Limits, SandboxRunner
+from atom_agent.state import IMPL_FILE, Check
 
 MIN_WITNESSES = 2
 """Independent implementations that must all contradict a check before it is suspect."""
@@ -36,8 +35,6 @@ class Testimony:
     suspect_checks: list[int] = field(default_factory=list)
     """Indexes (into the step's checks) of the checks every witness contradicted."""
     reasons: dict[int, str] = field(default_factory=dict)
-    tests_suspect: bool = False
-    tests_reason: str = ""
     reports: list[ContractReport] = field(default_factory=list)
 
     def to_dict(self, checks: Sequence[Check]) -> dict[str, Any]:
@@ -48,8 +45,6 @@ class Testimony:
                 {"check": checks[i].describe(), "reason": self.reasons.get(i, "")}
                 for i in self.suspect_checks
             ],
-            "tests_suspect": self.tests_suspect,
-            "tests_reason": self.tests_reason,
         }
 
 
@@ -58,8 +53,6 @@ def cross_examine(
     checks: Sequence[Check],
     examined: ContractReport,
     witnesses: Sequence[str],
-    tests_failed: bool,
-    test_file: Path | None,
     runner: SandboxRunner,
     limits: Limits,
     python_path: Sequence[Path],
@@ -67,7 +60,7 @@ def cross_examine(
     available: Sequence[str],
     voters: Sequence[str] = (),
 ) -> Testimony:
-    """Run the examined code's failing checks (and failing test file) against `witnesses`.
+    """Run the examined code's failing checks against `witnesses`.
 
     `voters` (candidates written after seeing check results) testify only by majority
     (:func:`consensus`), never as independent witnesses.
@@ -76,8 +69,6 @@ def cross_examine(
         checks: the step's contract.
         examined: the contract's report on the examined code.
         witnesses: sources of independent implementations (never shown the checks).
-        tests_failed: the model's own test file failed on the examined code.
-        test_file: that test file (run against witnesses that pass the contract).
         runner: the sandbox runner.
         limits: its limits.
         python_path: directories after the witness's own (the dependencies).
@@ -87,7 +78,7 @@ def cross_examine(
     """
     testimony = Testimony(witnesses=len(witnesses))
     failing = [r for r in examined.failed if r.check.origin != "task"]
-    if not witnesses or not (failing or tests_failed):
+    if not (witnesses or voters) or not failing:
         return testimony
     with tempfile.TemporaryDirectory(prefix="atom-witness-") as tmp:
         dirs: list[Path] = []
@@ -118,8 +109,6 @@ def cross_examine(
             **suspects(examined, testimony.reports),
         }
         testimony.suspect_checks = sorted(testimony.reasons)
-        if tests_failed and test_file is not None and test_file.is_file():
-            _examine_tests(testimony, dirs, test_file, runner, limits, python_path)
     return testimony
 
 
@@ -190,44 +179,3 @@ def suspects(examined: ContractReport, reports: Sequence[ContractReport]) -> dic
                 f"all {len(said)} independent implementations give {mine.got or mine.reason} too"
             )
     return found
-
-
-def _examine_tests(
-    testimony: Testimony,
-    dirs: list[Path],
-    test_file: Path,
-    runner: SandboxRunner,
-    limits: Limits,
-    python_path: Sequence[Path],
-) -> None:
-    """The test file is suspect when every witness that meets the contract fails it too."""
-    ignore = set(testimony.suspect_checks)
-    sound = [
-        d
-        for d, report in zip(dirs, testimony.reports, strict=True)
-        if report.all_passed(ignore=ignore)
-    ]
-    if len(sound) < MIN_WITNESSES:
-        return
-    outcomes: list[RunResult] = []
-    for folder in sound:
-        (folder / TEST_FILE).write_text(test_file.read_text(errors="replace"), encoding="utf-8")
-        outcomes.append(
-            runner.run_pytest(
-                cwd=folder,
-                limits=limits,
-                targets=[TEST_FILE],
-                python_path=[folder, *python_path],
-            )
-        )
-    if all(not _clean_pass(r) for r in outcomes):
-        testimony.tests_suspect = True
-        testimony.tests_reason = (
-            f"test.py also fails on all {len(outcomes)} independent implementations that meet "
-            "the contract: the test is probably wrong"
-        )
-
-
-def _clean_pass(result: RunResult) -> bool:
-    tests = result.tests
-    return bool(result.ok and tests and tests.passed > 0 and not tests.failed and not tests.errors)

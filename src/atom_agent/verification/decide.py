@@ -25,8 +25,6 @@ class Evidence:
     """Required files the attempt did not write."""
     tests_ok: bool = False
     """The step's own tests ran, and all passed."""
-    tests_suspect: bool = False
-    """Independent implementations contradicted the step's own tests: they decide nothing."""
     hard_ok: bool = True
     """The hard-coding check found no output written in instead of computed."""
     contract_ok: bool = True
@@ -51,11 +49,6 @@ class Evidence:
     """One of the checks that held compares a value (not an error case, not a signature)."""
     plain_lacks: tuple[str, ...] = ()
     """Names the step defines that the model's plain answer to the task does not define."""
-
-    @property
-    def own_tests_ok(self) -> bool:
-        """The step's own tests passed, or were contradicted (suspect) and so do not count."""
-        return self.tests_ok or self.tests_suspect
 
 
 @dataclass(frozen=True)
@@ -135,7 +128,7 @@ def _problems(e: Evidence) -> list[str]:
         out.append("hard-coded outputs found")
     if not e.contract_ok:
         out.append("checks of the contract failed")
-    if not e.own_tests_ok:
+    if not e.tests_ok:
         out.append("the step's own tests did not pass")
     if not (e.tests_ok or e.contract_passed_any) and not out:
         out.append("nothing executed passed: no passing test, no passing check")

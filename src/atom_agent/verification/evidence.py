@@ -130,11 +130,8 @@ def feedback_of(
                 f"{testimony.reasons.get(i, '')}"
             )
     if result is not None and not tests_ok:
-        if testimony.tests_suspect:
-            parts.append(f"test.py suspect (not used): {testimony.tests_reason}")
-        else:
-            parts.append(f"tests did not pass: {tests_evidence(result)['summary']}")
-            parts.append(f"first failure: {first_failure(result)}")
+        parts.append(f"tests did not pass: {tests_evidence(result)['summary']}")
+        parts.append(f"first failure: {first_failure(result)}")
     if not hard_ok and hard is not None:
         parts.append("hard-coded outputs found, compute them instead: " + hard.summary())
     for c in criteria:
@@ -214,7 +211,6 @@ def failure_lesson(
     suspect: set[int],
     result: RunResult | None,
     tests_ok: bool,
-    tests_suspect: bool,
     hard: Any,
 ) -> str:
     """Why an attempt was rejected, from executed evidence only ('' when none ran).
@@ -233,7 +229,7 @@ def failure_lesson(
     tests = result.tests if result is not None else None
     # The tests' first failure only where no failed check says more precisely what went wrong
     # (the same check failing through another test file is the same lesson).
-    failing = tests is not None and not tests_ok and not tests_suspect
+    failing = tests is not None and not tests_ok
     if failing and not parts and (tests.failed or tests.errors):  # type: ignore[union-attr]
         failure = " ".join(first_failure(result).split())  # type: ignore[arg-type]
         parts.append(f"its tests failed: {failure[:200]}")

@@ -26,7 +26,7 @@ import re
 import shutil
 import sys
 import uuid
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,7 +69,6 @@ class _Step:
     module: str = ""
     definitions: dict[str, str] = field(default_factory=dict)  # name → normalised ast dump
     extra: dict[str, str] = field(default_factory=dict)  # other module stems → package module
-    tests_left_out: bool = False  # its tests were shown wrong: they do not enter the package
     defines: tuple[str, ...] = ()  # the names the plan gives the step to define
 
 
@@ -87,7 +86,6 @@ def build_deliverable(
     task: str,
     runner: SandboxRunner | None = None,
     limits: Limits | None = None,
-    leave_out_tests: Collection[str] = (),
 ) -> dict[str, Any] | None:
     """Write ``result/`` from the run's committed steps and run its tests in the sandbox.
 
@@ -99,8 +97,6 @@ def build_deliverable(
         task: the task text (names the package).
         runner: the sandbox runner for the final test run (None: the tests are not run).
         limits: the sandbox limits of that run.
-        leave_out_tests: steps whose test files stay out of the package (independent
-            implementations contradicted them: they would fail correct code).
 
     Returns:
         The summary written to run.json (``path``, ``package``, ``modules``, ``exports``,
@@ -115,10 +111,6 @@ def build_deliverable(
     if not steps:
         return None
     notes: list[str] = []
-    for s in steps:
-        s.tests_left_out = s.step_id in leave_out_tests
-        if s.tests_left_out:
-            notes.append(f"step {s.step_id}: its tests left out (contradicted by independent code)")
     for s in steps:
         s.definitions = _definitions(s.artifacts / "impl.py", notes)
     defined = {name for s in steps for name in s.definitions}
@@ -295,8 +287,6 @@ def _write_tree(
                 dest = pkg_dir / f"{s.module}.py"
             elif path.name == "conftest.py":
                 notes.append(f"step {s.step_id}: conftest.py not copied (fixtures would clash)")
-                continue
-            elif _is_test_file(path.name) and s.tests_left_out:
                 continue
             elif _is_test_file(path.name):
                 stem = path.stem.removeprefix("test_").removesuffix("_test")

@@ -189,23 +189,6 @@ def _standard(clock: Clock) -> dict[str, ScriptedChatModel]:
     return {role: metered(m, clock) for role, m in models([plan], executor).items()}
 
 
-def _second_fails_its_check(clock: Clock) -> dict[str, ScriptedChatModel]:
-    """Step two brings a check its first attempt's code fails: the reflector draws witnesses."""
-    two = step("two", defines=["add"]).model_copy(
-        update={"checks": [Check(call="add(2, 3)", expect="5")]}
-    )
-    wrong = "def add(a, b):\n    return a - b\n"
-    executor = ExecutorScript(
-        {
-            ("one", 1): passing_attempt(),
-            # The tests fail, so the loop goes on to the model's (false) claim of success.
-            ("two", 1): [*passing_attempt(impl=wrong), AIMessage(content="Done.")],
-        }
-    )
-    plan = Plan(steps=[step("one"), two])
-    return {role: metered(m, clock) for role, m in models([plan], executor).items()}
-
-
 PLANNED = 3
 """The standard runs' planner calls: the plan, and a contract call per step."""
 
@@ -235,33 +218,6 @@ def test_a_turn_of_the_tool_loop_is_refused_and_the_committed_step_stays(
     two = ws.list_attempts(ws.step(run, "two"))
     assert len(two) == 1 and (two[0].staging / "impl.py").is_file()
     assert not (ws.step(run, "two").artifacts / "impl.py").exists()
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_witness_the_reflector_draws_is_refused_and_the_committed_step_stays(
-    tmp_path: Path, clock: Clock, kind: str
-) -> None:
-    roles = _second_fails_its_check(clock)
-    planned = 2  # the plan and step one's contract (step two brings its check)
-    # … step one's three loop turns, step two's four; its first witness is refused.
-    calls = planned + 3 + 4
-    ctx = Context(
-        workspace=str(tmp_path / "ws"),
-        model_profile="standard",
-        candidate_zero=False,
-        **budget_of_calls(kind, calls),
-    )
-    outcome = run_task("t", ctx, models=roles)
-
-    assert counts(roles) == {"planner": planned, "executor": 7}
-    assert [c.info.purpose for c in roles["executor"].calls] == ["tool_loop"] * 7  # no witness
-    assert_stopped(ctx, outcome, kind, calls)
-    assert "reflector stopped before its next model call" in outcome.stop_reason
-    assert outcome.step_status == {"one": "committed", "two": "pending"}
-    # The stopped reflector decided nothing about step two's attempt.
-    ws = Workspace(ctx.workspace)
-    (attempt,) = ws.list_attempts(ws.step(ws.run(outcome.run_id), "two"))
-    assert not attempt.verdict_json.exists()
 
 
 def test_a_resumed_run_counts_what_it_spent_before(tmp_path: Path, clock: Clock) -> None:

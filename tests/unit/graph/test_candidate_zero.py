@@ -22,7 +22,7 @@ from atom_agent.state import Check, Plan
 from atom_agent.testing import ScriptedChatModel
 from atom_agent.workspace import Workspace
 
-from .scripts import WHOLE_TASK, planner_model
+from .scripts import WHOLE_TASK, planner_model, step
 
 SMALL_NAME = "qwen2.5-coder:1.5b"
 TWO = (
@@ -184,16 +184,15 @@ def test_a_model_check_most_candidates_answer_alike_is_discounted_and_zero_commi
     tmp_path: Path,
 ) -> None:
     ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
-    # The model's contract miscalculates (4 + 2) * 3 as 20. The witnesses disagree with each
-    # other (one writes the plain answer again, one only adds); the witness the reflector adds
-    # writes it again too: 3 of 4 candidates give 18.0.
+    # The model's contract miscalculates (4 + 2) * 3 as 20. Both witnesses write the plain
+    # answer again: 3 of 3 candidates give 18.0.
     contract = (
         "from impl import evaluate\n\ndef test_rpn():\n    assert evaluate('4 2 +') == 6.0\n"
         "    assert evaluate('4 2 + 3 *') == 20.0\n"
     )
     models = {
         "planner": planner_model([], [contract]),
-        "executor": executor(RIGHT_RPN, [RIGHT_RPN, ADDS_ONLY, RIGHT_RPN]),
+        "executor": executor(RIGHT_RPN, [RIGHT_RPN, RIGHT_RPN, ADDS_ONLY]),
     }
     outcome = run_task(RPN, ctx, models=models)  # type: ignore[arg-type]
 
@@ -421,3 +420,35 @@ def test_the_agents_calls_for_code_may_end_where_their_tests_begin(tmp_path: Pat
     assert len(plain) >= 2 and set(plain) == {("module", ("add", "sub"))}  # answer + samples
     assert drafts and all(mode == "code" and names for mode, names in drafts)
     assert all(set(names) <= {"add", "sub"} for _, names in drafts)
+
+
+def test_the_whole_task_samples_are_the_attempts_witnesses_and_no_fresh_one_is_drawn(
+    tmp_path: Path,
+) -> None:
+    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=2, max_replans=0)
+    adds = BOTH.replace("return a - b", "return a + b")
+    zero = BOTH.replace("return a - b", "return 0")
+    plan = Plan(steps=[step("step1", criteria=["add and sub"], defines=["add", "sub"])])
+    models = roles("", [], plans=[plan])
+    # The plain answer and both samples fail sub(5, 3) == 2, each its own way; the next
+    # attempt's fresh draft is right.
+    models["executor"] = plains_then_drafts([BROKEN_SUB, adds, zero], [BOTH])
+    outcome = run_task(TWO, ctx, models=models)  # type: ignore[arg-type]
+
+    assert outcome.status == "done", outcome
+    calls = models["executor"].calls  # type: ignore[attr-defined]
+    assert [(c.info.purpose, c.info.attempt) for c in calls] == [
+        ("plain", 0),
+        ("task_sample", 0),
+        ("task_sample", 0),
+        ("draft", 2),
+    ]
+    ws = Workspace(ctx.workspace)
+    step_ref = ws.step(ws.run(outcome.run_id), "step1")
+    record = json.loads((ws.attempt(step_ref, 1).path / "drafts.json").read_text())
+    assert [(c["origin"], c["passed"]) for c in record["candidates"]] == [
+        ("plain", False),
+        ("task_sample", False),
+        ("task_sample", False),
+    ]
+    assert (step_ref.artifacts / "impl.py").read_text().strip() == BOTH.strip()

@@ -26,7 +26,6 @@ from atom_agent.verification.contracts import contract_prompt, unchecked, write_
 from atom_agent.workspace import Workspace
 
 from .scripts import (
-    BAD_TEST,
     ExecutorScript,
     models,
     passing_attempt,
@@ -122,11 +121,12 @@ def test_a_failing_draft_is_cross_examined_and_the_next_attempt_is_told_the_evid
 
     assert outcome.status == "done"
     calls = roles["executor"].calls
-    # The reflector draws one more witness: the second one wrote the draft's very code.
-    assert [c.kwargs.get("temperature") for c in calls] == [0.0, 0.8, 0.8, 0.8, 0.2]
-    assert [c.info.purpose for c in calls] == ["draft", *["witness"] * 3, "draft"]
-    assert [c.info.attempt for c in calls] == [1, 1, 1, 1, 2]
-    told = str(calls[4].messages[-1].content)
+    # The second witness wrote the draft's very code (a voter, not a witness); the reflector
+    # draws no fresh sample of its own.
+    assert [c.kwargs.get("temperature") for c in calls] == [0.0, 0.8, 0.8, 0.2]
+    assert [c.info.purpose for c in calls] == ["draft", *["witness"] * 2, "draft"]
+    assert [c.info.attempt for c in calls] == [1, 1, 1, 2]
+    told = str(calls[3].messages[-1].content)
     assert "add(2, 3) == 5: expected 5, got -1" in told
     ws = Workspace(ctx.workspace)
     run = ws.run(outcome.run_id)
@@ -145,7 +145,11 @@ def test_a_wrong_planner_check_contradicted_by_independent_samples_is_suspect(
 ) -> None:
     wrong = Check(call="add(1, 1)", expect="3", criterion="small numbers add up")
     plan = Plan(steps=[add_step([GOOD, wrong], ["add(2, 3) == 5", "small numbers add up"])])
-    roles = small_roles(plan, [RIGHT])
+    # The draft fails the wrong check; two witnesses write other code that gives 2 as well.
+    roles = small_roles(
+        plan,
+        [RIGHT, "def add(a, b):\n    return b + a\n", "def add(a, b):\n    return sum((a, b))\n"],
+    )
     outcome = run_task("Write the adder.", ctx, models=roles)
 
     assert outcome.status == "done", outcome
@@ -171,42 +175,6 @@ def test_a_check_the_task_states_is_never_suspect(tmp_path) -> None:  # type: ig
     verdict = verdict_of(ctx, outcome.run_id, "step1")
     assert verdict["cross_examination"]["suspect_checks"] == []
     assert "check failed: add(1, 1) == 3: expected 3, got 2" in verdict["feedback"]
-
-
-def test_a_wrong_self_written_test_does_not_reject_correct_code(ctx: Context) -> None:
-    plan = Plan(steps=[add_step([])])
-    script = ExecutorScript({("step1", 1): passing_attempt(test=BAD_TEST)})
-    roles = models([plan], script)
-    roles["executor"] = ScriptedChatModel(respond=drafter([RIGHT], then=script))
-    outcome = run_task("Write add(a, b).\n\n>>> add(2, 3)\n5\n", ctx, models=roles)
-
-    assert outcome.status == "done", outcome
-    verdict = verdict_of(ctx, outcome.run_id, "step1")
-    assert verdict["tests"]["counts"]["failed"] == 1  # the model's own test did fail
-    assert verdict["cross_examination"]["tests_suspect"] is True
-    assert (
-        "test.py also fails on all 2 independent implementations"
-        in (verdict["cross_examination"]["tests_reason"])
-    )
-    statuses = {c["criterion"]: c["status"] for c in verdict["criteria"]}
-    assert statuses["the examples stated in the task hold"] == "verified"
-
-
-def test_a_wrong_self_written_test_still_rejects_code_the_witnesses_disagree_with(
-    tmp_path,  # type: ignore[no-untyped-def]
-) -> None:
-    # No plain answer: the tool loop writes the code and its (wrong) test itself.
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0,
-                  candidate_zero=False)  # fmt: skip
-    plan = Plan(steps=[add_step([])])
-    script = ExecutorScript({("step1", 1): passing_attempt(test=BAD_TEST)})
-    roles = models([plan], script)
-    # Independent implementations that would pass this test: the test is not contradicted.
-    sixes = "def add(a, b):\n    return 6 if (a, b) == (2, 3) else a + b\n"
-    roles["executor"] = ScriptedChatModel(respond=drafter([sixes], then=script))
-    outcome = run_task("Write add(a, b).\n\n>>> add(1, 1)\n2\n", ctx, models=roles)
-    assert outcome.status == "failed"
-    assert verdict_of(ctx, outcome.run_id, "step1")["cross_examination"]["tests_suspect"] is False
 
 
 def test_a_criterion_no_check_backs_is_unverified_and_no_model_is_asked_about_it(

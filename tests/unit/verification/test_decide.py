@@ -33,16 +33,6 @@ CASES = {
         "commit",
         False,
     ),
-    "tests suspect, a check passed": (
-        replace(PASSING, tests_ok=False, tests_suspect=True),
-        "commit",
-        True,
-    ),  # fmt: skip
-    "tests suspect, nothing passed": (
-        replace(PASSING, tests_ok=False, tests_suspect=True, contract_passed_any=False),
-        "retry",
-        False,
-    ),
     "missing files": (replace(PASSING, missing=("test.py",), tests_ok=False), "retry", False),
     "hard-coded": (replace(PASSING, hard_ok=False), "retry", False),
     "a failed check, attempts left": (replace(SPENT, failures=1), "retry", False),

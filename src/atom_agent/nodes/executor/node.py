@@ -178,7 +178,8 @@ def _draft_path(res: Resources, state: State, at: _Attempt) -> tuple[Drafts, dic
     Recalled memories reach the draft prompt too: small models never see tier 2.
     """
     notes, reasons = draft_notes(res.memory, at.session, res.ctx, at.step, state["task"])
-    return _draft(res, state["task"], at, notes, _first(state, at)), reasons
+    first = _first(state, at)
+    return _draft(res, state["task"], at, notes, first, _task_samples(res, state, first)), reasons
 
 
 def _settled(drafts: Drafts | None, drafting: bool, profile: ModelProfile) -> str:
@@ -278,6 +279,21 @@ def _this_attempt(res: Resources, state: State) -> _Attempt:
 def _first(state: State, at: _Attempt) -> str | None:
     """Candidate zero on a step's first attempt (the plain answer, if it covers the step)."""
     return _candidate_zero(state.get("plain"), at.step.defines) if at.attempt.n == 1 else None
+
+
+def _task_samples(res: Resources, state: State, first: str | None) -> list[str]:
+    """Candidate zero's whole-task samples but `first`: witnesses drawn already, at no call.
+
+    Written by the planner (``runs/<id>/plain/samples/<k>/impl.py``) from the plain prompt,
+    never shown a check. None without candidate zero: its samples answer the whole task.
+    """
+    if first is None:
+        return []
+    folder = res.workspace.plain_dir(run_ref(res, state)) / "samples"
+    sources = (
+        p.read_text(encoding="utf-8", errors="replace") for p in sorted(folder.glob("*/impl.py"))
+    )
+    return [s for s in sources if s.strip() and s != first]
 
 
 def _start(res: Resources, state: State, at: _Attempt) -> tuple[str | None, str]:
@@ -537,11 +553,17 @@ for people and evals; the reflector reads the state's ``drafts`` (:func:`_summar
 
 
 def _draft(
-    res: Resources, task: str, at: _Attempt, notes: list[str], first: str | None = None
+    res: Resources,
+    task: str,
+    at: _Attempt,
+    notes: list[str],
+    first: str | None = None,
+    drawn: Sequence[str] = (),
 ) -> Drafts:
     """The attempt's drafts; the best goes to staging with the contract's tests beside it.
 
-    `first` (candidate zero) is the first candidate instead of a fresh draft. A retry's
+    `first` (candidate zero) is the first candidate instead of a fresh draft; `drawn` (its
+    whole-task samples) are the first witnesses. A retry's
     candidates compete with the code the step's previous attempt staged (the best so far):
     an attempt never stages code that executes worse than what the step already had.
     """
@@ -566,6 +588,7 @@ def _draft(
         limits=res.limits,
         witnesses=profile.cross_samples,
         first=first,
+        drawn=drawn,
     )
     incumbent = _incumbent(res.workspace, at)
     if incumbent is not None:

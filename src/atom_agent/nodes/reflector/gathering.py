@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from langchain_core.messages import AIMessage
-
 from atom_agent.checks.contract import SHAPE_CRITERIA, ContractReport, run_contract
 from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.checks.exercised import NameUse, name_uses, not_exercised
@@ -21,12 +19,6 @@ from atom_agent.context import Context
 from atom_agent.names import defined_in_code
 from atom_agent.resources import Resources
 from atom_agent.sandbox import RunResult
-from atom_agent.selection.drafts import (
-    WITNESS_TEMPERATURE,
-    dependency_lines,
-    draft_prompt,
-    independent_samples,
-)
 from atom_agent.session import SessionContext
 from atom_agent.state import (
     IMPL_FILE,
@@ -38,8 +30,7 @@ from atom_agent.state import (
     State,
 )
 from atom_agent.telemetry import emit
-from atom_agent.usage import model_name_of, usage_of
-from atom_agent.verification.crossexam import MIN_WITNESSES, Testimony, cross_examine
+from atom_agent.verification.crossexam import Testimony, cross_examine
 from atom_agent.verification.decide import Evidence
 from atom_agent.workspace import AttemptRef, RunRef, StepRef
 
@@ -48,7 +39,6 @@ from ..common import (
     attempt_scope,
     available_names,
     plan_of,
-    python_ident,
     run_ref,
     step_session,
 )
@@ -80,7 +70,6 @@ class Executed:
     examples: ExamplesReport | None
     hard: HardcodingReport | None
     testimony: Testimony = field(default_factory=Testimony)
-    usage: dict[str, float] = field(default_factory=dict)
 
     @property
     def tests_ok(self) -> bool:
@@ -172,7 +161,6 @@ def evidence_of(
         replans=state.get("replans", 0),
         missing=tuple(ran.missing),
         tests_ok=ran.tests_ok,
-        tests_suspect=ran.testimony.tests_suspect,
         hard_ok=ran.hard_ok,
         contract_ok=contract is None or contract.holds(ignore=suspect),
         contract_passed_any=contract is not None and bool(contract.passed),
@@ -233,44 +221,21 @@ def name_uses_of(
     return name_uses(names, contract, ignore=suspect, tests_source=tests, tests_passed=tests_ok)
 
 
-def testify(
-    res: Resources,
-    task: str,
-    target: Target,
-    ran: Executed,
-    samples: int,
-    drafts: DraftsSummary | None,
-) -> None:
-    """Independent implementations (uninformed drafts, fresh samples) testify on the failures.
+def testify(res: Resources, target: Target, ran: Executed, drafts: DraftsSummary | None) -> None:
+    """The attempt's independent implementations testify on the failures (``ran.testimony``).
 
-    `drafts` is the state's summary of the attempt's drafting (the executor's). Sets
-    ``ran.testimony`` and adds the samples' usage to ``ran.usage``.
+    `drafts` is the state's summary of the attempt's drafting (the executor's): its witnesses
+    (samples never shown a check) and voters. No fresh sample is drawn here: on every set
+    measured, fresh samples drawn by the reflector changed which label a run ended with, never
+    which code it handed back (docs/measurements.md).
     """
     assert ran.contract is not None  # only failures of a contract are cross-examined
     step, scope = target.step, target.scope
     witnesses, voters = _drafts(drafts, target, exclude=scope.staging / IMPL_FILE)
-    spent: list[AIMessage] = []
-    wanted = max(0, MIN_WITNESSES - len(witnesses))
-    model = res.model("executor")
-    if samples and wanted:
-        artifacts = res.workspace.dependency_artifacts(target.step_ref)
-        deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
-        prompt = draft_prompt(task, target.plan, step, deps, "")
-        fresh, spent = independent_samples(
-            model,
-            prompt,
-            n=min(samples, wanted),
-            temperature=WITNESS_TEMPERATURE,
-            task=task,
-            defines=step.defines,
-        )
-        witnesses += fresh
     testimony = cross_examine(
         checks=step.checks,
         examined=ran.contract,
         witnesses=witnesses,
-        tests_failed=ran.result is not None and not ran.tests_ok,
-        test_file=scope.staging / TEST_FILE,
         runner=res.runner,
         limits=res.limits,
         python_path=scope.python_path()[1:],
@@ -283,10 +248,8 @@ def testify(
         step_id=step.id,
         witnesses=testimony.witnesses,
         suspect=len(testimony.suspect_checks),
-        tests_suspect=testimony.tests_suspect,
     )
     ran.testimony = testimony
-    ran.usage = sum_usage(ran.usage, usage_of(spent, model_name_of(model)))
 
 
 def _drafts(
@@ -319,8 +282,3 @@ def _drafts(
         else:
             witnesses.append(source)
     return witnesses, voters
-
-
-def sum_usage(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
-    """Two usage records added up."""
-    return {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}

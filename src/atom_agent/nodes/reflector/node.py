@@ -10,7 +10,6 @@ from atom_agent.checks.exercised import NameUse
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import record_interface, record_lesson
 from atom_agent.memory.relevance import recalled_entries
-from atom_agent.models.profiles import profile_for
 from atom_agent.models.purpose import for_attempt
 from atom_agent.resources import Resources
 from atom_agent.state import PlanStep, State
@@ -46,12 +45,11 @@ def make_reflector(res: Resources) -> Any:
     def reflector(state: State) -> dict[str, Any]:
         target = target_of(res, state)
         ran = execute(res, state["task"], target)
-        profile = profile_for(res.model("executor"), res.ctx.model_profile)
         if ran.contract is not None and (
             ran.contract.failed or (ran.result is not None and not ran.tests_ok)
         ):
             with for_attempt(target.step.id, target.attempt.n):
-                testify(res, state["task"], target, ran, profile.cross_samples, state.get("drafts"))
+                testify(res, target, ran, state.get("drafts"))
         step, contract, suspect = target.step, ran.contract, ran.suspect
         uses = (
             name_uses_of(step, target.attempt.staging, contract, suspect, ran.tests_ok)
@@ -84,7 +82,7 @@ def _feedback(task: str, step: PlanStep, ran: Executed, criteria: list[dict[str,
     """
     hints = (
         examples_feedback(ran.examples, ran.result is not None and not ran.tests_ok)
-        if ran.examples is not None and not ran.testimony.tests_suspect
+        if ran.examples is not None
         else []
     )
     return feedback_of(
@@ -150,7 +148,6 @@ def _record(
     step = target.step
     update: dict[str, Any] = {
         "failures": {step.id: decision.failures},
-        "usage": ran.usage,
         "decision": decision.action,
         "last_verdict": {
             "step_id": step.id,
@@ -222,9 +219,7 @@ def _failed(
     update: dict[str, Any],
 ) -> None:
     step, result = target.step, ran.result
-    lesson = failure_lesson(
-        step, ran.contract, ran.suspect, result, ran.tests_ok, ran.testimony.tests_suspect, ran.hard
-    )
+    lesson = failure_lesson(step, ran.contract, ran.suspect, result, ran.tests_ok, ran.hard)
     notes.written += record_lesson(
         res.memory,
         notes.changes,
