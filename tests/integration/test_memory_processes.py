@@ -28,7 +28,8 @@ WRITER = textwrap.dedent(
     with MemoryManager.open(workspace) as memory:
         for i in range(count):
             ids.append(memory.remember(session, f"worker {worker} learned lesson number {i}").id)
-            memory.record_access(session, [shared_id])
+            found = memory.recall(session, "a memory every worker reads", limit=1)
+            assert [r.id for r in found] == [shared_id]
     print(json.dumps(ids))
     """
 )

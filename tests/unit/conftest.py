@@ -23,7 +23,6 @@ STARTS_PROCESSES = frozenset(
         "batch/test_replay.py",
         "benchmarks/test_candidate_ceiling.py",
         "benchmarks/test_generation_ceiling.py",
-        "benchmarks/test_recombination_ceiling.py",
         "benchmarks/test_repotasks_eval.py",
         "checks/test_contract.py",
         "checks/test_examples.py",

@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-from atom_agent.checks.hardcoding import (
-    Finding,
-    HardcodingReport,
-    Thresholds,
-    check_file,
-    check_source,
-)
+from atom_agent.checks.hardcoding import Thresholds, check_file, check_source
 from atom_agent.checks.source import python_problems
 
 __all__ = [
-    "Finding",
-    "HardcodingReport",
     "Thresholds",
     "check_file",
     "check_source",

@@ -62,11 +62,6 @@ class HardcodingReport:
         """No suspicious literal (and the file parses)."""
         return not self.findings
 
-    @property
-    def lines(self) -> list[int]:
-        """The offending line numbers, ascending."""
-        return sorted({f.line for f in self.findings})
-
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict for verdict.json."""
         return {"path": self.path, "ok": self.ok, "findings": [asdict(f) for f in self.findings]}

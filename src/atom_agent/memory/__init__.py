@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from atom_agent.memory.manager import MemoryManager
 from atom_agent.memory.records import MemoryRecord, MemoryType, SourceType
-from atom_agent.memory.working import Candidate, WorkingMemory
+from atom_agent.memory.working import WorkingMemory
 
 __all__ = [
-    "Candidate",
     "MemoryManager",
     "MemoryRecord",
     "MemoryType",

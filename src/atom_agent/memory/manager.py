@@ -310,21 +310,6 @@ class MemoryManager:
             )
         return applied
 
-    def record_access(self, session: SessionContext, ids: Iterable[str]) -> int:
-        """Count one access on each id of this project (others are ignored); returns how many."""
-        session = require_session(session, "record_access")
-        sync = self._sync(session.project_id)
-        sync.index()  # current, so ids of other projects and expired ids are not counted
-        counted = sync.note_access(list(ids), time.time())
-        sync.flush_access()
-        emit(
-            "memory.record_access",
-            session_id=session.session_id,
-            project_id=session.project_id,
-            count=counted,
-        )
-        return counted
-
     def promote(
         self, session: SessionContext, working: WorkingMemory, *, threshold: float | None = None
     ) -> list[MemoryRecord]:

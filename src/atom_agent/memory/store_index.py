@@ -245,7 +245,7 @@ def _field(value: dict[str, Any], key: str) -> Any:
 
 
 def compile_filter(filters: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
-    """:func:`matches` for one filter, as one function (a search calls it once per item)."""
+    """One filter as one function: LangGraph's semantics (nested dicts, lists, $eq/$ne/$gt/…)."""
     tests: list[Callable[[dict[str, Any]], bool]] = []
     for key, wanted in filters.items():
         if "." in key or isinstance(wanted, dict | list | tuple) or isinstance(wanted, bool):
@@ -269,11 +269,6 @@ def _str_test(key: str, wanted: str, value: dict[str, Any]) -> bool:
 
 def _scalar_test(key: str, wanted: Any, value: dict[str, Any]) -> bool:
     return _equal(value.get(key), wanted)
-
-
-def matches(value: dict[str, Any], filters: dict[str, Any]) -> bool:
-    """LangGraph's filter semantics: equality, nested dicts, lists, $eq/$ne/$gt/$gte/$lt/$lte."""
-    return all(_matches(_field(value, k), v) for k, v in filters.items())
 
 
 def check_filter(filters: dict[str, Any]) -> None:

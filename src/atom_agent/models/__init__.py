@@ -4,8 +4,6 @@ from atom_agent.models.local import LocalChatModel
 from atom_agent.models.registry import (
     DEFAULT_GEMINI,
     LOCAL,
-    ModelSpec,
-    Resolution,
     load_chat_model,
     local_installed,
     parse_spec,
@@ -16,8 +14,6 @@ __all__ = [
     "DEFAULT_GEMINI",
     "LOCAL",
     "LocalChatModel",
-    "ModelSpec",
-    "Resolution",
     "load_chat_model",
     "local_installed",
     "parse_spec",

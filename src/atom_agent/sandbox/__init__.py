@@ -6,17 +6,15 @@ from atom_agent.sandbox import choice
 from atom_agent.sandbox.base import Limits, RunResult, SandboxRunner, TestCounts
 from atom_agent.sandbox.bubblewrap import BubblewrapRunner, probe_bubblewrap
 from atom_agent.sandbox.cgroups import probe_cgroups
-from atom_agent.sandbox.choice import SandboxStatus, default_runner, sandbox_status
-from atom_agent.sandbox.subprocess_runner import Isolation, SubprocessRunner, probe_isolation
+from atom_agent.sandbox.choice import default_runner, sandbox_status
+from atom_agent.sandbox.subprocess_runner import SubprocessRunner, probe_isolation
 
 __all__ = [
     "BubblewrapRunner",
-    "Isolation",
     "Limits",
     "choice",
     "RunResult",
     "SandboxRunner",
-    "SandboxStatus",
     "SubprocessRunner",
     "TestCounts",
     "default_runner",

@@ -21,7 +21,6 @@ class Capture:
     """Keeps the head and the tail of a stream within `cap` bytes, counting the rest."""
 
     def __init__(self, cap: int) -> None:
-        self.cap = cap
         self.head_cap = cap // _HEAD_SHARE
         self.tail_cap = cap - self.head_cap
         self.head = bytearray()

@@ -6,9 +6,8 @@ import signal
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError
@@ -154,17 +153,6 @@ class RunResult:
         ):
             return "memory"
         return None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (what the code tools show the model)."""
-        data = asdict(self)
-        data["duration_s"] = round(self.duration_s, 3)
-        data["signal_name"] = self.signal_name
-        data["limit_hit"] = self.limit_hit
-        data["ok"] = self.ok
-        if self.tests is not None:
-            data["tests"]["total"] = self.tests.total
-        return data
 
 
 class SandboxRunner(ABC):

@@ -16,7 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain.agents.middleware import AgentMiddleware
@@ -87,10 +87,6 @@ class ToolResult:
             name=self.tool_name,
             status="error" if self.status == "error" else "success",
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result as a plain dict."""
-        return asdict(self)
 
 
 class ToolCalls(AgentMiddleware[Any, Any, Any]):

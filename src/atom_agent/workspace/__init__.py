@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from atom_agent.workspace.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from atom_agent.workspace.atomic import atomic_write_json, atomic_write_text
 from atom_agent.workspace.history import clean_message, clean_messages, to_langchain
 from atom_agent.workspace.tree import (
     SCHEMA_VERSION,
@@ -11,7 +11,6 @@ from atom_agent.workspace.tree import (
     StepRef,
     Workspace,
     read_json,
-    write_json,
 )
 
 __all__ = [
@@ -20,12 +19,10 @@ __all__ = [
     "RunRef",
     "StepRef",
     "Workspace",
-    "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
     "clean_message",
     "clean_messages",
     "read_json",
     "to_langchain",
-    "write_json",
 ]

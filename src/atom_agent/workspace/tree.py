@@ -304,13 +304,6 @@ class Workspace:
         atomic_write_text(run.report_md, markdown)
         return run.report_md
 
-    def read_report(self, run: RunRef) -> str:
-        """``report.md``; raises :class:`WorkspaceNotFoundError` before the first report."""
-        try:
-            return run.report_md.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise WorkspaceNotFoundError(f"{run.report_md} does not exist") from None
-
     # --- steps -----------------------------------------------------------------------------------
 
     def create_step(

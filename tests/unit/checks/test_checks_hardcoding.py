@@ -55,7 +55,7 @@ class LRUCache:
 def test_honest_code_with_long_docstrings_passes() -> None:
     report = check_source(HONEST)
     assert report.ok, report.summary()
-    assert report.lines == [] and "no hard-coded outputs" in report.summary()
+    assert report.findings == [] and "no hard-coded outputs" in report.summary()
 
 
 def test_large_string_is_flagged_with_its_line() -> None:
@@ -159,6 +159,6 @@ def test_syntax_errors_and_files(tmp_path: Path) -> None:
     impl = tmp_path / "impl.py"
     impl.write_text('X = "' + "w" * 401 + '"\n')
     from_file = check_file(impl)
-    assert from_file.path == "impl.py" and from_file.lines == [1]
+    assert from_file.path == "impl.py" and [f.line for f in from_file.findings] == [1]
     data = from_file.to_dict()
     assert data["ok"] is False and data["findings"][0]["kind"] == "large_string"

@@ -40,7 +40,7 @@ def test_cannot_link_to_another_projects_memory(
 def test_nothing_changes_across_projects(
     manager: MemoryManager, session: SessionContext, other: SessionContext, secret: str
 ) -> None:
-    assert manager.record_access(session, [secret]) == 0
+    assert manager.recall(session, "deploy key vault", min_confidence=0.0) == []
     before = manager.get(other, secret)
     assert before.access_count == 0 and not before.superseded and before.confidence == 0.8
 

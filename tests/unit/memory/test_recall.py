@@ -128,13 +128,6 @@ def test_recall_records_access(
     assert manager.get(session, stocked["postgres"]).access_count == 1
 
 
-def test_record_access_explicitly(
-    manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
-) -> None:
-    assert manager.record_access(session, [stocked["lru"], stocked["lru"], "no-such-id"]) == 2
-    assert manager.get(session, stocked["lru"]).access_count == 2
-
-
 def test_empty_when_nothing_matches(
     manager: MemoryManager, session: SessionContext, stocked: dict[str, str]
 ) -> None:

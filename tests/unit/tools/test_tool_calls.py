@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +212,7 @@ def test_arguments_as_json_text_are_accepted(
 
 def test_result_shape_and_message(context: ToolContext, session: SessionContext) -> None:
     result, _ = run(context, session, "read_file", {"path": "missing.py"}, "r9")
-    assert set(result.to_dict()) == {
+    assert {f.name for f in fields(result)} == {
         "status",
         "content",
         "tool_name",
