@@ -166,10 +166,6 @@ class Context:
     (all tools; a lean set of file and test tools for the embedded local model, whose small
     context and grammar-constrained decoding do better with few tools)."""
 
-    # --- search ---
-    web_search: bool = field(default=False, metadata=_doc("Enable the web search tool."))
-    """Give the executor a web search tool (off by default; needs network)."""
-
     def __post_init__(self) -> None:
         """Validate ranges so a bad value fails at construction, naming the field."""
         _check_range(self, "temperature", 0.0, 2.0)

@@ -43,8 +43,6 @@ class ToolContext:
         limits: the code tools' resource limits.
         memory: the long-term memory: a ``MemoryManager`` (memory tools), or anything with
             its ``recall`` (search_memory).
-        web: a web search backend ``(query, max_results) -> [{"title", "url", "snippet"}]``;
-            None = no web_search (this machine has no network).
         max_search_results: cap on search_files matches.
         search_seconds: matching time one search_files call may take before it is an error.
     """
@@ -54,7 +52,6 @@ class ToolContext:
     runner: SandboxRunner | None = None
     limits: Limits = field(default_factory=Limits)
     memory: Any = None
-    web: Any = None
     max_search_results: int = 50
     search_seconds: float = SEARCH_SECONDS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import stat
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Protocol
 
@@ -66,10 +66,6 @@ class MemoryRecall(Protocol):
         include_superseded: bool = False,
     ) -> Sequence[MemoryRecordLike]:
         """The most relevant live memories of the session's project."""
-
-
-WebSearch = Callable[[str, int], Sequence[dict[str, str]]]
-"""A web search backend: ``(query, max_results) -> [{"title", "url", "snippet"}]``."""
 
 
 def search_files(
@@ -180,34 +176,11 @@ def search_memory(
     )
 
 
-def web_search(
-    query: str, max_results: Annotated[int, Field(ge=1, le=10)] = 5, *, runtime: ToolRun
-) -> str:
-    """Search the web; returns titles, URLs and snippets. Enabled only when configured.
-
-    Args:
-        query: Search query.
-        max_results: Most results (1-10).
-        runtime: the run's context, injected by the agent (never sent by the model).
-    """
-    backend: WebSearch | None = tool_context(runtime).web
-    if backend is None:
-        raise ToolConfigError("web_search needs a backend in the run's context: pass web=")
-    if not query.strip():
-        raise ToolException("query is empty")
-    results = list(backend(query, max_results))[:max_results]
-    return to_json({"query": query, "results": results})
-
-
 SEARCH_TOOLS: tuple[BaseTool, ...] = (
     structured_tool(search_files),
     structured_tool(search_memory),
 )
 """search_files over the run's scope; search_memory over its long-term memory (read-only)."""
-
-WEB_SEARCH = structured_tool(web_search)
-"""web_search through the run's ``web`` backend; give it to an agent only when
-``Context.web_search`` is on (off by default, and this machine has no network)."""
 
 
 def _lines(scope: ToolScope, path: str) -> Iterator[tuple[str, int, str]]:

@@ -28,7 +28,7 @@ from atom_agent.tools.context import ToolContext
 from atom_agent.tools.files import FILE_TOOLS
 from atom_agent.tools.memory import MEMORY_TOOLS
 from atom_agent.tools.scope import ToolScope
-from atom_agent.tools.search import SEARCH_TOOLS, WEB_SEARCH
+from atom_agent.tools.search import SEARCH_TOOLS
 
 Tools = Sequence[BaseTool]
 ALL_TOOLS: Tools = [*FILE_TOOLS, *CODE_TOOLS, *SEARCH_TOOLS[:1], *MEMORY_TOOLS]
@@ -403,7 +403,7 @@ def test_the_model_sees_each_tool_without_its_injected_runtime() -> None:
 def test_each_argument_the_model_sees_is_described_by_its_tools_docstring() -> None:
     # The schemas come from the functions: an argument's description is its line in the
     # docstring's Args: section, which is not part of the tool's description.
-    for tool in [*EXECUTOR_TOOLS, WEB_SEARCH]:
+    for tool in EXECUTOR_TOOLS:
         spec = convert_to_openai_tool(tool)["function"]
         assert "Args:" not in spec["description"] and "runtime" not in spec["description"]
         for name, field in spec["parameters"]["properties"].items():

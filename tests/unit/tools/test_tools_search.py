@@ -16,7 +16,7 @@ from atom_agent.memory import MemoryManager
 from atom_agent.session import SessionContext
 from atom_agent.tools.context import ToolContext
 from atom_agent.tools.scope import ToolScope
-from atom_agent.tools.search import SEARCH_TOOLS, WEB_SEARCH, MemoryRecall
+from atom_agent.tools.search import SEARCH_TOOLS, MemoryRecall
 
 Call = Callable[..., tuple[str, dict[str, Any]]]
 ByName = Callable[[list[BaseTool]], dict[str, BaseTool]]
@@ -182,23 +182,12 @@ def test_search_memory_with_the_real_memory_manager(
     assert [m["type"] for m in out["memories"]] == ["decision"]
 
 
-def test_tools_without_what_they_need_are_wiring_errors_and_web_search_is_opt_in(
+def test_tools_without_what_they_need_are_wiring_errors(
     scope: ToolScope, session: SessionContext, call: Call, by_name: ByName
 ) -> None:
     assert [t.name for t in SEARCH_TOOLS] == ["search_files", "search_memory"]
-    tools = by_name([*SEARCH_TOOLS, WEB_SEARCH])
+    tools = by_name(list(SEARCH_TOOLS))
     with pytest.raises(ToolConfigError, match="memory="):
         call(tools["search_memory"], ToolContext(scope=scope, session=session), query="q")
     with pytest.raises(MissingSessionError, match="needs a session context"):
         call(tools["search_memory"], ToolContext(scope=scope, memory=KeywordMemory([])), query="q")
-    with pytest.raises(ToolConfigError, match="web="):
-        call(tools["web_search"], ToolContext(scope=scope, session=session), query="q")
-    seen: list[str] = []
-
-    def backend(query: str, n: int) -> list[dict[str, str]]:
-        seen.append(query)
-        return [{"title": "t", "url": "https://example.invalid", "snippet": "s"}] * 20
-
-    context = ToolContext(scope=scope, session=session, web=backend)
-    _, out = call(tools["web_search"], context, query="lru cache python", max_results=2)
-    assert len(out["results"]) == 2 and seen == ["lru cache python"]
