@@ -10,7 +10,6 @@ from atom_agent.checks.exercised import NameUse
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import record_interface, record_lesson
 from atom_agent.memory.relevance import recalled_entries
-from atom_agent.models.purpose import for_attempt
 from atom_agent.resources import Resources
 from atom_agent.state import PlanStep, State
 from atom_agent.telemetry import emit
@@ -45,11 +44,8 @@ def make_reflector(res: Resources) -> Any:
     def reflector(state: State) -> dict[str, Any]:
         target = target_of(res, state)
         ran = execute(res, state["task"], target)
-        if ran.contract is not None and (
-            ran.contract.failed or (ran.result is not None and not ran.tests_ok)
-        ):
-            with for_attempt(target.step.id, target.attempt.n):
-                testify(res, target, ran, state.get("drafts"))
+        if ran.contract is not None and ran.contract.failed:
+            testify(res, target, ran, state.get("drafts"))
         step, contract, suspect = target.step, ran.contract, ran.suspect
         uses = (
             name_uses_of(step, target.attempt.staging, contract, suspect, ran.tests_ok)
