@@ -8,7 +8,9 @@ Arms: ``small`` (today's default for the embedded model: whole-file drafts), ``s
 OpenAI-compatible server at --base-url, e.g. llama.cpp's llama-server on the same GGUF);
 ``small-norecall`` and ``standard-norecall``: the same with no memory recalled into a prompt
 (``memory_recall_limit=0``; problems run in order and share one memory per arm). The
-single-shot baseline (one plain call) runs with the first arm. Each arm works in
+single-shot baseline (one plain call of the task text) runs with the first arm; with
+``--completion``, HumanEval's own completion prompt is asked once too (``completion``: the
+single shot of the literature, the whole function and nothing else), first. Each arm works in
 ``DIR/<arm>/`` (its runs and its eval.json) and resumes there; the table goes to
 ``DIR/profiles.json``: pass@1, tokens, mean and median seconds, model and tool calls per task,
 broken and recovered tool calls, tool-limit hits, the largest prompt against the window, and
@@ -21,16 +23,26 @@ import argparse
 import json
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from langchain_core.messages import HumanMessage  # noqa: E402
 from loop_figures import arm_line, purpose_line, run_figures  # noqa: E402
 
 from atom_agent.context import Context  # noqa: E402
-from atom_agent.evals.humaneval import load_problems  # noqa: E402
+from atom_agent.evals.humaneval import Problem, extract_code, load_problems, score  # noqa: E402
 from atom_agent.evals.runner import run_humaneval  # noqa: E402
+from atom_agent.models.registry import load_chat_model  # noqa: E402
+from atom_agent.sandbox import default_runner  # noqa: E402
+
+COMPLETION = (
+    "Complete this Python function. Reply with the whole function in one ```python block, "
+    "nothing else.\n\n```python\n{prompt}```"
+)
+"""HumanEval's completion prompt, asked once (greedy): the single shot of the literature."""
 
 ARMS = ("small", "standard", "server", "small-norecall", "standard-norecall")
 
@@ -47,6 +59,33 @@ def arm_context(arm: str, ws: Path, args: argparse.Namespace) -> Context:
         return Context(model=f"openai:{args.served_model}", base_url=args.base_url,
                        model_profile="standard", **base)  # fmt: skip
     return Context(model=args.model, model_profile=arm, **base)
+
+
+def completion_arm(problems: list[Problem], args: argparse.Namespace) -> dict[str, Any]:
+    """Each problem asked once with :data:`COMPLETION`; resumes from ``DIR/completion.jsonl``."""
+    path = args.out / "completion.jsonl"
+    done = {}
+    if path.exists():
+        done = {r["id"]: r for r in map(json.loads, path.read_text().splitlines()) if r}
+    todo = [p for p in problems if p.task_id not in done]
+    if todo:
+        model = load_chat_model(args.model, base_url=args.base_url if args.model != "local" else "")
+        runner = default_runner()
+        with path.open("a") as out:
+            for problem in todo:
+                started = time.monotonic()
+                reply = model.invoke([HumanMessage(COMPLETION.format(prompt=problem.prompt))])
+                seconds = time.monotonic() - started
+                usage = reply.usage_metadata or {}
+                found = score(problem, extract_code(reply.text, problem), runner)
+                tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+                row = {"id": problem.task_id, "passed": found.passed, "seconds": seconds,
+                       "tokens": tokens}  # fmt: skip
+                done[problem.task_id] = row
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                print(f"completion: {problem.task_id} {found.passed} {seconds:.1f}s", flush=True)
+    return {p.task_id: done[p.task_id] for p in problems}
 
 
 def _median(values: list[float]) -> float:
@@ -100,6 +139,8 @@ def main() -> None:
     parser.add_argument("--served-model", default="qwen2.5-coder-1.5b-instruct")
     parser.add_argument("--max-attempts", type=int, default=2)
     parser.add_argument("--cache", help="replay cache file shared by the arms")
+    parser.add_argument("--completion", action="store_true",
+                        help="ask HumanEval's completion prompt once, first")  # fmt: skip
     args = parser.parse_args()
     arms = [a for a in args.arms.split(",") if a]
     unknown = set(arms) - set(ARMS)
@@ -108,6 +149,8 @@ def main() -> None:
     problems = load_problems(args.ids.split(",") if args.ids else None, args.limit)
     table: dict[str, Any] = {}
     rows: dict[str, dict[str, dict[str, Any]]] = {}
+    args.out.mkdir(parents=True, exist_ok=True)
+    completion = completion_arm(problems, args) if args.completion else {}
     for i, arm in enumerate(arms):
         ws = (args.out / arm).resolve()
         ctx = arm_context(arm, ws, args)
@@ -117,10 +160,15 @@ def main() -> None:
         if i == 0:
             rows["plain"] = arm_rows(ws, "baseline")
         rows[arm] = arm_rows(ws, "agent")
+    if completion:
+        rows["completion"] = completion
     for name, arm_table in rows.items():
         table[name] = summarise(arm_table, rows.get("plain", {}))
+        if completion and name != "completion":
+            mean = sum(r["seconds"] for r in completion.values()) / len(completion)
+            table[name]["mean_vs_completion"] = round(table[name]["seconds_mean"] / mean, 2)
         print(f"{name}: {json.dumps(table[name])}")
-        if name != "plain":
+        if name not in ("plain", "completion"):
             print(arm_line(name, list(arm_table.values())))
             print(purpose_line(name, list(arm_table.values())))
     table["per_problem"] = {

@@ -214,8 +214,12 @@ def _project(ws: Path, run_id: str) -> dict[str, Any] | None:
     run_json = Workspace(ws).runs_dir / run_id / "run.json"
     if not run_json.is_file():
         return None
-    project = json.loads(run_json.read_text(encoding="utf-8")).get("project")
-    return project if isinstance(project, dict) and project.get("worktree") else None
+    info = json.loads(run_json.read_text(encoding="utf-8"))
+    project = info.get("project")
+    if not isinstance(project, dict) or not project.get("worktree"):
+        return None
+    # The branch's head is recorded where the run hands it back (the deliverable), not here.
+    return {**project, "head": (info.get("deliverable") or {}).get("head")}
 
 
 def agent_task(

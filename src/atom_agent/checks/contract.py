@@ -32,6 +32,9 @@ SHAPE_CRITERIA = frozenset({SIGNATURE_CRITERION, TYPES_CRITERION})
 """Checks of a callable's shape (parameters, types), not of what it computes."""
 PER_CHECK_SECONDS = 5.0
 """Time one check may take before it counts as a loop (``timeout``)."""
+AFTER_LOOP_SECONDS = 1.0
+"""Time each later check of the same code may take once one of its checks looped: code that
+looped on one input is not given the full time again on every other."""
 _MARK = "@@ATOM-CHECK@@"
 _STDLIB = frozenset(sys.stdlib_module_names)
 
@@ -183,8 +186,9 @@ class ContractReport:
         }
 
 
-# Runs in the sandbox: argv[1] a JSON list of checks, argv[2] seconds per check. Prints one
-# marked JSON line per check as it finishes, so a crash or kill keeps what ran.
+# Runs in the sandbox: argv[1] a JSON list of checks, argv[2] seconds per check, argv[3] the
+# module, argv[4] seconds per check once one has timed out. Prints one marked JSON line per
+# check as it finishes, so a crash or kill keeps what ran.
 _CHILD = r"""
 import ast, importlib, json, math, signal, sys
 MARK = "@@ATOM-CHECK@@"
@@ -212,7 +216,7 @@ def same(a, b):
     except BaseException:
         return False
 try:
-    impl = importlib.import_module(sys.argv[3] if len(sys.argv) > 3 else "impl")
+    impl = importlib.import_module(sys.argv[3])
 except BaseException as exc:
     out({"import_error": f"{type(exc).__name__}: {exc}"[:300]})
     raise SystemExit(0)
@@ -273,6 +277,7 @@ for i, check in enumerate(checks):
     except CheckTimeout as exc:
         out({"i": i, "status": "timeout", "reason": f"did not finish in {per:g} s (a loop?)",
              **located(exc)})
+        per = min(per, float(sys.argv[4]))
     except BaseException as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)
         names = [c.__name__ for c in type(exc).__mro__]
@@ -332,8 +337,9 @@ def run_contract(
     ]
     budget = min(limits.timeout_s, per_check_s * len(runnable) + 10.0)
     run_limits = Limits(**{**limits.__dict__, "timeout_s": max(budget, 1.0)})
+    after_loop = str(min(per_check_s, AFTER_LOOP_SECONDS))
     result = runner.run(
-        [runner.python, "-c", _CHILD, json.dumps(payload), str(per_check_s), module],
+        [runner.python, "-c", _CHILD, json.dumps(payload), str(per_check_s), module, after_loop],
         cwd=staging,
         limits=run_limits,
         python_path=list(python_path or [staging]),

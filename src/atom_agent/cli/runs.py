@@ -126,12 +126,22 @@ def calls_summary(ws: Workspace, prefix: str = "") -> dict[str, Any]:
             mine = purposes.setdefault(purpose, {})
             for key, value in row.items():
                 mine[key] = round(mine.get(key, 0) + value, 3)
+        zero = "task_sample" if _sample_chosen(run.path / "plain" / "samples") else "plain"
         for record in sorted(run.path.glob("steps/*/attempts/*/drafts.json")):
-            _tally_sources(record, sources)
+            _tally_sources(record, sources, zero)
     return {"runs": runs, "purposes": purposes, "sources": sources}
 
 
-def _tally_sources(record: Path, sources: dict[str, dict[str, int]]) -> None:
+def _sample_chosen(samples: Path) -> bool:
+    """A whole-task sample replaced the plain answer as candidate zero (its ``choice.json``)."""
+    try:
+        return bool(json.loads((samples / "choice.json").read_text(encoding="utf-8"))["chosen"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _tally_sources(record: Path, sources: dict[str, dict[str, int]], zero: str) -> None:
+    """Count `record`'s candidates by origin; candidate zero's (``plain``) counts as `zero`."""
     try:
         drafts = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -140,6 +150,7 @@ def _tally_sources(record: Path, sources: dict[str, dict[str, int]]) -> None:
     best_before = -1
     for c in sorted(candidates, key=lambda c: int(c.get("k", 0))):
         origin = str(c.get("origin") or "draft")
+        origin = zero if origin == "plain" else origin
         row = sources.setdefault(origin, {"drawn": 0, "code": 0, "met": 0, "kept": 0, "decided": 0})
         passed = _passed(c.get("contract"))
         row["drawn"] += 1

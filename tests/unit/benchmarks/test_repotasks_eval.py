@@ -169,8 +169,8 @@ def _fake_batch(source: str | None, project: bool = True) -> Any:
                 "worktree": str(worktree),
                 "branch": f"atom/{run_id}",
                 "base": "a" * 40,
-                "head": head,
             }
+            record["deliverable"] = {"head": head}  # where a run hands its branch back
         (run_dir / "run.json").write_text(json.dumps(record))
         done = {"id": line["id"], "run_id": run_id, "status": "done", "duration_s": 5.5}
         ResultsFile(results).append({**done, "usage": {"total_tokens": 1234}})

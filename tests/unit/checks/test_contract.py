@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from atom_agent.checks.contract import check_problems, contract_tests, run_contract
+from atom_agent.checks.contract import (
+    AFTER_LOOP_SECONDS,
+    check_problems,
+    contract_tests,
+    run_contract,
+)
 from atom_agent.checks.extract import task_checks
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.state import Check
@@ -158,6 +163,18 @@ def test_every_outcome_of_a_contract_run(tmp_path: Path) -> None:
     assert not report.all_passed()
     assert report.all_passed(ignore={3, 5, 6, 7})  # the invalid one never counts either way
     assert report.summary() == "4 passed, 4 failed, 1 cannot run"
+
+
+def test_once_code_loops_its_later_checks_get_the_shorter_limit(tmp_path: Path) -> None:
+    source = "import time\n\ndef slow(s):\n    time.sleep(s)\n    return s\n"
+    checks = [Check(call="slow(1.5)", expect="1.5"), Check(call="slow(9)", expect="9"),
+              Check(call="slow(1.5)", expect="1.5")]  # fmt: skip
+    report = run_contract(checks, staging=_staged(tmp_path, source), runner=RUNNER, limits=LIMITS,
+                          per_check_s=3.0)  # fmt: skip
+    # The same 1.5 s call fits the full limit before the loop, not the shorter one after it.
+    assert [r.status for r in report.results] == ["passed", "timeout", "timeout"]
+    assert "did not finish in 3 s" in report.results[1].reason
+    assert f"did not finish in {AFTER_LOOP_SECONDS:g} s" in report.results[2].reason
 
 
 def test_code_that_raises_on_import_fails_every_check_with_the_reason(tmp_path: Path) -> None:

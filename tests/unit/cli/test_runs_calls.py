@@ -47,3 +47,19 @@ def test_costs_add_up_and_only_a_kept_candidate_better_than_the_earlier_ones_dec
     )  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     assert "over 2 runs" in shown.stdout and "witness" in shown.stdout
+
+
+def test_candidate_zero_counts_for_the_whole_task_sample_that_replaced_the_plain_answer(
+    tmp_path: Path,
+) -> None:
+    ws = Workspace(tmp_path / "ws")
+    zero = {"k": 0, "origin": "plain", "contract": "2 passed, 0 failed", "passed": True}
+    _run(ws, "tasks.a", {}, [zero], kept=0)
+    _run(ws, "tasks.b", {}, [zero], kept=0)
+    samples = ws.run("tasks.b").path / "plain" / "samples"
+    samples.mkdir(parents=True)
+    (samples / "choice.json").write_text(json.dumps({"samples": 2, "chosen": 1}))
+
+    got = calls_summary(ws, "tasks.")["sources"]
+    assert got["plain"] == {"drawn": 1, "code": 1, "met": 1, "kept": 1, "decided": 1}
+    assert got["task_sample"] == {"drawn": 1, "code": 1, "met": 1, "kept": 1, "decided": 1}
