@@ -181,8 +181,7 @@ def instrument() -> None:
         "context reconstruction", executor_module.reconstruct_context
     )
     calls_module.execute = timed("tool calls", calls_module.execute)  # type: ignore[assignment]
-    memory = ("recall", "remember", "remember_many", "apply", "forget", "reinforce", "contradict")
-    for name in (*memory, "promote"):
+    for name in ("recall", "remember", "remember_many", "apply", "forget"):
         setattr(MemoryManager, name, timed("memory", getattr(MemoryManager, name)))
     for name in ("put", "put_writes", "get_tuple", "delete_thread", "setup"):
         setattr(SqliteSaver, name, timed("checkpoints", getattr(SqliteSaver, name)))

@@ -9,8 +9,9 @@ repotasks oracle (the project's tests of the target, then its regression suite):
   request and how often it was asked, so different draws); per task, how many pass. "pass@K >
   0" is what selection by execution could reach with perfect checks.
 - ``oracle-repair``: the greedy reply, then up to R rounds each told the oracle's failing
-  tests verbatim (pytest's summary lines) with the previous version, in the agent's own retry
-  wording. What repair could reach if the agent's checks were the oracle's.
+  tests verbatim (pytest's summary lines), in the agent's own retry wording (which no longer
+  shows the previous version: repairs shown it handed it back unchanged). What a retry could
+  reach if the agent's checks were the oracle's.
 
     python benchmarks/repo_generation_ceiling.py OUT --workspace DIR --arms samples,oracle-repair \
         --samples 6 --temperature 0.8 --rounds 2 --cache FILE
@@ -48,7 +49,7 @@ from atom_agent.state import PlanStep  # noqa: E402
 
 ORACLE = Path(__file__).resolve().parents[2] / "shared" / "repotasks" / "oracle.py"
 ORACLE_FAILED = "The project's tests of it were run; these failed:\n{failures}"
-"""The verdict a repair is told (in the agent's retry request, with its previous version)."""
+"""The verdict a repair is told (in the agent's retry request)."""
 SUMMARY_LINES = 6
 """Failing tests told to a repair: pytest's short summary lines, at most this many."""
 
@@ -164,13 +165,12 @@ def repair_task(
     """The greedy reply, then up to `rounds` greedy repairs told the oracle's failing tests."""
     model = res.model("executor")
     step = step_of(item)
-    qualname = step.target.partition("::")[2]
     row: dict[str, Any] = {"verdicts": [], "tokens": 0, "seconds": 0.0, "unchanged": 0}
     t0 = time.monotonic()
-    why, previous = "", ""
+    why = ""
     before: str | None = None
     for r in range(rounds + 1):
-        messages = edit_request(item["repo"], item["task"], step, why, previous)
+        messages = edit_request(item["repo"], item["task"], step, why)
         reply = sample(model, messages, 0.0, purpose="repair", code_only="code")
         row["tokens"] += _tokens(reply)
         edited, error = candidate(item, step, str(reply.content))
@@ -184,7 +184,6 @@ def repair_task(
         if result["verdict"] == "PASS" or edited is None:
             break
         why = ORACLE_FAILED.format(failures=failures_of(result))
-        previous = definition_of(str(reply.content), qualname)
     row["seconds"] = round(time.monotonic() - t0, 1)
     return row
 

@@ -40,7 +40,7 @@ from atom_agent.errors import (
 from atom_agent.locks import batch_lock_path, exclusive
 from atom_agent.models.replay import ReplayCache
 from atom_agent.resources import Models, Resources
-from atom_agent.run import MAX_TASK_CHARS, RunOutcome, resume_run, run_task
+from atom_agent.run import FINISHED, MAX_TASK_CHARS, RunOutcome, resume_run, run_task
 from atom_agent.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -55,7 +55,6 @@ _MAX_ERRORS_SHOWN = 20
 GRAPH_ID = "atom_agent"
 """The graph's name in langgraph.json."""
 _THREADS = uuid.UUID("6f1c2a4e-55b3-4f7e-9c1d-2b8e7a9d0c11")
-_SERVER_FINAL = frozenset({"done", "failed", "budget_exhausted", "rejected"})
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,6 @@ class BatchTask:
     id: str
     task: str
     settings: dict[str, Any] = field(default_factory=dict)
-    line: int = 0
 
 
 def parse_tasks(path: Path) -> list[BatchTask]:
@@ -89,7 +87,7 @@ def parse_tasks(path: Path) -> list[BatchTask]:
             except json.JSONDecodeError as exc:
                 problems.append(f"line {number}: not valid JSON ({exc.msg})")
                 continue
-            task, problem = _task_of(item, number, seen, path.parent)
+            task, problem = _task_of(item, seen, path.parent)
             if problem:
                 problems.append(f"line {number}: {problem}")
             elif task is not None:
@@ -107,9 +105,7 @@ def parse_tasks(path: Path) -> list[BatchTask]:
     return tasks
 
 
-def _task_of(
-    item: Any, number: int, seen: Mapping[str, int], folder: Path
-) -> tuple[BatchTask | None, str]:
+def _task_of(item: Any, seen: Mapping[str, int], folder: Path) -> tuple[BatchTask | None, str]:
     if not isinstance(item, dict):
         return None, "expected a JSON object with 'id' and 'task'"
     task_id, task = item.get("id"), item.get("task")
@@ -142,14 +138,7 @@ def _task_of(
         Context(**settings)  # types and ranges, now rather than mid-batch
     except (AtomAgentError, TypeError) as exc:
         return None, f"bad settings: {exc}"
-    return BatchTask(task_id, task.strip(), dict(settings), number), ""
-
-
-def errored_tasks(
-    tasks: list[BatchTask], finished: Mapping[str, Mapping[str, Any]]
-) -> list[BatchTask]:
-    """The tasks whose latest result is ``error``: they are run again (resumed where they can)."""
-    return [t for t in tasks if finished.get(t.id, {}).get("status") == "error"]
+    return BatchTask(task_id, task.strip(), dict(settings)), ""
 
 
 def batch_name(path: Path) -> str:
@@ -284,7 +273,8 @@ def _run_locked(
     name = batch_name(tasks_path)
     results = ResultsFile(results_path)
     finished = results.read()
-    retried = errored_tasks(tasks, finished)
+    # Tasks whose latest result is ``error`` run again (resumed where they can).
+    retried = [t for t in tasks if finished.get(t.id, {}).get("status") == "error"]
     for task in retried:
         # An `error` is a crash (a provider outage, a full disk), not the task's verdict.
         if options.on_retry is not None:
@@ -309,18 +299,15 @@ def _run_locked(
         left = None if deadline is None else deadline - now()
         if left is not None and left <= 0:
             result = _not_run(task, name, options.max_batch_seconds or 0.0)
-            results.append(result)
             not_run.append({"id": task.id, "reason": result["stop_reason"]})
-            _count(progress, result)
+        else:
+            with progress.lock:
+                progress.running += 1
             _notify(options, progress)
-            return
-        with progress.lock:
-            progress.running += 1
-        _notify(options, progress)
-        result = _run_one(task, name, workspace, options, resources, left)
+            result = _run_one(task, name, workspace, options, resources, left)
+            with progress.lock:
+                progress.running -= 1
         results.append(result)
-        with progress.lock:
-            progress.running -= 1
         _count(progress, result)
         _notify(options, progress)
 
@@ -447,7 +434,7 @@ def _on_server(
         except NotFoundError:
             client.threads.create(thread_id=thread_id, if_exists="do_nothing")
             values = {}
-        if not isinstance(values, dict) or values.get("status") not in _SERVER_FINAL:
+        if not isinstance(values, dict) or values.get("status") not in FINISHED:
             # Never started, or stopped mid-run (a server restart): run, or continue, it.
             payload = None if values else {"task": task.task, "run_id": run_id}
             client.runs.wait(thread_id, GRAPH_ID, input=payload, context=dict(settings))

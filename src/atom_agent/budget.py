@@ -105,11 +105,6 @@ class RunBudget(ModelCallHandler):
         """When the wall-clock budget is spent, on :func:`now`'s clock (None: no such budget)."""
         return None if self.max_wall_seconds is None else self.started_at + self.max_wall_seconds
 
-    def seconds_left(self) -> float | None:
-        """Seconds the run may still take (None: no wall-clock budget)."""
-        deadline = self.deadline()
-        return None if deadline is None else max(0.0, deadline - now())
-
     def exhausted(self) -> str | None:
         """The budget the run has used up, described with its figures, or None."""
         if self.max_tokens is not None and self.tokens() >= self.max_tokens:

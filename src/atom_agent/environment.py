@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from atom_agent.errors import EnvironmentFailure
@@ -83,12 +84,19 @@ def describe_os_error(exc: OSError, doing: str = "") -> str:
     return f"{what}: {exc.strerror or exc}"
 
 
-def _kind(exc: BaseException) -> str | None:
-    """'full', 'read_only', 'damaged' or 'os' when `exc` (or what caused it) is environmental."""
+def causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, then what caused it (``__cause__``, else ``__context__``), each once."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _kind(exc: BaseException) -> str | None:
+    """'full', 'read_only', 'damaged' or 'os' when `exc` (or what caused it) is environmental."""
+    for current in causes(exc):
         text = str(current).lower()
         if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
             return "full"
@@ -104,7 +112,6 @@ def _kind(exc: BaseException) -> str | None:
             current, (TimeoutError, ConnectionError)
         ):
             return "os"
-        current = current.__cause__ or current.__context__
     return None
 
 
@@ -122,7 +129,7 @@ def environment_failure(
         return None
     then = f", then continue with `atom-agent resume {run_id}`" if run_id else ""
     stopped = f"run {run_id!r} stopped: " if run_id else ""
-    os_error = _first_os_error(exc)
+    os_error = next((e for e in causes(exc) if isinstance(e, OSError)), None)
     where = f" ({os_error.filename})" if os_error is not None and os_error.filename else ""
     if kind == "full":
         return EnvironmentFailure(f"{stopped}the disk is full{where}: free space{then}")
@@ -135,14 +142,3 @@ def environment_failure(
         return EnvironmentFailure(f"{stopped}a database is damaged: {exc}")
     assert os_error is not None
     return EnvironmentFailure(f"{stopped}{describe_os_error(os_error)}{then}")
-
-
-def _first_os_error(exc: BaseException) -> OSError | None:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, OSError):
-            return current
-        current = current.__cause__ or current.__context__
-    return None

@@ -45,7 +45,7 @@ def criteria_summary(criteria: list[dict[str, Any]]) -> str:
     for c in criteria:
         status = str(c.get("status") or "unverified")
         counts[status] = counts.get(status, 0) + 1
-    order = ("verified", "held", "failed", "suspect", "judged", "unverified")
+    order = ("verified", "held", "failed", "suspect", "unverified")
     return ", ".join(f"{counts[s]} {s}" for s in order if counts.get(s))
 
 
@@ -251,15 +251,11 @@ def clause_lines(plan: Plan, clauses: dict[str, Any]) -> list[str]:
 def memory_lines(state: dict[str, Any]) -> list[str]:
     """The memories a run wrote and the memories its prompts recalled, with their ids.
 
-    Uses ``state["memories"]`` (``written`` / ``recalled`` notes: id, type, content, and for
-    a recalled one why it was chosen) when the finish node gathered them, else the bare ids of
-    ``memories_written``.
+    From ``state["memories"]``, which the finish node gathers (``written`` / ``recalled``
+    notes: id, type, content, and for a recalled one why it was chosen).
     """
-    notes = state.get("memories") or {}
-    written = notes.get("written")
-    if written is None:
-        written = [{"id": m} for m in dict.fromkeys(state.get("memories_written") or [])]
-    recalled = notes.get("recalled") or []
+    notes = state["memories"]
+    written, recalled = notes["written"], notes["recalled"]
     lines = ["## Memories written", "", f"{len(written)} long-term memories"]
     lines += [_memory_line(m) for m in written[:50]]
     lines += [

@@ -91,7 +91,6 @@ class _Shared:
         self.cache = cache
         self.loaded: dict[tuple[str, float, str], BaseChatModel] = {}
         self.memories: dict[tuple[str, ...], MemoryManager] = {}
-        self.opened: set[tuple[str, ...]] = set()
         self.savers: dict[str, tuple[SqliteSaver, ExitStack]] = {}
         self.runner = runner
         self.lock = threading.Lock()
@@ -110,8 +109,6 @@ class Resources:
         ctx: the run's Context (the nodes read every setting from it).
         models: chat model(s) to use instead of the Context's specs: one for every role, or
             ``{"planner": …, "executor": …}`` (roles left out are loaded).
-        memory: an open memory manager to use (its owner closes it); default: opened from
-            the Context on first use and closed by :meth:`close`.
         runner: the sandbox runner; default: :func:`atom_agent.sandbox.default_runner`.
         cache: a model-call cache (e.g. :class:`~atom_agent.models.replay.ReplayCache`) put on
             every model these Resources hand out that has none; its owner closes it.
@@ -122,7 +119,6 @@ class Resources:
         ctx: Context,
         *,
         models: Models | None = None,
-        memory: MemoryManager | None = None,
         runner: SandboxRunner | None = None,
         cache: BaseCache | None = None,
     ) -> None:
@@ -134,8 +130,6 @@ class Resources:
         self.workspace = Workspace(Path(ctx.workspace).expanduser())
         self.limits = Limits.from_context(ctx)
         self._shared = _Shared(models, runner, cache)
-        if memory is not None:
-            self._shared.memories[store_of(ctx)] = memory
         self._root = True
         self._memo: dict[Hashable, Any] = {}
         self._memo_lock = threading.Lock()
@@ -244,7 +238,6 @@ class Resources:
             found = shared.memories.get(key)
             if found is None:
                 found = shared.memories[key] = MemoryManager.from_context(self.ctx)
-                shared.opened.add(key)
             return found
 
     @property
@@ -282,7 +275,7 @@ class Resources:
             return
         shared = self._shared
         with shared.lock:
-            managers = [m for k, m in shared.memories.items() if k in shared.opened]
+            managers = list(shared.memories.values())
             shared.memories.clear()
             savers = [stack for _, stack in shared.savers.values()]
             shared.savers.clear()

@@ -13,7 +13,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from atom_agent.checkpoints import sqlite_checkpointer
 from atom_agent.context import Context
 from atom_agent.environment import check_workspace
 from atom_agent.errors import ConfigError, InvalidInputError, NoCheckpointError
@@ -26,15 +25,15 @@ from atom_agent.run_checks import (
     check_models,
     check_project,
     check_run_files,
-    check_run_id,
     check_task_text,
     failing_run,
 )
 from atom_agent.workspace import Workspace
+from atom_agent.workspace.tree import check_id
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MAX_TASK_CHARS", "RunOutcome", "resume_run", "run_task", "sqlite_checkpointer"]
+__all__ = ["MAX_TASK_CHARS", "RunOutcome", "resume_run", "run_task"]
 
 FINISHED = frozenset({"done", "failed", "budget_exhausted", "rejected"})
 """Run statuses after which there is nothing to resume."""
@@ -57,11 +56,6 @@ class RunOutcome:
     question: dict[str, Any] | None = None
     step_status: dict[str, str] = field(default_factory=dict)
     usage: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """Every step committed."""
-        return self.status == "done"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -99,7 +93,7 @@ def _stream(
         stream_mode=["updates", "custom"],
         subgraphs=True,
     ):
-        if on_event is not None and (mode == "custom" or not namespace):
+        if mode == "custom" or not namespace:
             on_event(mode, chunk)
 
 
@@ -156,7 +150,7 @@ def run_task(
     check_project(ctx)
     workspace = Workspace(Path(ctx.workspace).expanduser())
     rid = run_id or new_run_id()
-    check_run_id(rid)
+    check_id("run_id", rid)  # before it names a lock file
     check_workspace(workspace.root)
     config: RunnableConfig = {"configurable": {"thread_id": rid}, "recursion_limit": 10_000}
     with exclusive(run_lock_path(workspace.root, rid), f"run {rid!r}"):
@@ -222,7 +216,7 @@ def resume_run(
     ctx = context or (resources.ctx if resources is not None else Context.from_env())
     check_models(ctx, resources.models if resources is not None else models)
     workspace = Workspace(Path(ctx.workspace).expanduser())
-    check_run_id(run_id)
+    check_id("run_id", run_id)
     if not (workspace.runs_dir / run_id).is_dir():
         workspace.run(run_id)  # raises WorkspaceError for an unknown run
     check_workspace(workspace.root)

@@ -34,7 +34,7 @@ from atom_agent.models.registry import check_usable, resolve_default_model
 from atom_agent.project.checkout import project_root
 from atom_agent.resources import ROLES
 from atom_agent.workspace import Workspace
-from atom_agent.workspace.tree import RunRef, check_id, now_iso, read_json
+from atom_agent.workspace.tree import RunRef, now_iso, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +59,6 @@ def check_task_text(task: object) -> None:
             f"the task is {len(task)} characters; at most {MAX_TASK_CHARS} are accepted "
             f"(put long specifications in a file the task refers to)"
         )
-
-
-def check_run_id(run_id: str) -> None:
-    """Raise :class:`WorkspaceError` for a run id the workspace refuses (it names a lock file)."""
-    check_id("run_id", run_id)
 
 
 def check_models(ctx: Context, models: BaseChatModel | Mapping[str, BaseChatModel] | None) -> None:

@@ -393,13 +393,11 @@ class State(TypedDict, total=False):
     """Where the run is: planning, running, or its outcome."""
     stop_reason: str
     """Why the run stopped (the budget exhausted, the step that failed, …)."""
-    last_verdict: dict[str, Any] | None
-    """Summary of the reflector's last verdict (the full evidence is in verdict.json)."""
     report_path: str | None
     """The run's report.md, once the run has finished."""
     drafts: DraftsSummary | None
     """The running attempt's drafted candidates (None when it drafted none): the reflector's
-    independent witnesses and majority voters."""
+    independent witnesses."""
     plain: str | None
     """Candidate zero: the code of the model's plain answer to the whole task ('' when the
     reply had none; None before it was asked or when candidate zero is off)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import threading
@@ -14,11 +13,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForLLMRun,
-    BaseCallbackHandler,
-    CallbackManagerForLLMRun,
-)
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, message_to_dict, messages_from_dict
 from langchain_core.messages.ai import UsageMetadata
@@ -74,7 +69,7 @@ class ScriptedChatModel(BaseChatModel):
     ``bind_tools`` and ``with_structured_output`` work as on a real provider; every call is
     recorded in :attr:`calls`. Usage metadata is estimated (≈ 4 chars per token) when the reply
     does not carry its own, so budget logic can be tested. ``latency_s`` sleeps per call, as a
-    remote model would.
+    remote model would (an async call runs in a worker thread, LangChain's default).
 
     Example:
         >>> model = ScriptedChatModel(responses=["hello"])
@@ -119,12 +114,6 @@ class ScriptedChatModel(BaseChatModel):
         with self._lock:
             return list(self._calls)
 
-    @property
-    def remaining(self) -> int:
-        """Scripted replies not yet used."""
-        with self._lock:
-            return max(0, len(self.responses) - self._index)
-
     def bind_tools(
         self,
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
@@ -168,18 +157,6 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.latency_s:
             time.sleep(self.latency_s)
-        info = call_info(run_manager.metadata if run_manager is not None else None)
-        return ChatResult(generations=[ChatGeneration(message=self._next(messages, kwargs, info))])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self.latency_s:
-            await asyncio.sleep(self.latency_s)
         info = call_info(run_manager.metadata if run_manager is not None else None)
         return ChatResult(generations=[ChatGeneration(message=self._next(messages, kwargs, info))])
 

@@ -79,8 +79,8 @@ def model_name_of(model: object) -> str:
 class ModelCallHandler(BaseCallbackHandler, ABC):
     """A callback handler that sees every model call start and end.
 
-    The run's budget and the per-purpose ledger: the four LangChain callbacks in one place,
-    two methods to write.
+    The run's budget and the per-purpose ledger: LangChain's chat-model callbacks in one
+    place, two methods to write (every model the agent calls is a chat model).
     """
 
     run_inline = True
@@ -95,18 +95,6 @@ class ModelCallHandler(BaseCallbackHandler, ABC):
         **kwargs: Any,
     ) -> None:
         """A chat model call starts."""
-        self.started(run_id, metadata or {})
-
-    def on_llm_start(
-        self,
-        serialized: dict[str, Any],
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """A text-completion model call starts."""
         self.started(run_id, metadata or {})
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:

@@ -186,28 +186,3 @@ def test_a_sampled_request_gives_the_same_reply_whatever_ran_before() -> None:
     other.invoke([HumanMessage("Say OK.")], temperature=1.0)  # other calls first
     assert other.invoke(ask, temperature=1.0).text == one.text
     assert other.invoke(ask, temperature=1.0).text == two.text
-
-
-def test_a_copying_call_drafts_from_its_prompt_on_the_same_instance() -> None:
-    from atom_agent.models.lookup import copying
-
-    chat = LocalChatModel(max_tokens=200, stop_early=True, prefix_cache_mb=256, prompt_lookup=10)
-    code = (
-        "def total(prices, tax):\n"
-        "    subtotal = sum(prices)\n"
-        "    return round(subtotal * (1 + tax), 2)\n"
-    )
-    ask = [HumanMessage(f"Repeat this function exactly, in one ```python block:\n\n{code}")]
-    plain = chat.invoke(ask, temperature=0.4)
-    with copying():
-        copied = chat.invoke(ask, temperature=0.4)
-    assert "prompt_lookup" not in plain.response_metadata
-    assert copied.response_metadata["prompt_lookup"] == 10
-    assert "subtotal = sum(prices)" in copied.text  # the reply is still the model's own
-    llama, _ = chat._engine()
-    # Drafted tokens were verified in batches of several (a plain decode evaluates one at a
-    # time), and no logits buffer for every position was allocated: one row per batch slot.
-    decoded = llama.evaluated[llama.evaluated.index(max(llama.evaluated)) + 1 :]
-    assert any(1 < n <= 11 for n in decoded)
-    assert llama.scores.shape[0] < chat.n_ctx
-    assert copied.response_metadata["decode_s"] > 0

@@ -10,6 +10,7 @@ from tests.servers import chroma_server, free_port
 
 from atom_agent.errors import ConfigError, MemoryNotFoundError, MemoryStoreError
 from atom_agent.memory import MemoryManager
+from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.langgraph_store import ChromaStore
 from atom_agent.session import SessionContext
 
@@ -40,7 +41,9 @@ def test_server_round_trip_between_two_workers(tmp_path: Path, chroma_url: str) 
         assert [r.id for r in found] == [new.id]
         assert [r.id for r in b.history(bob, new.id)] == [old.id, new.id]
         assert b.get(bob, old.id).supersede_reason == "limit raised"
-        b.reinforce(bob, new.id)
+        changes = MemoryChanges(bob)
+        changes.reinforce(new.id)
+        b.apply(changes)
         assert a.get(alice, new.id).confidence == pytest.approx(0.82)
         with pytest.raises(MemoryNotFoundError):
             b.get(SessionContext(session_id="x", project_id="other"), new.id)

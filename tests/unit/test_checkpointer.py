@@ -9,7 +9,7 @@ import threading
 from contextlib import closing
 from pathlib import Path
 
-from atom_agent.run import sqlite_checkpointer
+from atom_agent.checkpoints import sqlite_checkpointer
 from atom_agent.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def test_processes_opening_a_fresh_workspace_at_once_all_get_the_checkpointer(
 ) -> None:
     script = (
         "import sys; from pathlib import Path\n"
-        "from atom_agent.run import sqlite_checkpointer\n"
+        "from atom_agent.checkpoints import sqlite_checkpointer\n"
         "from atom_agent.workspace import Workspace\n"
         "with sqlite_checkpointer(Workspace(Path(sys.argv[1]))): pass\n"
     )

@@ -12,7 +12,7 @@ Anything else is left out.
 from __future__ import annotations
 
 import ast
-from typing import Any
+import copy
 
 from atom_agent.state import Check
 
@@ -83,7 +83,7 @@ def _parametrized(func: ast.FunctionDef) -> list[list[ast.stmt]]:
         cases = [{**case, **value} for case in cases for value in values]
     if cases == [{}]:
         return [func.body]
-    return [[_Bind(case).visit(_copy(stmt)) for stmt in func.body] for case in cases]
+    return [[_Bind(case).visit(copy.deepcopy(stmt)) for stmt in func.body] for case in cases]
 
 
 class _Bind(ast.NodeTransformer):
@@ -94,17 +94,8 @@ class _Bind(ast.NodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
         if isinstance(node.ctx, ast.Load) and node.id in self.values:
-            value: ast.expr = _copy(self.values[node.id])
-            return value
+            return copy.deepcopy(self.values[node.id])
         return node
-
-
-def _copy(node: ast.AST) -> Any:
-    return (
-        ast.parse(ast.unparse(node)).body[0]
-        if isinstance(node, ast.stmt)
-        else ast.parse(ast.unparse(node), mode="eval").body
-    )
 
 
 def _check_of(stmt: ast.stmt, setup: list[str], criterion: str) -> Check | None:

@@ -88,7 +88,7 @@ def task_checks(text: str, *, names: list[str] | None = None) -> list[Check]:
         for match in _LITERAL_ARROW.finditer(text):
             left, right = match.group("left"), _expression_prefix(match.group("right"))
             start = match.start()
-            if right and _is_literal(left) and _is_literal(right) and not in_call(text, start):
+            if right and is_literal(left) and is_literal(right) and not in_call(text, start):
                 add(f"{only}({left})", right)
     for name, exc, items in _such_as(text, functions):
         for literal in items:
@@ -218,7 +218,7 @@ def _such_as(text: str, functions: list[str]) -> list[tuple[str, str, list[str]]
                 continue
             name = functions[0]
         items = re.split(r"\s*(?:,|\bor\b|\band\b)\s*", match.group("items").split(".")[0])
-        literals = [i.strip() for i in items if i.strip() and _is_literal(i.strip())]
+        literals = [i.strip() for i in items if i.strip() and is_literal(i.strip())]
         if literals:
             out.append((name, match.group("exc"), literals))
     return out
@@ -330,7 +330,8 @@ def _parses(source: str, mode: str = "eval") -> bool:
     return True
 
 
-def _is_literal(source: str) -> bool:
+def is_literal(source: str) -> bool:
+    """Whether `source` is a Python literal."""
     try:
         ast.literal_eval(source)
     except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +14,6 @@ from atom_agent.environment import check_workspace
 from atom_agent.errors import ConfigError
 from atom_agent.memory import MemoryManager, MemoryRecord
 from atom_agent.memory.records import MEMORY_TYPES
-from atom_agent.memory.store import CHROMA_URL_ENV
 from atom_agent.session import SessionContext
 
 Handler = Callable[[MemoryManager, SessionContext, argparse.Namespace], int]
@@ -106,7 +104,7 @@ def _run(
     if args.chroma_url:
         overrides["chroma_url"] = args.chroma_url
     ctx = Context.from_env(**overrides)
-    if not (ctx.chroma_url or os.environ.get(CHROMA_URL_ENV, "").strip()):
+    if not ctx.chroma_url:
         check_workspace(Path(ctx.workspace).expanduser())  # a file or read-only: say so
     session = SessionContext(session_id="cli", project_id=ctx.project_id)
     with MemoryManager.from_context(ctx) as manager:

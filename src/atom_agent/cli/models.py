@@ -87,11 +87,11 @@ def provider_statuses() -> list[ProviderStatus]:
     return [_local_status(), *(_remote_status(p) for p in LISTED_PROVIDERS)]
 
 
-def run_check(spec: str, prompt: str = CHECK_PROMPT) -> dict[str, Any]:
+def run_check(spec: str) -> dict[str, Any]:
     """Load `spec` and generate one reply: a real end-to-end check of the model."""
     started = time.perf_counter()
     model = load_chat_model(spec)
-    reply = model.invoke([HumanMessage(prompt)])
+    reply = model.invoke([HumanMessage(CHECK_PROMPT)])
     elapsed = time.perf_counter() - started
     assert isinstance(reply, AIMessage)
     usage = reply.usage_metadata or {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}

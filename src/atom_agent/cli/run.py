@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError
-from atom_agent.resources import Models, Resources, models_from_factory
+from atom_agent.resources import Resources, models_from_factory
 from atom_agent.run import RunOutcome, resume_run, run_task
 from atom_agent.workspace.deliverable import ExportError, export_result
 
@@ -95,11 +95,6 @@ def model_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def models_from_args(args: argparse.Namespace) -> Models | None:
-    """Chat models from ``--models-factory`` (else ``ATOM_MODELS_FACTORY``), or None."""
-    return models_from_factory(getattr(args, "models_factory", None))
-
-
 def _finish(outcome: RunOutcome, args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps(outcome.to_dict(), indent=2))
@@ -153,7 +148,7 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     progress = None if args.json else Progress(console, verbose=args.verbose > 0)
     # Built once here: the run and every answer given in this terminal share its models.
-    with Resources(ctx, models=models_from_args(args)) as res:
+    with Resources(ctx, models=models_from_factory(args.models_factory)) as res:
         outcome = run_task(args.task, resources=res, run_id=args.run_id, on_event=progress)
         while outcome.status == "interrupted" and not args.json:
             answer = _ask(outcome, console)
@@ -186,7 +181,7 @@ def _resume(args: argparse.Namespace) -> int:
     ctx = context_from_args(args)
     console = Console(stderr=args.json)
     progress = None if args.json else Progress(console, verbose=args.verbose > 0)
-    with Resources(ctx, models=models_from_args(args)) as res:
+    with Resources(ctx, models=models_from_factory(args.models_factory)) as res:
         outcome = resume_run(args.run_id, answer=args.answer, resources=res, on_event=progress)
     return _finish(outcome, args, console)
 

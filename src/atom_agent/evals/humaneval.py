@@ -160,7 +160,6 @@ class Warmed:
     input_tokens: int
     output_tokens: int
     samples: int
-    examples_passed: bool
 
 
 def visible_checks(problem: Problem) -> list[Check]:
@@ -173,7 +172,6 @@ def warming(
     model: BaseChatModel,
     runner: SandboxRunner,
     limits: Limits,
-    temperatures: tuple[float, ...] = WARMING_TEMPERATURES,
 ) -> Warmed:
     """Single shots at rising temperature until the prompt's visible examples pass.
 
@@ -184,17 +182,17 @@ def warming(
     names = defined_in_code(problem.prompt)
     tokens_in = tokens_out = 0
     code = ""
-    for n, temperature in enumerate(temperatures, 1):
+    for n, temperature in enumerate(WARMING_TEMPERATURES, 1):
         code, usage = single_shot(problem, model, temperature=temperature)
         tokens_in += usage["input_tokens"]
         tokens_out += usage["output_tokens"]
         if not checks:
-            return Warmed(code, tokens_in, tokens_out, n, False)
+            return Warmed(code, tokens_in, tokens_out, n)
         with tempfile.TemporaryDirectory(prefix="warming-") as tmp:
             (Path(tmp) / IMPL_FILE).write_text(code, encoding="utf-8")
             report = run_contract(
                 checks, staging=Path(tmp), runner=runner, limits=limits, defines=names
             )
         if report.all_passed():
-            return Warmed(code, tokens_in, tokens_out, n, True)
-    return Warmed(code, tokens_in, tokens_out, len(temperatures), False)
+            return Warmed(code, tokens_in, tokens_out, n)
+    return Warmed(code, tokens_in, tokens_out, len(WARMING_TEMPERATURES))

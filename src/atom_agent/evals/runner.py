@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import statistics
@@ -20,7 +21,7 @@ from atom_agent.models.replay import ReplayCache
 from atom_agent.resources import Models, Resources
 from atom_agent.sandbox import Limits, SandboxRunner, default_runner
 from atom_agent.state import IMPL_FILE
-from atom_agent.workspace import Workspace
+from atom_agent.workspace import StepRef, Workspace
 from atom_agent.workspace.deliverable import PLAIN_MODULE, result_dir
 
 logger = logging.getLogger(__name__)
@@ -50,25 +51,21 @@ def committed_source(workspace: Workspace, run_id: str, problem: Problem) -> str
     return found
 
 
-def _attempts(workspace: Workspace, run_id: str) -> int:
+def _steps(workspace: Workspace, run_id: str) -> list[StepRef]:
+    """The steps of run `run_id` ([] for a task that crashed before creating its run)."""
     try:
-        run = workspace.run(run_id)
+        return workspace.list_steps(workspace.run(run_id))
     except WorkspaceError:
-        return 0
-    return sum(len(workspace.list_attempts(s)) for s in workspace.list_steps(run))
+        return []
 
 
-def attempt_sources(workspace: Workspace, run_id: str, problem: Problem) -> list[str]:
+def attempt_sources(workspace: Workspace, steps: list[StepRef], problem: Problem) -> list[str]:
     """Every attempt's staged impl.py that defines the entry point, in the order written.
 
     A commit copies its staging, so this is every attempt the verifier saw.
     """
-    try:
-        run = workspace.run(run_id)
-    except WorkspaceError:
-        return []
     sources: list[str] = []
-    for step in workspace.list_steps(run):
+    for step in steps:
         for attempt in workspace.list_attempts(step):
             impl = attempt.staging / IMPL_FILE
             if impl.is_file():
@@ -87,7 +84,6 @@ def run_humaneval(
     baseline: bool = True,
     warm: bool = True,
     concurrency: int = 1,
-    runner: SandboxRunner | None = None,
     on_progress: Callable[[str], None] | None = None,
     cache: str | None = None,
 ) -> dict[str, Any]:
@@ -96,7 +92,7 @@ def run_humaneval(
     Every arm uses the same model and is scored by the problem's own ``check()``; returns the
     summary and writes ``eval.json``. Each arm resumes from its own file.
     """
-    runner = runner or default_runner()
+    runner = default_runner()
     limits = Limits(timeout_s=10.0, cpu_s=10, memory_mb=512)
     out_dir.mkdir(parents=True, exist_ok=True)
     tasks = out_dir / "humaneval.jsonl"
@@ -141,12 +137,12 @@ def _evaluate(
     baselines: dict[str, dict[str, Any]] = {}
     warmed: dict[str, dict[str, Any]] = {}
     if model is not None and baseline:
-        single = _single_shot_arm(model)
+        single = functools.partial(_single_shot, model)
         baselines = _run_arm(
             "baseline", problems, out_dir / "baseline.jsonl", single, runner, limits, on_progress
         )
     if model is not None and warm:
-        warms = _warming_arm(model, runner, limits)
+        warms = functools.partial(_warming, model, runner, limits)
         warmed = _run_arm(
             "warming", problems, out_dir / "warming.jsonl", warms, runner, limits, on_progress
         )
@@ -159,6 +155,7 @@ def _evaluate(
     for problem in problems:
         result = results.get(problem.slug, {})
         source = committed_source(workspace, str(result.get("run_id", "")), problem)
+        steps = _steps(workspace, str(result.get("run_id", "")))
         agent = score(problem, source, runner, limits) if source else None
         passed = bool(agent and agent.passed)
         row: dict[str, Any] = {
@@ -166,18 +163,18 @@ def _evaluate(
             "agent_passed": passed,
             "agent_detail": agent.detail if agent else "no committed implementation",
             "agent_status": result.get("status"),
-            "attempts": _attempts(workspace, str(result.get("run_id", ""))),
+            "attempts": sum(len(workspace.list_attempts(step)) for step in steps),
             # Attempts whose code passes check() though the agent did not commit it: the
             # verifier (the model's own tests) rejected correct code.
             "rejected_correct_attempts": 0
             if passed
             else sum(
                 score(problem, code, runner, limits).passed
-                for code in attempt_sources(workspace, str(result.get("run_id", "")), problem)
+                for code in attempt_sources(workspace, steps, problem)
             ),
             "agent_tokens": int((result.get("usage") or {}).get("total_tokens", 0)),
             "agent_seconds": result.get("duration_s"),
-            "first_draft_passed": first_draft_passed(workspace, str(result.get("run_id", ""))),
+            "first_draft_passed": first_draft_passed(workspace, steps),
         }
         # Committed code that fails check(): the verifier accepted wrong code.
         row["accepted_wrong"] = bool(source) and not passed
@@ -242,23 +239,17 @@ def _run_arm(
     return done
 
 
-def _single_shot_arm(model: BaseChatModel) -> Callable[[Problem], tuple[str, int, dict[str, Any]]]:
-    def solve(problem: Problem) -> tuple[str, int, dict[str, Any]]:
-        code, usage = single_shot(problem, model)
-        return code, usage["input_tokens"] + usage["output_tokens"], {}
-
-    return solve
+def _single_shot(model: BaseChatModel, problem: Problem) -> tuple[str, int, dict[str, Any]]:
+    code, usage = single_shot(problem, model)
+    return code, usage["input_tokens"] + usage["output_tokens"], {}
 
 
-def _warming_arm(
-    model: BaseChatModel, runner: SandboxRunner, limits: Limits
-) -> Callable[[Problem], tuple[str, int, dict[str, Any]]]:
-    def solve(problem: Problem) -> tuple[str, int, dict[str, Any]]:
-        warmed = warming(problem, model, runner, limits)
-        tokens = warmed.input_tokens + warmed.output_tokens
-        return warmed.code, tokens, {"warming_samples": warmed.samples}
-
-    return solve
+def _warming(
+    model: BaseChatModel, runner: SandboxRunner, limits: Limits, problem: Problem
+) -> tuple[str, int, dict[str, Any]]:
+    warmed = warming(problem, model, runner, limits)
+    tokens = warmed.input_tokens + warmed.output_tokens
+    return warmed.code, tokens, {"warming_samples": warmed.samples}
 
 
 def _summary(rows: list[dict[str, Any]], *, baseline: bool, warm: bool) -> dict[str, Any]:
@@ -318,13 +309,9 @@ def _arm_summary(
     return out
 
 
-def first_draft_passed(workspace: Workspace, run_id: str) -> bool:
+def first_draft_passed(workspace: Workspace, steps: list[StepRef]) -> bool:
     """Whether the run's first attempt's first draft passed its contract (drafts.json)."""
-    try:
-        run = workspace.run(run_id)
-    except WorkspaceError:
-        return False
-    for step in workspace.list_steps(run):
+    for step in steps:
         attempts = workspace.list_attempts(step)
         if not attempts:
             continue

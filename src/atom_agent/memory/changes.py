@@ -105,13 +105,6 @@ class MemoryChanges:
         self.records = [r for r in self.records if r.id != record.id] + [record]
         return record
 
-    def extend(self, other: MemoryChanges) -> None:
-        """Append `other`'s writes after these (a later record with the same id wins)."""
-        ids = {r.id for r in other.records}
-        self.records = [r for r in self.records if r.id not in ids] + list(other.records)
-        self.keep_existing |= other.keep_existing
-        self.changes += other.changes
-
     def to_data(self) -> dict[str, Any]:
         """These writes as plain data (JSON and checkpoint safe); see :meth:`from_data`."""
         return {
@@ -149,7 +142,10 @@ class MemoryChanges:
                 raise
             except (KeyError, TypeError, ValueError) as exc:
                 raise MemoryValidationError(f"not a set of memory changes: {exc!r}") from exc
-            out.extend(part)
+            ids = {r.id for r in part.records}  # a later record with the same id wins
+            out.records = [r for r in out.records if r.id not in ids] + part.records
+            out.keep_existing |= part.keep_existing
+            out.changes += part.changes
         return out
 
     def forget(
@@ -167,13 +163,13 @@ class MemoryChanges:
     def reinforce(
         self, memory_id: str, *, amount: float = 0.1, evidence: str | None = None
     ) -> None:
-        """Raise a record's confidence (see :meth:`MemoryManager.reinforce`)."""
+        """Raise a record's confidence after confirming evidence: ``c + amount * (1 - c)``."""
         self._adjust(memory_id, amount, evidence, up=True)
 
     def contradict(
         self, memory_id: str, *, amount: float = 0.3, evidence: str | None = None
     ) -> None:
-        """Lower a record's confidence (see :meth:`MemoryManager.contradict`)."""
+        """Lower a record's confidence after contradicting evidence: ``c * (1 - amount)``."""
         self._adjust(memory_id, amount, evidence, up=False)
 
     def _adjust(self, memory_id: str, amount: float, evidence: str | None, *, up: bool) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from atom_agent.memory.changes import MemoryChanges
@@ -31,17 +30,9 @@ def memory_key(session: SessionContext, kind: str) -> str:
     return "k" + digest[:31]
 
 
-@dataclass(frozen=True)
-class Written:
-    """The record of an idempotent write, and whether this call stored it."""
-
-    record: MemoryRecord
-    new: bool
-
-
 def remember_once(
     memory: MemoryManager, session: SessionContext, kind: str, item: Mapping[str, Any]
-) -> Written:
+) -> MemoryRecord:
     """Store `item` (``remember`` keyword arguments) under the id of (session, kind), once.
 
     When a record with that id exists (superseded ones included) it is returned unchanged.
@@ -51,8 +42,7 @@ def remember_once(
     """
     changes = MemoryChanges(session)
     record = add_once(changes, kind, item)
-    applied = memory.apply(changes)
-    return Written(applied.records[record.id], new=record.id in applied.stored)
+    return memory.apply(changes).records[record.id]
 
 
 def add_once(changes: MemoryChanges, kind: str, item: Mapping[str, Any]) -> MemoryRecord:

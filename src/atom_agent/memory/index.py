@@ -76,11 +76,6 @@ class Metas:
         """Add a row."""
         self._items.append(meta)
 
-    def text(self, row: int) -> str:
-        """Row `row` as JSON text (not parsed if it was never read)."""
-        item = self._items[row]
-        return item if isinstance(item, str) else json.dumps(item)
-
     def pack(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
         """Every row's JSON text as one buffer and its offsets (see :class:`Lines`)."""
         return self._items.pack(lambda item: item if isinstance(item, str) else json.dumps(item))

@@ -224,8 +224,9 @@ def promote_once(
 ) -> list[str]:
     """Promote working-memory candidates at or above `threshold`, each once per run.
 
-    Like :meth:`MemoryManager.promote`, but each promoted record's id is keyed by its content,
-    so a finish node re-run after a crash does not promote it again. Adds them to `changes`.
+    Promoted records get ``source_type`` system and keep the candidate's importance; each one's
+    id is keyed by its content, so a finish node re-run after a crash does not promote it
+    again. Adds them to `changes`.
     """
     working = WorkingMemory(changes.session)
     for noticed in candidates:
@@ -244,8 +245,7 @@ def promote_once(
                 {
                     "content": c.content,
                     "type": c.type,
-                    "confidence": c.confidence,
-                    "rationale": c.rationale,
+                    "confidence": 0.7,  # noticed by the system, not confirmed
                     "importance": c.importance,
                     "source_type": "system",
                 },

@@ -108,11 +108,6 @@ class LexicalIndex:
         self.rebuilds = 0
         """How many times the base was built (a snapshot is worth saving after one)."""
 
-    @property
-    def delta_rows(self) -> int:
-        """Rows scored outside the bm25s base."""
-        return len(self._delta)
-
     def grow(self, rows: int) -> None:
         """Make room for `rows` rows (new rows start in the delta)."""
         while len(self.tokens) < rows:

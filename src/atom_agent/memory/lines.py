@@ -8,7 +8,6 @@ loading live beside the buffer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
@@ -48,41 +47,23 @@ class Lines(Generic[T]):
         self._set: dict[int, T] = {}
         self._tail: list[T] = []
 
-    @classmethod
-    def of(cls, items: Iterable[T]) -> Lines[T]:
-        """Rows from an iterable, held as Python objects."""
-        lines: Lines[T] = cls()
-        lines._tail = list(items)
-        return lines
-
     def __len__(self) -> int:
         return self._base + len(self._tail)
 
     def __getitem__(self, row: int) -> T:
-        if row < 0:
-            row += len(self)
         if row >= self._base:
             return self._tail[row - self._base]
         found = self._set.get(row, _NONE)
         if found is not _NONE:
             return found  # type: ignore[return-value]
-        if row < 0:
-            raise IndexError(row)
         start, end = int(self._offsets[row]), int(self._offsets[row + 1])
         return self._buffer[start:end].tobytes().decode("utf-8", "surrogatepass")  # type: ignore[return-value]
 
     def __setitem__(self, row: int, value: T) -> None:
-        if row < 0:
-            row += len(self)
         if row >= self._base:
             self._tail[row - self._base] = value
-        elif row < 0:
-            raise IndexError(row)
         else:
             self._set[row] = value
-
-    def __iter__(self) -> Iterator[T]:
-        return (self[row] for row in range(len(self)))
 
     def append(self, value: T) -> None:
         """Add a row at the end."""

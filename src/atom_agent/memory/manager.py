@@ -16,7 +16,6 @@ from atom_agent.context import Context
 from atom_agent.errors import MemoryNotFoundError, MemoryValidationError
 from atom_agent.memory.changes import Applied, MemoryChanges
 from atom_agent.memory.embeddings import Embedder
-from atom_agent.memory.events import emit_event as emit
 from atom_agent.memory.index import supersession_chain
 from atom_agent.memory.records import (
     TYPE_CODES,
@@ -35,8 +34,8 @@ from atom_agent.memory.records import (
 )
 from atom_agent.memory.store import ChromaBackend
 from atom_agent.memory.sync import AccessFlusher, ProjectSync
-from atom_agent.memory.working import WorkingMemory
 from atom_agent.session import SessionContext
+from atom_agent.telemetry import emit
 
 logger = logging.getLogger(__name__)
 
@@ -56,9 +55,8 @@ class MemoryManager:
         ...     memory.recall(s, "which test framework?")
     """
 
-    def __init__(self, backend: ChromaBackend, *, promotion_threshold: float = 0.7) -> None:
+    def __init__(self, backend: ChromaBackend) -> None:
         self.backend = backend
-        self.promotion_threshold = check_unit(promotion_threshold, "promotion_threshold")
         # The model loads (≈ 0.3 s) in the background while the first call loads its project's
         # mirror: a fresh process's first recall waits for the slower of the two, not both.
         threading.Thread(target=_load_embedder, name="atom-embedder-load", daemon=True).start()
@@ -79,7 +77,6 @@ class MemoryManager:
         workspace: str | os.PathLike[str],
         *,
         chroma_url: str | None = None,
-        promotion_threshold: float = 0.7,
     ) -> MemoryManager:
         """Open the memory of `workspace` (``<workspace>/memory``) or of a Chroma server.
 
@@ -87,21 +84,14 @@ class MemoryManager:
             workspace: the workspace root; the embedded store lives in its ``memory/``.
             chroma_url: a ``chroma run`` server (``http://host:port``); default
                 ``$ATOM_CHROMA_URL``, and the embedded store when neither is set.
-            promotion_threshold: working-memory importance needed for :meth:`promote`.
         """
-        return cls(
-            ChromaBackend.open(workspace, chroma_url=chroma_url),
-            promotion_threshold=promotion_threshold,
-        )
+        return cls(ChromaBackend.open(workspace, chroma_url=chroma_url))
 
     @classmethod
     def from_context(cls, ctx: Context) -> MemoryManager:
         """Open the memory a run's :class:`Context` configures."""
-        return cls.open(
-            ctx.workspace,
-            chroma_url=ctx.chroma_url,  # "" = embedded: the Context resolved ATOM_CHROMA_URL
-            promotion_threshold=ctx.memory_promotion_threshold,
-        )
+        # chroma_url "" = embedded: the Context resolved ATOM_CHROMA_URL
+        return cls.open(ctx.workspace, chroma_url=ctx.chroma_url)
 
     @property
     def closed(self) -> bool:
@@ -222,43 +212,6 @@ class MemoryManager:
         """
         changes = MemoryChanges(require_session(session, "forget"))
         changes.forget(memory_id, reason=reason, replacement_id=replacement_id)
-        return self._apply_one(changes, memory_id, replacement_id)
-
-    def reinforce(
-        self,
-        session: SessionContext,
-        memory_id: str,
-        *,
-        amount: float = 0.1,
-        evidence: str | None = None,
-    ) -> MemoryRecord:
-        """Raise a memory's confidence after confirming evidence (e.g. a test that passed).
-
-        Confidence moves `amount` of the way towards 1: ``c + amount * (1 - c)``.
-        """
-        changes = MemoryChanges(require_session(session, "reinforce"))
-        changes.reinforce(memory_id, amount=amount, evidence=evidence)
-        return self._apply_one(changes, memory_id)
-
-    def contradict(
-        self,
-        session: SessionContext,
-        memory_id: str,
-        *,
-        amount: float = 0.3,
-        evidence: str | None = None,
-    ) -> MemoryRecord:
-        """Lower a memory's confidence after contradicting evidence (e.g. a test that failed).
-
-        Confidence drops by the fraction `amount`: ``c * (1 - amount)``.
-        """
-        changes = MemoryChanges(require_session(session, "contradict"))
-        changes.contradict(memory_id, amount=amount, evidence=evidence)
-        return self._apply_one(changes, memory_id)
-
-    def _apply_one(
-        self, changes: MemoryChanges, memory_id: str, replacement_id: str | None = None
-    ) -> MemoryRecord:
         applied = self.apply(changes)
         if applied.missing:
             missing = applied.missing[0]
@@ -309,41 +262,6 @@ class MemoryManager:
                 **fields,
             )
         return applied
-
-    def promote(
-        self, session: SessionContext, working: WorkingMemory, *, threshold: float | None = None
-    ) -> list[MemoryRecord]:
-        """Move working-memory candidates at or above the threshold into long-term memory.
-
-        Promoted records get ``source_type`` system and keep the candidate's importance; they
-        leave the working memory.
-        """
-        session = require_session(session, "promote")
-        limit = (
-            self.promotion_threshold if threshold is None else check_unit(threshold, "threshold")
-        )
-        chosen = working.above(limit)
-        records = (
-            self.remember_many(
-                session,
-                [
-                    {
-                        "content": c.content,
-                        "type": c.type,
-                        "confidence": c.confidence,
-                        "rationale": c.rationale,
-                        "importance": c.importance,
-                        "source_type": SourceType.SYSTEM,
-                    }
-                    for c in chosen
-                ],
-                _event="memory.promote",
-            )
-            if chosen
-            else []
-        )
-        working.discard([c.key for c in chosen])
-        return records
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -514,12 +432,9 @@ class MemoryManager:
         )
         return len(loaded)
 
-    def sweep_expired(self, target: SessionContext | str) -> int:
-        """Delete the expired records of a project (a session's, or an id); returns how many."""
-        if isinstance(target, SessionContext):
-            project_id = target.project_id
-        else:
-            project_id = check_id(target, "project_id")
+    def sweep_expired(self, session: SessionContext) -> int:
+        """Delete the expired records of the session's project; returns how many."""
+        project_id = require_session(session, "sweep").project_id
         removed = self._sync(project_id).sweep(time.time())
         emit("memory.sweep", project_id=project_id, count=removed)
         return removed

@@ -109,51 +109,39 @@ def load(path: Path, collection_id: str) -> tuple[ProjectIndex, str] | None:
 
 
 def _mapped(path: Path) -> dict[str, np.ndarray[Any, Any]]:
-    """Every array of the ``.npz`` at `path`, memory-mapped copy-on-write where it is stored.
+    """Every array of the ``.npz`` at `path`, memory-mapped copy-on-write.
 
     ``np.load`` reads a member through :mod:`zipfile` (a copy and a CRC over every byte); a
-    stored (uncompressed) member is a plain ``.npy`` at a known offset, so it can be mapped:
-    pages are read when first used, and writes stay private to the process. Compressed or
-    object members are read the usual way.
+    stored (uncompressed) member, as :func:`write` makes them, is a plain ``.npy`` at a known
+    offset, so it can be mapped: pages are read when first used, and writes stay private to the
+    process.
 
     Raises:
-        ValueError: the file is shorter than a member claims (a damaged snapshot).
+        ValueError: a member is not one :func:`write` makes, or the file is shorter than a
+            member claims (a damaged snapshot).
     """
     arrays: dict[str, np.ndarray[Any, Any]] = {}
-    unmapped: list[str] = []
     with zipfile.ZipFile(path) as archive, open(path, "rb") as handle:
         for info in archive.infolist():
-            name = info.filename.removesuffix(".npy")
-            found = None
-            if info.compress_type == zipfile.ZIP_STORED:
-                found = _map_member(path, handle, info)
-            if found is None:
-                unmapped.append(name)
-            else:
-                arrays[name] = found
-    if unmapped:
-        with np.load(path, allow_pickle=False) as data:
-            arrays.update({name: data[name] for name in unmapped})
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise ValueError(f"{path}: {info.filename} is compressed")
+            arrays[info.filename.removesuffix(".npy")] = _map_member(path, handle, info)
     return arrays
 
 
-def _map_member(path: Path, handle: Any, info: zipfile.ZipInfo) -> np.ndarray[Any, Any] | None:
+def _map_member(path: Path, handle: Any, info: zipfile.ZipInfo) -> np.ndarray[Any, Any]:
     handle.seek(info.header_offset)
     local = handle.read(30)
     if len(local) != 30 or local[:4] != b"PK\x03\x04":
         raise ValueError(f"{path}: no local header for {info.filename}")
     name_len, extra_len = struct.unpack("<HH", local[26:30])
     handle.seek(info.header_offset + 30 + name_len + extra_len)
-    version = np.lib.format.read_magic(handle)
-    read_header = (
-        np.lib.format.read_array_header_1_0
-        if version == (1, 0)
-        else np.lib.format.read_array_header_2_0
-    )
-    shape, fortran, dtype = read_header(handle)
+    if np.lib.format.read_magic(handle) != (1, 0):  # (2, 0) only for headers over 64 KiB
+        raise ValueError(f"{path}: {info.filename} is not a plain array")
+    shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
     offset = handle.tell()
     if fortran or dtype.hasobject:
-        return None
+        raise ValueError(f"{path}: {info.filename} is not a plain array")
     if math.prod(shape) == 0:
         return np.empty(shape, dtype=dtype)
     if (

@@ -104,11 +104,6 @@ class ChromaBackend:
         """The snapshot file of collection `name`'s mirror (None: no local cache)."""
         return None if self.cache is None else self.cache / f".{name}.mirror.npz"
 
-    @property
-    def where(self) -> str:
-        """Where the store lives, for messages."""
-        return self.url or str(self.path)
-
     def collection(self, kind: str, project_id: str) -> Any:
         """The (created on demand) collection of `kind` for `project_id`."""
         name = collection_name(kind, project_id)

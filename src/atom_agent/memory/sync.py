@@ -69,9 +69,7 @@ class _Pending:
 class ProjectSync:
     """Keeps a :class:`ProjectIndex` in step with one project's Chroma collection."""
 
-    def __init__(
-        self, backend: ChromaBackend, project_id: str, on_due: Callable[[], None] | None = None
-    ) -> None:
+    def __init__(self, backend: ChromaBackend, project_id: str, on_due: Callable[[], None]) -> None:
         self.backend = backend
         self.project_id = project_id
         self.name = collection_name("memory", project_id)
@@ -134,8 +132,8 @@ class ProjectSync:
             if self._index is index and index.vecs is mapped:
                 index.vecs = np.array(mapped, copy=True)
 
-    def save_snapshot(self, *, force: bool = False, closing: bool = False) -> bool:
-        """Write the mirror's snapshot if worth it (or `force`); True if written.
+    def save_snapshot(self, *, closing: bool = False) -> bool:
+        """Write the mirror's snapshot if worth it; True if written.
 
         Worth it: the BM25 base was rebuilt, or :data:`SNAPSHOT_MIN_CHANGES` rows (and
         :data:`SNAPSHOT_MIN_SHARE` of them) changed, or
@@ -150,7 +148,7 @@ class ProjectSync:
             rebuilt = index.lexical.rebuilds != self._saved_rebuilds
             enough = max(SNAPSHOT_MIN_CHANGES, SNAPSHOT_MIN_SHARE * len(index.ids))
             due = closing or rebuilt or index.unsaved >= enough or not path.exists()
-            if not (force or (due and index.unsaved)):
+            if not (due and index.unsaved):
                 return False
             taken = snapshot.capture(index, str(self.collection.id), self._seen)
             self._saved_rebuilds = index.lexical.rebuilds
@@ -185,8 +183,7 @@ class ProjectSync:
 
     def fetch(self, memory_id: str) -> MemoryRecord | None:
         """One live record of this project straight from Chroma (pending access counts first)."""
-        if self._pending:
-            self.write(lambda now: [])
+        self.flush_access()
         return self.fetch_many([memory_id]).get(memory_id)
 
     def fetch_many(self, ids: list[str]) -> dict[str, MemoryRecord]:
@@ -385,25 +382,18 @@ class ProjectSync:
                 found[memory_id] = (doc, meta, embedding)
         return found
 
-    def note_access(self, ids: list[str], now: float) -> int:
-        """Count accesses now; they are written in batches (recall stays a read).
+    def note_access(self, ids: list[str], now: float) -> None:
+        """Count accesses of live records (rows recall just ranked); they are written in batches.
 
-        Returns how many ids were counted (live records of this project only, once the mirror
-        is loaded). Calls `on_due` when enough are pending to be worth a write.
+        Recall stays a read. Calls `on_due` when enough are pending to be worth a write.
         """
-        counted = 0
         with self.backend.lock:
-            live = self._index
             for memory_id in ids:
-                if live is not None and live.live(memory_id, now) is None:
-                    continue
                 count, _ = self._pending.get(memory_id, (0, now))
                 self._pending[memory_id] = (count + 1, now)
-                counted += 1
             due = len(self._pending) >= ACCESS_FLUSH_COUNT
-        if due and self.on_due is not None:
+        if due:
             self.on_due()
-        return counted
 
     def flush_access(self) -> None:
         """Write pending access counts now."""

@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 from atom_agent.memory.records import (
     MemoryType,
     clamp_unit,
-    optional_text,
     validate_content,
     validate_type,
 )
@@ -26,8 +25,6 @@ class Candidate:
     content: str
     type: MemoryType
     importance: float
-    confidence: float
-    rationale: str | None = None
     occurrences: int = 1
 
 
@@ -36,7 +33,8 @@ class WorkingMemory:
 
     Seeing the same candidate again raises its importance (a failure seen twice matters more
     than one seen once): the combined importance is ``1 - (1 - a)(1 - b)``. Promotion into
-    long-term memory is :meth:`MemoryManager.promote`; the agent's own `remember` skips this tier.
+    long-term memory is :func:`~atom_agent.memory.learning.promote_once`; the agent's own
+    `remember` skips this tier.
     """
 
     def __init__(self, session: SessionContext) -> None:
@@ -50,33 +48,20 @@ class WorkingMemory:
         *,
         type: MemoryType | str = MemoryType.LESSON_LEARNED,
         importance: float = 0.4,
-        confidence: float = 0.7,
-        rationale: str | None = None,
     ) -> Candidate:
         """Add a candidate, or reinforce the same one seen before; returns its current state."""
         text = validate_content(content)
         kind = MemoryType(validate_type(type))
         weight = clamp_unit(importance, "importance")
-        conf = clamp_unit(confidence, "confidence")
-        why = optional_text(rationale, "rationale")
         key = _SPACE.sub(" ", text.lower())
         with self._lock:
             seen = self._candidates.get(key)
             if seen is None:
-                current = Candidate(
-                    key=key,
-                    content=text,
-                    type=kind,
-                    importance=weight,
-                    confidence=conf,
-                    rationale=why,
-                )
+                current = Candidate(key=key, content=text, type=kind, importance=weight)
             else:
                 current = replace(
                     seen,
                     importance=1.0 - (1.0 - seen.importance) * (1.0 - weight),
-                    confidence=max(seen.confidence, conf),
-                    rationale=seen.rationale or why,
                     occurrences=seen.occurrences + 1,
                 )
             self._candidates[key] = current
@@ -90,13 +75,3 @@ class WorkingMemory:
     def above(self, threshold: float) -> list[Candidate]:
         """Candidates whose importance is at or above `threshold`."""
         return [c for c in self.candidates() if c.importance >= threshold]
-
-    def discard(self, keys: list[str]) -> None:
-        """Drop candidates (after promotion, or when they no longer matter)."""
-        with self._lock:
-            for key in keys:
-                self._candidates.pop(key, None)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._candidates)

@@ -15,12 +15,6 @@ Imported only when the local model loads (llama-cpp-python is an optional extra)
   came out as other code than the baseline's identical call). Greedy calls are made so: the
   same request gives the same reply, whatever ran before. Their state is still saved for
   the calls that continue them.
-- ``looking_up(n)``: calls inside it decode with prompt-lookup speculative decoding
-  (``LlamaPromptLookupDecoding``, `n` drafted tokens a step) on this same instance.
-  llama-cpp-python ties a draft model to ``logits_all=True`` for the whole instance (a
-  ``n_ctx × vocab`` buffer: 5 GB at 8k tokens for Qwen2.5, and logits for every prompt token);
-  here only the small batches that verify drafted tokens ask llama.cpp for every row of
-  logits, which the sampler reads from the context, so nothing is copied or kept.
 - ``save_state`` keeps one row of logits instead of llama-cpp-python's ``n_batch × vocab``
   copy (311 MB for Qwen2.5's 151,936-token vocabulary): a restored state's logits are never
   sampled from, because ``generate`` evaluates a prompt's last token again after a prefix
@@ -49,7 +43,6 @@ class MeteredLlama(Llama):
         self.without_prefix_cache = 0
         self._extra_stop: Callable[[Any, Any], bool] | None = None
         self._scratch = False
-        self._verify_up_to = 0
         self.prefilled_at = 0.0
         """When the current call's first batch (its prompt) was evaluated (``perf_counter``)."""
 
@@ -70,19 +63,6 @@ class MeteredLlama(Llama):
             yield
         finally:
             self._scratch = False
-
-    @contextmanager
-    def looking_up(self, num_pred_tokens: int) -> Iterator[None]:
-        """Calls inside the block draft `num_pred_tokens` tokens a step from their prompt."""
-        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
-
-        self.draft_model = LlamaPromptLookupDecoding(num_pred_tokens=num_pred_tokens)
-        self._verify_up_to = num_pred_tokens + 1
-        try:
-            yield
-        finally:
-            self.draft_model = None
-            self._verify_up_to = 0
 
     def create_completion(self, *args: Any, **kwargs: Any) -> Any:
         """``Llama.create_completion``, with the criterion of :meth:`stopping_with` added.
@@ -115,23 +95,9 @@ class MeteredLlama(Llama):
         return out
 
     def eval(self, tokens: Sequence[int]) -> None:
-        """Evaluate `tokens` (recording how many).
-
-        Inside :meth:`looking_up`, a batch no longer than one step's drafted tokens gets a
-        row of logits per token, so each drafted token can be checked against what the model
-        samples there (``Llama.generate`` samples each position from the context's logits).
-        """
+        """Evaluate `tokens` (recording how many)."""
         self.evaluated.append(len(tokens))
-        if not self._verify_up_to or len(tokens) > self._verify_up_to or self._logits_all:
-            super().eval(tokens)
-        else:
-            self._ctx.kv_cache_seq_rm(-1, self.n_tokens, -1)
-            n_past = self.n_tokens
-            self._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
-            self._ctx.decode(self._batch)
-            self.input_ids[n_past : n_past + len(tokens)] = tokens
-            self.n_tokens += len(tokens)
-            self._requires_eval = False
+        super().eval(tokens)
         if not self.prefilled_at:
             self.prefilled_at = time.perf_counter()
 

@@ -26,7 +26,6 @@ from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
-    HumanMessage,
     SystemMessage,
     ToolMessage,
 )
@@ -39,7 +38,6 @@ from pydantic.v1 import BaseModel as BaseModelV1
 
 from atom_agent.budget import CallLimit, budget_of
 from atom_agent.errors import ContextWindowError, ModelError, ModelUnavailableError
-from atom_agent.models.lookup import copying_now
 from atom_agent.models.stopping import ReplyWatch, expecting_now, names_now
 from atom_agent.models.tool_schemas import openai_tool
 from atom_agent.models.weights import INSTALL_HINT, resolve_local_weights
@@ -114,9 +112,6 @@ class LocalChatModel(BaseChatModel):
     """End a plain-text reply that loops, and one asked for code alone
     (:func:`~atom_agent.models.stopping.code_replies`) once its code block is complete or
     its tests begin after the code it must define (:mod:`atom_agent.models.stopping`)."""
-    prompt_lookup: int = Field(default=0, ge=0, le=64)
-    """Tokens drafted a step by prompt-lookup decoding for calls made inside
-    :func:`~atom_agent.models.lookup.copying` (0: off): replies that copy their prompt."""
     prefix_cache_mb: int = Field(default=0, ge=0)
     """RAM kept for the KV states of earlier prompts (0: none), so a call whose prompt
     begins like an earlier one's prefills only what is new (llama.cpp's ``LlamaRAMCache``)."""
@@ -143,17 +138,13 @@ class LocalChatModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         # What changes a reply is part of a cached request's key (a replay cache keeps apart
-        # replies cut early and replies that were not). Prompt lookup only when a call uses
-        # it: every other request keeps the key it had before the option existed, so replay
-        # caches recorded earlier still answer it.
-        lookup = self._lookup_now()
+        # replies cut early and replies that were not).
         return {
             "model": self.model_name,
             "n_ctx": self.n_ctx,
             "temperature": self.temperature,
             "stop_early": self.stop_early,
             **({"stop": self.stop} if self.stop else {}),
-            **({"prompt_lookup": lookup} if lookup else {}),
             **({"seed": self.seed} if self.seed else {}),
         }
 
@@ -171,10 +162,6 @@ class LocalChatModel(BaseChatModel):
             n = self._asked.get(key, 0)
             self._asked[key] = n + 1
         return int.from_bytes(hashlib.sha256(key + n.to_bytes(8, "big")).digest()[:4], "big")
-
-    def _lookup_now(self) -> int:
-        """Tokens drafted a step for the call being made now (0: no prompt lookup)."""
-        return self.prompt_lookup if copying_now() else 0
 
     @property
     def model_name(self) -> str:
@@ -302,7 +289,6 @@ class LocalChatModel(BaseChatModel):
             request["response_format"] = {"type": "json_object", "schema": _reply_schema(allowed)}
         llama, lock = self._engine()
         watching = self.stop_early and allowed is None
-        lookup = self._lookup_now() if allowed is None and hasattr(llama, "looking_up") else 0
         watch = ReplyWatch(expecting=expecting_now(), names=names_now()) if watching else None
         # The run's budget (when it has one): never ask for more tokens than are left, and
         # stop decoding when its time is up.
@@ -337,9 +323,8 @@ class LocalChatModel(BaseChatModel):
                 if temperature == 0.0 and allowed is None and hasattr(llama, "from_scratch")
                 else nullcontext()
             )
-            looking = llama.looking_up(lookup) if lookup else nullcontext()
             try:
-                with stopping, fresh, looking:
+                with stopping, fresh:
                     out = llama.create_chat_completion(**request)
             except ValueError as exc:  # llama.cpp checks the prompt's length before decoding
                 if "context window" in str(exc):
@@ -384,9 +369,7 @@ class LocalChatModel(BaseChatModel):
             message.response_metadata["prefill_without_prefix_cache"] = without
         if watch is not None and watch.reason:
             message.response_metadata["ended_early"] = watch.reason
-        if lookup:
-            message.response_metadata["prompt_lookup"] = lookup
-        if prefilled_at > started:  # decoding time: what prompt lookup changes
+        if prefilled_at > started:  # decoding time, prefill excluded
             message.response_metadata["decode_s"] = round(ended - prefilled_at, 3)
         if limit is not None:
             limit.end(finish, message)  # raises when the budget cut the reply short
@@ -452,10 +435,7 @@ def _allowed_tools(
 ) -> list[dict[str, Any]] | None:
     """The tools the reply may call, or None for free text.
 
-    An ``{"answer": True}`` entry in the result means a final answer is allowed too. Besides
-    the usual choices, OpenAI's ``{"type": "allowed_tools", "allowed_tools": {"mode": ...,
-    "tools": [...]}}`` narrows the reply to some bound tools while the prompt still lists them
-    all, so the prompt prefix (and llama.cpp's KV cache of it) stays the same between calls.
+    An ``{"answer": True}`` entry in the result means a final answer is allowed too.
     """
     if not tools or choice == "none":
         return None
@@ -464,33 +444,10 @@ def _allowed_tools(
         return [*tools, {"answer": True}]
     if choice in ("any", "required", True):
         return list(tools)
-    if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
-        spec = choice.get("allowed_tools", choice)
-        wanted_names = [
-            (entry.get("function") or entry).get("name") for entry in spec.get("tools") or []
-        ]
-        unknown = [n for n in wanted_names if n not in names]
-        if not wanted_names or unknown:
-            raise ModelError(
-                f"allowed_tools {wanted_names!r} must name bound tools (bound: {sorted(names)})"
-            )
-        subset = [names[n] for n in dict.fromkeys(wanted_names)]
-        return subset if spec.get("mode", "auto") == "required" else [*subset, {"answer": True}]
     wanted = choice.get("function", {}).get("name") if isinstance(choice, dict) else choice
     if not isinstance(wanted, str) or wanted not in names:
         raise ModelError(f"tool_choice {choice!r} names no bound tool (bound: {sorted(names)})")
     return [names[wanted]]
-
-
-def allowed_tools_choice(names: Sequence[str], *, required: bool = True) -> dict[str, Any]:
-    """A ``tool_choice`` that lets the model call only `names` (OpenAI's allowed_tools shape)."""
-    return {
-        "type": "allowed_tools",
-        "allowed_tools": {
-            "mode": "required" if required else "auto",
-            "tools": [{"type": "function", "function": {"name": n}} for n in names],
-        },
-    }
 
 
 def _cap_arrays(schema: Any, max_items: int) -> Any:
@@ -581,8 +538,6 @@ def _render(
                     + _text(m.content),
                 }
             )
-        elif isinstance(m, HumanMessage):
-            chat.append({"role": "user", "content": _text(m.content)})
         else:
             chat.append({"role": "user", "content": _text(m.content)})
     return chat

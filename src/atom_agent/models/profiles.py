@@ -3,8 +3,7 @@
 A *small* model (a few billion parameters: the embedded 1.5B, or one served by Ollama or any
 OpenAI-compatible server) writes better code in a fenced block than inside a JSON tool call,
 loses the thread in a long tool loop. It gets the draft-first path (whole-file drafts in its
-natural format, warming retries, no tool loop) and tool choices narrowed and forced by code. A
-*standard* model gets the tool loop.
+natural format, warming retries, never a tool loop). A *standard* model gets the tool loop.
 """
 
 from __future__ import annotations
@@ -22,11 +21,9 @@ class ModelProfile:
 
     Attributes:
         name: ``small`` or ``standard``.
-        draft_first: an attempt starts with a whole-file draft in a fenced block (no tools);
-            a draft that passes the step's contract is the attempt.
-        tool_loop: after drafts that do not pass, the ReAct tool loop continues the attempt.
-        steer_tools: code forces and narrows tool calls and samples when the model repeats.
-        lean_tools: the executor gets only the file and test tools by default.
+        draft_first: an attempt is whole-file drafts in a fenced block (no tools, never the
+            tool loop): the one that passes the step's contract, else the best of them. Without
+            it the ReAct tool loop works from the step's best code so far.
         warming: temperatures of the candidates an attempt samples after its draft fails.
         cross_samples: independent implementations (witnesses) a failing draft is
             cross-examined by: candidate zero's whole-task samples first, fresh ones for the rest.
@@ -37,9 +34,6 @@ class ModelProfile:
 
     name: str
     draft_first: bool
-    tool_loop: bool
-    steer_tools: bool
-    lean_tools: bool
     warming: tuple[float, ...]
     cross_samples: int = 0
     task_samples: int = 0
@@ -48,9 +42,6 @@ class ModelProfile:
 SMALL = ModelProfile(
     name="small",
     draft_first=True,
-    tool_loop=False,
-    steer_tools=True,
-    lean_tools=True,
     warming=(0.4, 0.8),
     cross_samples=2,
     task_samples=2,
@@ -58,9 +49,6 @@ SMALL = ModelProfile(
 STANDARD = ModelProfile(
     name="standard",
     draft_first=False,
-    tool_loop=True,
-    steer_tools=False,
-    lean_tools=False,
     warming=(0.5,),
 )
 PROFILES = {p.name: p for p in (SMALL, STANDARD)}

@@ -23,8 +23,6 @@ LOCAL = "local"
 DEFAULT_GEMINI = "google_genai:gemini-2.5-pro"
 LOCAL_PREFIX_CACHE_MB = 1024
 """RAM for the embedded model's saved prompt prefixes (≈ 28 KB a token: ~36k tokens)."""
-LOCAL_PROMPT_LOOKUP = 10
-"""Tokens the embedded model drafts a step from the prompt on calls that copy it."""
 
 # API keys per provider; providers absent here use cloud credentials (AWS, GCP, Azure) or none.
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
@@ -179,10 +177,6 @@ def load_chat_model(
         # there. Earlier prompts' KV states are kept: a witness or retry prefills what is new.
         options.setdefault("stop_early", True)
         options.setdefault("prefix_cache_mb", LOCAL_PREFIX_CACHE_MB)
-        # Calls whose reply copies their prompt (a project repair shown its previous version) draft
-        # tokens from it: 2.0–2.3x decode speed on those here, and fresh code is not drafted
-        # (0.7–0.8x there); benchmarks/prompt_lookup.py.
-        options.setdefault("prompt_lookup", LOCAL_PROMPT_LOOKUP)
         return LocalChatModel(**options)
 
     options = dict(kwargs)

@@ -46,14 +46,7 @@ class _RawReply(BaseCallbackHandler):
     def __init__(self) -> None:
         self.message: AIMessage | None = None
 
-    def on_llm_end(
-        self,
-        response: LLMResult,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         for generations in response.generations:
             for generation in generations:
                 if isinstance(generation, ChatGeneration) and isinstance(

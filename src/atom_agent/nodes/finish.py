@@ -13,7 +13,6 @@ from typing import Any
 from atom_agent.budget import now
 from atom_agent.checks.contract import SHAPE_CRITERIA
 from atom_agent.checks.exercised import not_exercised
-from atom_agent.context import Context
 from atom_agent.errors import AtomAgentError
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import promote_once, record_decisions
@@ -150,9 +149,10 @@ def _final_state(
 ) -> dict[str, Any]:
     """The state the report renders: the outcome, budget figures, the memories written."""
     final: dict[str, Any] = {**state, "status": status, "stop_reason": reason}
-    figures = budget_figures(state, res.ctx, budget if status == "budget_exhausted" else None)
-    if figures:
-        final["budget"] = figures
+    limits = run_budget(state, res.ctx)
+    if limits is not None:  # the run's budgets beside what it used; the one that ended it
+        exhausted = {"exhausted": budget} if budget and status == "budget_exhausted" else {}
+        final["budget"] = {**limits.figures(), **exhausted}
     written = [*(state.get("memories_written") or []), *promoted]
     final["memories_written"] = written
     final["memories"] = memory_notes(res, run, statuses, written)
@@ -326,20 +326,17 @@ def _verification(res: Resources, run: RunRef, statuses: Mapping[str, str]) -> s
 
     Criteria of a step whose verdict is not verified (a clause without a check, a name no
     result check ran, a commit on the task's checks only) count as *held*, never verified.
-    Then the defined names of which no executed check or passing test checked a result, the
-    steps committed on the task's checks only, and those committed as the last resort.
+    Then the defined names of which no executed check or passing test checked a result, and
+    the steps committed on the task's checks only.
     """
     criteria: list[dict[str, Any]] = []
     idle: list[str] = []
     on_task: list[str] = []
-    last_resort: list[str] = []
     for step_id, verdict in final_verdicts(res.workspace, run, statuses):
         criteria += shown_criteria(verdict)
         idle += not_exercised(verdict.get("names") or [])
         if verdict.get("committed_on") == "task checks":
             on_task.append(step_id)
-        elif verdict.get("committed_on") == "most checks":
-            last_resort.append(step_id)
     summary = criteria_summary(criteria) if criteria else ""
     if idle:  # committed, yet nothing checked what these return
         summary += ("; " if summary else "") + "no result checked for " + ", ".join(idle)
@@ -347,11 +344,6 @@ def _verification(res: Resources, run: RunRef, statuses: Mapping[str, str]) -> s
         summary += ("; " if summary else "") + (
             f"committed on the task's checks only, the model's contract disagreeing: "
             f"{', '.join(on_task)}"
-        )
-    if last_resort:
-        summary += ("; " if summary else "") + (
-            "committed as the last resort, checks of the model's contract failing: "
-            f"{', '.join(last_resort)}"
         )
     return summary
 
@@ -383,19 +375,6 @@ def clause_coverage(
                     status = SIGNATURE_PASSED
                 results.setdefault(result["clause"], []).append(status)
     return coverage(plan.clauses, results)
-
-
-def budget_figures(
-    state: State, ctx: Context, exhausted: str | None = None
-) -> dict[str, Any] | None:
-    """The run's budgets beside what it used, for run.json and report.md (None: no budget).
-
-    `exhausted`: the budget that ended the run, described (kept as ``exhausted``).
-    """
-    budget = run_budget(state, ctx)
-    if budget is None:
-        return None
-    return {**budget.figures(), **({"exhausted": exhausted} if exhausted else {})}
 
 
 def _outcome(statuses: Mapping[str, str], budget: str | None, reason: str) -> tuple[RunStatus, str]:

@@ -1,8 +1,7 @@
-"""Planner node: task → a validated Plan (a DAG), re-asked when invalid; replans keep commits."""
+"""Planner node: task → a validated Plan (a DAG), one step when invalid; replans keep commits."""
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass
@@ -14,7 +13,6 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    ToolMessage,
 )
 from pydantic import ValidationError
 
@@ -94,21 +92,12 @@ This step failed after all its attempts; plan the remaining work differently:
 {failure}
 """
 
-PLANNER_INVALID = """\
-That plan is invalid and was not run:
-{problems}
-Fix these problems and answer with the whole corrected plan."""
-
 
 def planner_system(custom: str, max_steps: int) -> str:
     """The planner's system prompt: `custom` (``{max_steps}`` filled in), else the built-in."""
     if custom.strip():
         return custom.replace("{max_steps}", str(max_steps))
     return PLANNER_SYSTEM.format(max_steps=max_steps)
-
-
-MAX_PLAN_TRIES = 3
-"""How many times an invalid plan is sent back to the model before the planner falls back."""
 
 
 @dataclass(frozen=True)
@@ -133,25 +122,24 @@ def make_planner(res: Resources) -> Any:
         model = res.model("planner")
         committed, replan_text = _replan_context(state)
         zero = _ask_candidate_zero(res, run, state)
-        plain_spent = zero.spent if zero is not None else []
-        one_step = _one_step_reason(res, state, zero)
-        if one_step is not None:
+        spent = list(zero.spent) if zero is not None else []
+        reason = _one_step_reason(res, state, zero)
+        if reason is None:
+            plan, problems, asked = _ask_for_plan(res, state, committed, replan_text)
+            spent += asked
+            plan, reason = _fall_back(state, plan, problems, replanning=bool(replan_text))
+            if plan is None:
+                # A replan never loses the run: the attempts so far stay, on the last valid plan.
+                usage = usage_of(spent, model_name_of(model))
+                return {**keep_last_plan(res, state, run, problems, usage), **_plain(zero)}
+        else:
             # One step can only be the task itself (one function or class, or a plan held to
             # one step): no model call is needed to plan it, only its contract.
-            only = finalize_plan(single_step_plan(state["task"]), state["task"])
-            only, replies = write_contracts(model, state["task"], only)
-            usage = usage_of([*plain_spent, *replies], model_name_of(model))
-            return {**accept_plan(res, state, run, only, one_step, usage), **_plain(zero)}
-        plan, problems, spent = _ask_for_plan(res, state, committed, replan_text)
-        plan, reason = _fall_back(state, plan, problems, replanning=bool(replan_text))
-        if plan is None:
-            # A replan never loses the run: the attempts so far stay, on the last valid plan.
-            usage = usage_of([*plain_spent, *spent], model_name_of(model))
-            return {**keep_last_plan(res, state, run, problems, usage), **_plain(zero)}
+            plan = finalize_plan(single_step_plan(state["task"]), state["task"])
         plan, contracts = write_contracts(
             model, state["task"], plan, skip={s.id for s in committed}
         )
-        usage = usage_of([*plain_spent, *spent, *contracts], model_name_of(model))
+        usage = usage_of([*spent, *contracts], model_name_of(model))
         return {**accept_plan(res, state, run, plan, reason, usage), **_plain(zero)}
 
     return planner
@@ -211,34 +199,19 @@ def _plan_request(res: Resources, state: State, replan_text: str) -> list[BaseMe
 def _ask_for_plan(
     res: Resources, state: State, committed: list[PlanStep], replan_text: str
 ) -> tuple[Plan | None, list[str], list[BaseMessage]]:
-    """Ask up to :data:`MAX_PLAN_TRIES` times, each invalid plan sent back with its problems.
+    """Ask once: the valid plan (None if invalid), the problems found, and the reply.
 
-    Returns the valid plan (None if none came), the last problems found, and the replies.
+    An invalid plan is not sent back to the model: the fallback (the task as one step, or on
+    a replan the last valid plan) costs no call, and no measured plan call was invalid.
     """
-    messages = _plan_request(res, state, replan_text)
-    structured = res.structured("planner", ProposedPlan)
-    spent: list[BaseMessage] = []
-    problems: list[str] = []
-    answers: list[str] = []
-    for attempt in range(1, MAX_PLAN_TRIES + 1):
-        with calling("plan"):
-            reply = invoke_structured(structured, messages)
-        if reply.raw is not None:
-            spent.append(reply.raw)
-        if reply.parsed is not None:
-            # A model that sends back the plan it was told is invalid will do so again:
-            # another ask costs a call for the same answer.
-            answer = json.dumps(reply.parsed.model_dump(exclude={"rationale"}), sort_keys=True)
-            if answer in answers:
-                emit("plan.repeated", run_id=state["run_id"], attempt=attempt)
-                break
-            answers.append(answer)
-        plan, problems = _validated(res, state["task"], committed, reply)
-        if plan is not None:
-            return plan, problems, spent
-        emit("plan.invalid", run_id=state["run_id"], attempt=attempt, problems=problems)
-        _send_back(messages, reply.raw, problems)
-    return None, problems, spent
+    with calling("plan"):
+        reply = invoke_structured(
+            res.structured("planner", ProposedPlan), _plan_request(res, state, replan_text)
+        )
+    plan, problems = _validated(res, state["task"], committed, reply)
+    if plan is None:
+        emit("plan.invalid", run_id=state["run_id"], problems=problems)
+    return plan, problems, [reply.raw] if reply.raw is not None else []
 
 
 def _validated(
@@ -256,20 +229,6 @@ def _validated(
     merged = _keep_committed(committed, candidate)
     problems = plan_problems(merged, max_steps=res.ctx.max_plan_steps)
     return (None if problems else merged), problems
-
-
-def _send_back(messages: list[BaseMessage], raw: AIMessage | None, problems: list[str]) -> None:
-    """Append the rejected reply and the problems to tell the model (in place)."""
-    if raw is not None:
-        messages.append(raw)
-        # A tool-call reply needs its tool result before the next human turn.
-        for call in raw.tool_calls:
-            messages.append(
-                ToolMessage(content="rejected", tool_call_id=call["id"] or "", name="Plan")
-            )
-    messages.append(
-        HumanMessage(PLANNER_INVALID.format(problems="\n".join(f"- {p}" for p in problems)))
-    )
 
 
 def _fall_back(
@@ -387,7 +346,6 @@ def accept_plan(
             run,
             step.id,
             depends_on=step.depends_on,
-            exist_ok=True,
             **{k: v for k, v in step.model_dump().items() if k not in ("id", "depends_on")},
         )
     for step_id in reopened & set(statuses):
@@ -485,25 +443,28 @@ def merge_into_one_step(plan: Plan) -> Plan:
     if len(plan.steps) <= 1:
         return plan
     first = plan.steps[0]
-    criteria = list(dict.fromkeys(c for s in plan.steps for c in s.acceptance_criteria))
-    files = list(dict.fromkeys(f for s in plan.steps for f in s.expected_files))
-    defines = list(dict.fromkeys(n for s in plan.steps for n in s.defines))
-    checks = list({c.describe(): c for s in plan.steps for c in s.checks}.values())
     return Plan(
         steps=[
             PlanStep(
                 id=first.id,
                 title=first.title,
                 description="\n".join(f"- {s.title}: {s.description}" for s in plan.steps),
-                acceptance_criteria=criteria,
                 depends_on=[],
-                expected_files=files,
-                defines=defines,
-                checks=checks,
+                defines=list(dict.fromkeys(n for s in plan.steps for n in s.defines)),
+                **_joined(plan.steps),
             )
         ],
         rationale=plan.rationale,
     )
+
+
+def _joined(steps: list[PlanStep]) -> dict[str, Any]:
+    """The criteria, checks and files of `steps` together, each once, in order."""
+    return {
+        "acceptance_criteria": list(dict.fromkeys(c for s in steps for c in s.acceptance_criteria)),
+        "checks": list({c.describe(): c for s in steps for c in s.checks}.values()),
+        "expected_files": list(dict.fromkeys(f for s in steps for f in s.expected_files)),
+    }
 
 
 def fold_repeated_steps(plan: Plan) -> Plan:
@@ -521,20 +482,7 @@ def fold_repeated_steps(plan: Plan) -> Plan:
         if step.defines and all(n in owner for n in step.defines):
             into = owner[step.defines[0]]
             i = next(k for k, s in enumerate(kept) if s.id == into)
-            target = kept[i]
-            kept[i] = target.model_copy(
-                update={
-                    "acceptance_criteria": list(
-                        dict.fromkeys([*target.acceptance_criteria, *step.acceptance_criteria])
-                    ),
-                    "checks": list(
-                        {c.describe(): c for c in [*target.checks, *step.checks]}.values()
-                    ),
-                    "expected_files": list(
-                        dict.fromkeys([*target.expected_files, *step.expected_files])
-                    ),
-                }
-            )
+            kept[i] = kept[i].model_copy(update=_joined([kept[i], step]))
             folded[step.id] = into
             continue
         for name in step.defines:

@@ -17,20 +17,13 @@ _QUOTES_ONLY = re.compile(r"[rRbBuU]{0,2}(\"\"\"|''')\s*\Z")
 Lines = frozenset[int]
 
 
-def excerpt_lines(path: Path, qualname: str, lineno: int, end_lineno: int, budget: int) -> str:
+def excerpt_lines(path: Path, qualname: str, lineno: int, budget: int) -> str:
     """The excerpt `repomap.excerpt` documents, for the definition `qualname` at `lineno`.
 
-    A file that no longer parses, or no longer holds the definition (the map is older than the
-    file), gives the numbered lines the map recorded.
+    The file is as the map read it: it parses and defines `qualname`.
     """
-    try:
-        lines, tree = _source.read_module(path)
-    except (SyntaxError, ValueError, RecursionError):
-        lines, tree = path.read_text(errors="replace").split("\n"), None
-    found = _locate(tree, qualname, lineno) if tree is not None else None
-    if tree is None or found is None:
-        return _render(lines, frozenset(range(lineno, min(end_lineno, len(lines)) + 1)))
-    node, owner = found
+    lines, tree = _source.read_module(path)
+    node, owner = _locate(tree, qualname, lineno)
     target = _span(node)
     if owner is not None and not isinstance(node, ast.ClassDef):
         parts = _method_parts(lines, tree, owner, node)
@@ -48,12 +41,10 @@ def excerpt_lines(path: Path, qualname: str, lineno: int, end_lineno: int, budge
 
 def _locate(
     tree: ast.Module, qualname: str, lineno: int
-) -> tuple[_source.DefNode, ast.ClassDef | None] | None:
+) -> tuple[_source.DefNode, ast.ClassDef | None]:
     """The definition's node and the class it is a method of, preferring the recorded line."""
     by_name = {q: node for node, q, _ in _source.walk_definitions(tree.body)}
     matches = [node for node, q, _ in _source.walk_definitions(tree.body) if q == qualname]
-    if not matches:
-        return None
     node = next((n for n in matches if _source.first_line(n) == lineno), matches[0])
     owner = by_name.get(qualname.rpartition(".")[0]) if "." in qualname else None
     return node, owner if isinstance(owner, ast.ClassDef) else None

@@ -72,8 +72,6 @@ def project_root(path: str | Path) -> Path:
 
 def _toplevel(root: Path) -> Path | None:
     """The git work tree `root` belongs to, or None when it is not in one."""
-    if shutil.which("git") is None:
-        raise WorkspaceError("git is not installed: a run on a project needs git")
     out = git(root, "rev-parse", "--show-toplevel", check=False).strip()
     return Path(out).resolve() if out else None
 
@@ -110,8 +108,7 @@ class Checkout:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Checkout:
         """The checkout run.json recorded."""
-        fields = ("repo", "worktree", "branch", "base", "kind", "subdir")
-        return cls(**{k: data[k] for k in fields if k in data})
+        return cls(**data)
 
     def head(self) -> str:
         """The branch's current commit."""

@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 
 from atom_agent.checks.contract import CheckResult, ContractReport
+from atom_agent.project._source import walk_definitions
 from atom_agent.state import Check
 
 MAX_DOC_CHECKS = 12
@@ -173,14 +174,14 @@ def project_examples(root: Path, path: str, qualname: str) -> list[Check]:
         tree = ast.parse(module.read_text(encoding="utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError):
         tree = None
-    own = qualname.split(".")
     if tree is not None:
-        for owner, node in _documented(tree):
-            if owner == own:
+        documented = [(tree, ""), *((n, q) for n, q, _ in walk_definitions(tree.body))]
+        for node, owner in documented:
+            if owner == qualname:
                 continue  # the target's own examples are the docstring checks
-            doc = ast.get_docstring(node, clean=True)  # type: ignore[arg-type]
+            doc = ast.get_docstring(node)
             if doc and ">>>" in doc:
-                name = ".".join(owner) or "module"
+                name = owner or "module"
                 checks += docstring_checks(
                     doc, origin=f"{path}, docstring of {name}", limit=MAX_CANDIDATE_EXAMPLES
                 )
@@ -193,21 +194,6 @@ def project_examples(root: Path, path: str, qualname: str) -> list[Check]:
             checks += docstring_checks(text, origin=where, limit=MAX_CANDIDATE_EXAMPLES)
     unique = list({c.describe(): c for c in checks}.values())
     return unique[:MAX_CANDIDATE_EXAMPLES]
-
-
-def _documented(tree: ast.Module) -> list[tuple[list[str], ast.AST]]:
-    """The module and every class and function in it, with its qualified name's parts."""
-    found: list[tuple[list[str], ast.AST]] = [([], tree)]
-
-    def walk(node: ast.AST, prefix: list[str]) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-                name = [*prefix, child.name]
-                found.append((name, child))
-                walk(child, name)
-
-    walk(tree, [])
-    return found
 
 
 def _doc_files(root: Path) -> list[Path]:

@@ -49,11 +49,10 @@ def passages(path: Path, terms: list[str], budget_tokens: int) -> str:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return ""
+    words = [re.compile(rf"(?<![\w]){re.escape(t)}(?![\w])", re.IGNORECASE) for t in terms
+             if len(t) >= 3]  # fmt: skip
     hits: list[int] = []
-    for term in terms:
-        if len(term) < 3:
-            continue
-        word = re.compile(rf"(?<![\w]){re.escape(term)}(?![\w])", re.IGNORECASE)
+    for word in words:
         hits += [i for i, line in enumerate(lines) if word.search(line)][:3]
     windows: list[tuple[int, int]] = []
     for i in sorted(set(hits)):
@@ -62,11 +61,9 @@ def passages(path: Path, terms: list[str], budget_tokens: int) -> str:
             windows[-1] = (windows[-1][0], max(end, windows[-1][1]))
         else:
             windows.append((start, end))
+
     # Passages where more of the terms meet first (a format's own section before a list that
     # only names it), then in the document's order.
-    words = [re.compile(rf"(?<![\w]){re.escape(t)}(?![\w])", re.IGNORECASE) for t in terms
-             if len(t) >= 3]  # fmt: skip
-
     def score(window: tuple[int, int]) -> int:
         text = "\n".join(lines[window[0] : window[1]])
         return sum(len(w.findall(text)) for w in words)

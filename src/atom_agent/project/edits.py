@@ -1,4 +1,4 @@
-"""Edits to a project's files: a definition replaced (or added) by the one a model wrote.
+"""Edits to a project's files: a definition replaced by the one a model wrote.
 
 The edit format for a model that writes code, not diffs: it answers with the complete new
 definition of the target (``def …`` with its body, or a class), and code splices it into the
@@ -29,13 +29,12 @@ class Edit:
     source: str
 
 
-def _find(tree: ast.Module, qualname: str) -> ast.AST | None:
+def _find(tree: ast.Module, qualname: str) -> _source.DefNode | None:
     """The def or class node of `qualname` (``Class.method``, nested classes dotted)."""
     body: list[ast.stmt] = tree.body
-    node: ast.AST | None = None
+    node: _source.DefNode | None = None
     for part in qualname.split("."):
-        kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-        found = [n for n in body if isinstance(n, kinds) and n.name == part]
+        found = [n for n in body if isinstance(n, _source.DefNode) and n.name == part]
         if not found:
             return None
         node = found[-1]  # the definition that wins at import time
@@ -66,14 +65,13 @@ def definition_of(reply: str, qualname: str) -> str:
                     break
     if node is None:
         raise EditError(f"the code defines no `{name}`: write its whole definition")
-    if isinstance(node, _source.DefNode) and _source.is_stub(node):
+    if _source.is_stub(node):
         # "# Implementation goes here / pass" replaces a stub with a stub.
         raise EditError(f"the code's `{name}` has no body (only pass, ... or a raise of "
                         "NotImplementedError): write the code that does the work")  # fmt: skip
     lines = textwrap.dedent(code).splitlines()
-    first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])  # type: ignore[attr-defined]
-    end = node.end_lineno or node.lineno  # type: ignore[attr-defined]
-    return textwrap.dedent("\n".join(lines[first - 1 : end])) + "\n"
+    end = node.end_lineno or node.lineno
+    return textwrap.dedent("\n".join(lines[_source.first_line(node) - 1 : end])) + "\n"
 
 
 def _with_docstring(source: str, old: str) -> str:
@@ -119,29 +117,14 @@ def _cut_short(new: str, old: str) -> bool:
     return len(new_text) < len(old_text) and new_text in old_text
 
 
-def source_of(text: str, qualname: str) -> str:
-    """The source of `qualname` in the module `text`, dedented ('' when it is not there)."""
-    try:
-        node = _find(ast.parse(text), qualname)
-    except SyntaxError:
-        return ""
-    if node is None:
-        return ""
-    lines = text.splitlines()
-    first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])  # type: ignore[attr-defined]
-    return textwrap.dedent("\n".join(lines[first - 1 : node.end_lineno])) + "\n"  # type: ignore[attr-defined]
-
-
 def apply_edit(text: str, edit: Edit) -> str:
     """`text` (a module's source) with `edit.qualname` replaced by `edit.source`.
 
-    A name the module does not define yet is added: at the end of its class for a method, at
-    the end of the module for a function. A replacement without a docstring keeps the one the
-    definition had. The result must parse.
+    A replacement without a docstring keeps the one the definition had. The result must parse.
 
     Raises:
-        EditError: the module does not parse, the class of a new method is missing, or the
-            edited module does not parse.
+        EditError: the module does not parse, does not define `edit.qualname`, or the edited
+            module does not parse.
     """
     try:
         tree = ast.parse(text)
@@ -149,42 +132,15 @@ def apply_edit(text: str, edit: Edit) -> str:
         raise EditError(f"the file does not parse: line {exc.lineno}: {exc.msg}") from exc
     lines = text.splitlines(keepends=True)
     node = _find(tree, edit.qualname)
-    if node is not None:
-        start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])  # type: ignore[attr-defined]
-        end = node.end_lineno or node.lineno  # type: ignore[attr-defined]
-        indent = " " * node.col_offset  # type: ignore[attr-defined]
-    else:
-        owner, _, _ = edit.qualname.rpartition(".")
-        parent = _find(tree, owner) if owner else None
-        if owner and parent is None:
-            raise EditError(f"`{owner}` is not defined in the file: cannot add {edit.qualname}")
-        if parent is None:
-            start = end = len(lines) + 1
-            indent = ""
-            if lines and not lines[-1].endswith("\n"):
-                lines[-1] += "\n"
-            lines.append("\n\n")
-            start = end = len(lines) + 1
-        else:
-            start = end = (parent.end_lineno or parent.lineno) + 1  # type: ignore[attr-defined]
-            body = parent.body[0]  # type: ignore[attr-defined]
-            indent = " " * body.col_offset
-        end -= 1  # an insertion replaces nothing
-    source = textwrap.dedent(edit.source)
-    if node is not None:
-        source = _with_docstring(source, "".join(lines[start - 1 : end]))
-    new = textwrap.indent(source.rstrip("\n") + "\n", indent)
+    if node is None:
+        raise EditError(f"`{edit.qualname}` is not defined in the file")
+    start, end = _source.first_line(node), node.end_lineno or node.lineno
+    source = _with_docstring(textwrap.dedent(edit.source), "".join(lines[start - 1 : end]))
+    new = textwrap.indent(source.rstrip("\n") + "\n", " " * node.col_offset)
     new = "\n".join(ln if ln.strip() else "" for ln in new.split("\n"))
-    if node is None and parent_needs_blank(lines, start):
-        new = "\n" + new
     out = "".join(lines[: start - 1]) + new + "".join(lines[end:])
     try:
         ast.parse(out)
     except SyntaxError as exc:
         raise EditError(f"the edited file does not parse: line {exc.lineno}: {exc.msg}") from exc
     return out
-
-
-def parent_needs_blank(lines: list[str], start: int) -> bool:
-    """True when the line before an insertion point is not blank (PEP 8 spacing)."""
-    return start >= 2 and bool(lines[start - 2].strip())

@@ -21,7 +21,8 @@ import json
 import logging
 from pathlib import Path
 
-from atom_agent.project.suite import Plugin, TestCommand, run_suite
+from atom_agent.project.suite import Plugin, run_suite
+from atom_agent.project.suite_command import TestCommand
 from atom_agent.sandbox.base import Limits, SandboxRunner
 
 logger = logging.getLogger(__name__)

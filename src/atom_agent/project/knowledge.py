@@ -3,9 +3,9 @@
 Two kinds: a **baseline** of its test suite at one tree (the tree's git hash, the command and
 the interpreter make the key; a run on the same tree reuses it instead of running the whole
 suite again: the gate reruns every suspected regression anyway), and **long-term memories**
-in the project's memory space: how its tests run, and where the definitions the runs changed
-live. The memory space is ``Context.project_id``, or one derived from the project's path when
-that is left at ``default``, so runs on different projects never read each other's notes.
+in the project's memory space: where the definitions the runs changed live. The memory space
+is ``Context.project_id``, or one derived from the project's path when that is left at
+``default``, so runs on different projects never read each other's notes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any
 from atom_agent.memory.idempotent import remember_once
 from atom_agent.memory.manager import MemoryManager
 from atom_agent.project.checkout import Checkout, git
-from atom_agent.project.suite import SuiteResult, TestCommand
+from atom_agent.project.suite import SuiteResult
+from atom_agent.project.suite_command import TestCommand
 from atom_agent.session import SessionContext
 from atom_agent.workspace.atomic import atomic_write_json
 
@@ -61,25 +62,7 @@ def known_baseline(workspace: Path, space: str, key: str) -> SuiteResult | None:
 def keep_baseline(workspace: Path, space: str, key: str, baseline: SuiteResult) -> None:
     """Keeps `baseline` for the next run on the same tree (only a suite that collected)."""
     if baseline.collected_ok:
-        atomic_write_json(_baseline_path(workspace, space, key), baseline.to_dict(ids=True))
-
-
-def remember_tests(
-    memory: MemoryManager, session: SessionContext, repo: str, command: TestCommand,
-    baseline: SuiteResult, base: str,
-) -> None:  # fmt: skip
-    """Long-term: how the project's tests run and how they stood (once per run)."""
-    shown = " ".join(Path(command.argv[0]).name if i == 0 else a
-                     for i, a in enumerate(command.argv))  # fmt: skip
-    content = (
-        f"The tests of the project {Path(repo).name} run with `{shown}` "
-        f"(PYTHONPATH {', '.join(command.python_path)}); at commit {base[:10]}: "
-        f"{len(baseline.passed)} passed, {len(baseline.failed)} failed."
-    )
-    remember_once(memory, session, "project-tests", {
-        "content": content, "type": "fact", "confidence": 0.9, "source_type": "system",
-        "rationale": "measured: the project's suite ran in the sandbox before any change",
-    })  # fmt: skip
+        atomic_write_json(_baseline_path(workspace, space, key), baseline.to_dict())
 
 
 def remember_change(

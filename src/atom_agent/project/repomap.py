@@ -63,7 +63,7 @@ def scan(root: Path, *, max_files: int = 2000, max_bytes: int = 2_000_000) -> li
     """
     root = root.resolve()
     found: list[Definition] = []
-    for count, path in enumerate(_python_files(root)):
+    for count, path in enumerate(python_files(root)):
         if count >= max_files:
             logger.warning("repository map stops at %d files under %s", max_files, root)
             break
@@ -71,7 +71,12 @@ def scan(root: Path, *, max_files: int = 2000, max_bytes: int = 2_000_000) -> li
     return found
 
 
-def _python_files(root: Path) -> Iterator[Path]:
+def python_files(root: Path) -> Iterator[Path]:
+    """The Python files under `root` (resolved), folder by folder in name order.
+
+    Hidden folders, caches, virtualenvs and build output are skipped; so are symbolic links
+    to files outside `root`.
+    """
     # os.walk does not descend into symlinked folders (followlinks=False): no loops, no escapes.
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
@@ -372,4 +377,4 @@ def excerpt(root: Path, d: Definition, *, budget_tokens: int) -> str:
     parts are left out first to fit `budget_tokens`; the target's own source is never cut (alone
     over budget, it is returned alone). Gaps between shown lines are marked ``⋮``.
     """
-    return excerpt_lines(root / d.path, d.qualname, d.lineno, d.end_lineno, budget_tokens)
+    return excerpt_lines(root / d.path, d.qualname, d.lineno, budget_tokens)

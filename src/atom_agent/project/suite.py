@@ -12,30 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atom_agent.errors import ConfigError
-from atom_agent.project.suite_command import TestCommand, detect
+from atom_agent.project.suite_command import TestCommand
 from atom_agent.sandbox.base import Limits, SandboxRunner
-
-__all__ = [
-    "FAILED_IDS_SHOWN",
-    "OUTPUT_TAIL_CHARS",
-    "Gate",
-    "Plugin",
-    "SuiteResult",
-    "TestCommand",
-    "detect",
-    "gate",
-    "run_suite",
-    "suite_limits",
-]
 
 logger = logging.getLogger(__name__)
 
 OUTPUT_TAIL_CHARS = 3000
 """How much of the end of a suite's output a :class:`SuiteResult` keeps."""
-
-FAILED_IDS_SHOWN = 50
-"""Failed node ids in :meth:`SuiteResult.to_dict` (the summary); the rest are counted."""
 
 
 @dataclass(frozen=True)
@@ -64,43 +47,27 @@ class SuiteResult:
     plugin_output: str = ""
     """What a :class:`Plugin` of the run wrote (not kept by :meth:`to_dict`)."""
 
-    def to_dict(self, *, ids: bool = False) -> dict[str, Any]:
-        """A JSON-ready summary: counts and the first failed ids; `ids` adds every id.
-
-        The summary (``ids=False``) is for reports and state; only the full form
-        (``ids=True``) can be read back by :meth:`from_dict`.
-        """
-        failed = sorted(self.failed)
-        data: dict[str, Any] = {
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record, counts first, that :meth:`from_dict` reads back."""
+        return {
             "passed": len(self.passed),
             "failed": len(self.failed),
             "skipped": len(self.skipped),
-            "failed_ids": failed[:FAILED_IDS_SHOWN],
-            "failed_ids_omitted": max(0, len(failed) - FAILED_IDS_SHOWN),
             "seconds": round(self.seconds, 3),
             "exit_code": self.exit_code,
             "collected_ok": self.collected_ok,
             "output_tail": self.output_tail,
-        }
-        if ids:
-            data["ids"] = {
+            "ids": {
                 "passed": sorted(self.passed),
-                "failed": failed,
+                "failed": sorted(self.failed),
                 "skipped": sorted(self.skipped),
-            }
-        return data
+            },
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SuiteResult:
-        """Read back ``to_dict(ids=True)``.
-
-        Raises:
-            ConfigError: `data` is a summary without the ids: a baseline restored from it would
-                have no passing tests, and no change could ever fail the gate.
-        """
-        ids = data.get("ids")
-        if not isinstance(ids, dict):
-            raise ConfigError("SuiteResult.from_dict needs to_dict(ids=True), not the summary")
+        """Read back :meth:`to_dict`."""
+        ids = data["ids"]
         return cls(
             passed=frozenset(ids["passed"]),
             failed=frozenset(ids["failed"]),
@@ -138,11 +105,6 @@ class Gate:
     fixed: list[str]
     new_failures: list[str]
 
-    @property
-    def ok(self) -> bool:
-        """No test that passed before the change fails after it."""
-        return not self.regressions
-
 
 def suite_limits(limits: Limits) -> Limits:
     """`limits` raised for a whole test suite: ≥ 300 s wall and CPU, ≥ 2048 MiB."""
@@ -163,7 +125,6 @@ def run_suite(
     *,
     runner: SandboxRunner,
     limits: Limits,
-    extra: Sequence[str] = (),
     only: Sequence[str] = (),
     plugin: Plugin | None = None,
 ) -> SuiteResult:
@@ -174,7 +135,6 @@ def run_suite(
         command: from :func:`detect`.
         runner: the sandbox.
         limits: the run's limits (see :func:`suite_limits`).
-        extra: more paths to collect besides the default targets (a generated test file).
         only: node ids to run instead of the default targets (a rerun of suspects).
         plugin: a pytest plugin loaded into the run (``-p``); what it writes to the file
             named by ``$ATOM_PLUGIN_OUT`` comes back as :attr:`SuiteResult.plugin_output`.
@@ -185,12 +145,7 @@ def run_suite(
     """
     root = Path(root).resolve()
     options = command.argv[: len(command.argv) - len(command.targets)]
-    if only:
-        targets = list(only)
-    else:
-        # With no explicit targets pytest takes its testpaths, but an extra path alone would
-        # replace them: collect from the root then.
-        targets = [*(command.targets or (["."] if extra else [])), *extra]
+    targets = list(only or command.targets)
     scratch = Path(tempfile.mkdtemp(prefix="atom-suite-"))
     junit = scratch / "junit.xml"
     argv = [*options, f"--junitxml={junit}", "-o", "junit_family=xunit2"]

@@ -6,12 +6,12 @@ import configparser
 import re
 import shlex
 import tomllib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from atom_agent.errors import ConfigError
+from atom_agent.project.repomap import python_files
 
 _NO_CACHE = ["-p", "no:cacheprovider"]
 # The sandbox's pytest is not the one the project pins: its deprecation warnings are about the
@@ -39,7 +39,6 @@ _PLUGIN_OPTIONS: dict[str, int | str] = {
     "--reruns-delay": 1,
     "--timeout": 1,
 }
-_SKIP_DIRS = {"node_modules", "build", "dist", "site-packages", "__pycache__"}
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
 
 
@@ -243,26 +242,7 @@ def _test_locations(root: Path) -> tuple[list[str], str]:
             rel = package.relative_to(root).as_posix()
             targets.append(rel)
             why.append(f"{rel}/tests folder")
-    if not targets and any(_test_files(root)):
+    files = python_files(root.resolve())
+    if not targets and any(p.name.startswith("test_") or p.stem.endswith("_test") for p in files):
         return ["."], "test files under the root"
     return targets, ", ".join(why)
-
-
-def _test_files(root: Path) -> Iterator[Path]:
-    """Test modules anywhere below `root`, skipping hidden, virtualenv and build folders."""
-    todo = [root]
-    while todo:
-        folder = todo.pop()
-        try:
-            entries = list(folder.iterdir())
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir() and not entry.is_symlink():
-                hidden = entry.name.startswith(".") or entry.name in _SKIP_DIRS
-                if not hidden and not (entry / "pyvenv.cfg").exists():
-                    todo.append(entry)
-            elif entry.suffix == ".py" and (
-                entry.name.startswith("test_") or entry.stem.endswith("_test")
-            ):
-                yield entry

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,9 +27,8 @@ from typing import Any
 from atom_agent.errors import SandboxError
 from atom_agent.sandbox import _launcher
 from atom_agent.sandbox._supervise import KILL_MARGIN_S, Capture, killpg, supervise
-from atom_agent.sandbox.base import Limits, RunResult, SandboxRunner
+from atom_agent.sandbox.base import Limits, RunResult, SandboxRunner, TestCounts
 from atom_agent.sandbox.cgroups import TreeLimit
-from atom_agent.sandbox.pytest_report import counts_from_junit
 
 logger = logging.getLogger(__name__)
 
@@ -36,15 +36,6 @@ _LAUNCHER = Path(_launcher.__file__).resolve()
 _PYTEST_INI = _LAUNCHER.parent / "sandbox_pytest.ini"
 """pytest's ini file in the sandbox: no project settings; ``test.py`` (what the executor
 writes, which pytest's default patterns miss), ``tests.py``, ``test_*.py``, ``*_test.py``."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Isolation:
-    """The ``unshare`` prefix this machine supports, and what it isolates."""
-
-    prefix: tuple[str, ...]
-    network: bool
-    pid_namespace: bool
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -67,8 +58,11 @@ class Confinement:
     launcher_config: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
+_NO_NAMESPACES = Confinement(prefix=[], network=False, pid_namespace=False)
+
+
 @functools.cache
-def probe_isolation(allow_network: bool) -> Isolation:
+def probe_isolation(allow_network: bool) -> Confinement:
     """Find the strongest ``unshare`` prefix that works here (probed once per process).
 
     Tried in order: IPC, UTS, mount (private /proc), network and PID namespaces (as root); the
@@ -79,7 +73,7 @@ def probe_isolation(allow_network: bool) -> Isolation:
     true = shutil.which("true")
     if unshare is None or true is None:
         logger.warning("sandbox: unshare not found; runs get no network or PID namespace")
-        return Isolation((), False, False)
+        return _NO_NAMESPACES
     net = [] if allow_network else ["-n"]
     # -i/-u: private SysV IPC and hostname; --mount-proc: a private mount namespace whose /proc
     # shows only the run's own processes.
@@ -99,9 +93,11 @@ def probe_isolation(allow_network: bool) -> Isolation:
             continue
         if done.returncode == 0:
             logger.info("sandbox isolation: %s", " ".join(prefix))
-            return Isolation(prefix, "-n" in flags, "-p" in flags)
+            return Confinement(
+                prefix=list(prefix), network="-n" in flags, pid_namespace="-p" in flags
+            )
     logger.warning("sandbox: no usable unshare mode; runs get no network or PID namespace")
-    return Isolation((), False, False)
+    return _NO_NAMESPACES
 
 
 class SubprocessRunner(SandboxRunner):
@@ -224,12 +220,7 @@ class SubprocessRunner(SandboxRunner):
         self, limits: Limits, cwd: Path, scratch: Path, python_path: Sequence[Path]
     ) -> Confinement:
         """How the launcher is started: the command prefix and what isolation it gives."""
-        isolation = probe_isolation(limits.network) if self.isolate else Isolation((), False, False)
-        return Confinement(
-            prefix=list(isolation.prefix),
-            network=isolation.network,
-            pid_namespace=isolation.pid_namespace,
-        )
+        return probe_isolation(limits.network) if self.isolate else _NO_NAMESPACES
 
     def _discard(self, scratch: Path) -> None:
         """Remove a run's scratch directory on a background thread, off the caller's path.
@@ -448,3 +439,30 @@ def _read_status(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def counts_from_junit(path: Path) -> TestCounts | None:
+    """Counts from pytest's ``--junitxml`` file; None when missing or unreadable.
+
+    Pytest records collection errors as ``error`` testcases, so an import error in a test file
+    counts as an error rather than vanishing.
+    """
+    try:
+        root = ElementTree.parse(path).getroot()
+    except (OSError, ElementTree.ParseError):
+        return None
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    if not suites:
+        return None
+    tests = failures = errors = skipped = 0
+    for suite in suites:
+        tests += int(suite.get("tests", 0))
+        failures += int(suite.get("failures", 0))
+        errors += int(suite.get("errors", 0))
+        skipped += int(suite.get("skipped", 0))
+    return TestCounts(
+        passed=max(0, tests - failures - errors - skipped),
+        failed=failures,
+        errors=errors,
+        skipped=skipped,
+    )

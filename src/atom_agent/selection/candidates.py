@@ -149,7 +149,7 @@ def best_of(
         if rank(found) > rank(best.report):
             best = Choice(source, found, k, replies, reply.text)
         if found is not None and found.task_checks_hold() and found.all_passed():
-            return Choice(best.source, best.report, best.index, replies, best.reply_text)
+            break
     return Choice(best.source, best.report, best.index, replies, best.reply_text)
 
 

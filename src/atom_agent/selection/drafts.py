@@ -4,7 +4,7 @@ Models write measurably worse code inside a JSON tool-call argument than in a fe
 (Aider, 2024). An attempt therefore starts the way one plain call of the model would: the task,
 and "reply with the whole impl.py in one ```python block". The draft is run against the step's
 contract at once; a draft that passes is the attempt. One that fails is met by independent
-samples of the same prompt (witnesses: candidates, and the votes that find a wrong check); the
+samples of the same prompt (witnesses: candidates, and the testimony that finds a wrong check); the
 best is kept (most checks passed). Nothing is asked to repair its own
 code: told what failed, the 1.5B model handed back the same module in 19 of 20 whole-file
 retries and focused repairs met no check anywhere (docs/measurements.md), so the calls go to
@@ -210,9 +210,6 @@ def write_drafts(
     if draft.report is not None:
         reports = [c.report for c in drafts.candidates[1:] if c.report is not None]
         drafts.suspect = suspects(draft.report, reports)
-        if drafts.passes(draft):
-            return drafts
-    drafts.agree()
     return drafts
 
 

@@ -16,7 +16,6 @@ from langchain_core.messages import AIMessage, BaseMessage
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check
-from atom_agent.verification.crossexam import consensus
 from atom_agent.workspace.atomic import atomic_write_text
 
 from .rank import rank
@@ -80,15 +79,6 @@ class Drafts:
         run_candidate(candidate, folder, checks, defines, available, python_path, runner, limits)
         self.keep_satisfiable()
         return candidate
-
-    def agree(self) -> None:
-        """Discount the checks most candidates answer as the best one does (:func:`consensus`)."""
-        best = self.best
-        if best is None or best.report is None or self.passes(best):
-            return
-        others = [c.report for c in self.candidates if c is not best and c.report is not None]
-        self.suspect.update(consensus(best.report, others))
-        self.keep_satisfiable()
 
     def keep_satisfiable(self) -> None:
         """A check some candidate passed is not suspect: code written for the task meets it.

@@ -5,6 +5,6 @@
 run_tests in the sandbox), ``search`` (search_files, search_memory), ``memory``
 (remember, recall, forget), ``context`` (``ToolContext``: what a call reads from its run),
 ``results`` (the JSON results and the one invalid-arguments message) and ``calls`` (every
-call's telemetry and error results: the ``ToolCalls`` middleware and ``run_tool``).
+call's telemetry and error results: the ``ToolCalls`` middleware).
 Import the submodules directly; this package imports nothing.
 """

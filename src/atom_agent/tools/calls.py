@@ -1,9 +1,9 @@
-"""Every tool call, inside an agent or outside one: telemetry, and one result shape.
+"""Every tool call of an agent: telemetry, and one result shape.
 
-Inside an agent, :class:`ToolCalls` (one thin middleware) wraps the agent's own tool node;
-outside one, :func:`run_tool` runs a call the same way. Either way a call emits ``tool_call``
-then ``tool_result``, and a call the model got wrong (unknown tool, malformed arguments), a
-call without a session and whatever a tool raises end in an error result, never an exception;
+:class:`ToolCalls` (one thin middleware) wraps the agent's own tool node; :func:`execute`
+runs one call. A call emits ``tool_call`` then ``tool_result``, and a call the model got
+wrong (unknown tool, malformed arguments), a call without a session and whatever a tool
+raises end in an error result, never an exception;
 a wiring or configuration error (:class:`~atom_agent.errors.ToolConfigError`,
 :class:`~atom_agent.errors.ConfigError`) raises.
 """
@@ -15,7 +15,7 @@ import errno
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from atom_agent.errors import ConfigError, ToolConfigError
 from atom_agent.session import SessionContext
 from atom_agent.telemetry import emit
-from atom_agent.tools.context import ToolContext, tool_context, tool_runtime
+from atom_agent.tools.context import ToolContext, tool_context
 from atom_agent.tools.memory import MEMORY_TOOL_NAMES
 from atom_agent.tools.results import invalid_arguments_text, to_json, tool_error_json
 
@@ -96,11 +96,6 @@ class ToolCalls(AgentMiddleware[Any, Any, Any]):
     the tools read their attempt from the run's context, this only watches the calls.
     """
 
-    @property
-    def name(self) -> str:
-        """The middleware's name in the agent graph."""
-        return "AtomToolCalls"
-
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
@@ -135,29 +130,6 @@ class ToolCalls(AgentMiddleware[Any, Any, Any]):
         known = {t.name: t for t in request.runtime.tools}
         result = await asyncio.to_thread(execute, request.tool_call, context, known, invoke)
         return result.to_message()
-
-
-def run_tool(
-    tools: Sequence[BaseTool], call: Mapping[str, Any], context: ToolContext
-) -> ToolResult:
-    """Run one tool call (``{"name", "args", "id"}``) outside an agent, as an agent would.
-
-    The same checks, telemetry and error results as :class:`ToolCalls`; `context` is what
-    the agent's run would pass as ``context=``.
-
-    Raises:
-        ToolConfigError, ConfigError: a wiring or configuration error (not the model's).
-    """
-    known = {t.name: t for t in tools}
-    call_id = str(call.get("id") or "") if isinstance(call, Mapping) else ""
-
-    def invoke(tool: BaseTool, args: dict[str, Any]) -> Any:
-        runtime = tool_runtime(context, call_id, tools)
-        message: dict[str, Any] = {"type": "tool_call", "name": tool.name, "id": call_id}
-        message["args"] = {**args, "runtime": runtime}
-        return tool.invoke(message)
-
-    return execute(call, context, known, invoke)
 
 
 def execute(

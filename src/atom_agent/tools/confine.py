@@ -125,7 +125,6 @@ def locate(
     parts: tuple[str, ...],
     shown: str,
     *,
-    follow_last: bool = True,
     make_dirs: bool = False,
 ) -> Located:
     """Walk `parts` beneath `root` component by component with ``O_NOFOLLOW`` dir fds.
@@ -134,7 +133,6 @@ def locate(
         root: the directory the path must stay inside.
         parts: the path's components (already free of '..', see ``split_path``).
         shown: the path as the model gave it, for messages.
-        follow_last: follow a symlink in the last component (kept inside the root).
         make_dirs: create missing parent directories (for writes).
 
     Raises:
@@ -187,7 +185,7 @@ def locate(
             fd: int | None
             if not todo:  # the last component
                 info = _lstat(here, part)
-                if info is not None and stat.S_ISLNK(info.st_mode) and follow_last:
+                if info is not None and stat.S_ISLNK(info.st_mode):  # followed, kept inside
                     follow(os.readlink(part, dir_fd=here))
                     continue
                 located = Located(stack.pop(), part, (*names, part))

@@ -7,12 +7,10 @@ acts on in the run's context (``agent.invoke(..., context=ToolContext(...))``), 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.tools import ToolRuntime
-from langchain_core.tools import BaseTool
 
 from atom_agent.errors import ToolConfigError
 from atom_agent.sandbox import Limits, SandboxRunner
@@ -41,8 +39,7 @@ class ToolContext:
         scope: the attempt's files (file, code and search tools).
         runner: the sandbox the code tools run in.
         limits: the code tools' resource limits.
-        memory: the long-term memory: a ``MemoryManager`` (memory tools), or anything with
-            its ``recall`` (search_memory).
+        memory: the long-term memory (a ``MemoryManager``: memory tools, search_memory).
         max_search_results: cap on search_files matches.
         search_seconds: matching time one search_files call may take before it is an error.
     """
@@ -81,21 +78,3 @@ def tool_context(runtime: Any) -> ToolContext:
             f"context=ToolContext(...), not {type(context).__name__}"
         )
     return context
-
-
-def tool_runtime(
-    context: ToolContext, call_id: str | None = None, tools: Sequence[BaseTool] = ()
-) -> ToolRuntime[ToolContext, dict[str, Any]]:
-    """The ``runtime`` an agent's tool node injects into a call of a run with `context`.
-
-    For running a tool outside an agent (:func:`atom_agent.tools.calls.run_tool`, tests).
-    """
-    return ToolRuntime(
-        state={},
-        context=context,
-        config={},
-        stream_writer=lambda _: None,
-        tool_call_id=call_id,
-        store=None,
-        tools=list(tools),
-    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from langchain_core.tools import ToolException
 
@@ -47,15 +46,9 @@ class ToolScope:
     started: bool = False
 
     @classmethod
-    def for_attempt(
-        cls, workspace: Workspace, step: StepRef, attempt: AttemptRef, **limits: Any
-    ) -> ToolScope:
+    def for_attempt(cls, workspace: Workspace, step: StepRef, attempt: AttemptRef) -> ToolScope:
         """The scope of `attempt`: its staging plus the dependencies' committed artifacts."""
-        return cls(
-            staging=attempt.staging,
-            dependencies=workspace.dependency_artifacts(step),
-            **limits,
-        )
+        return cls(staging=attempt.staging, dependencies=workspace.dependency_artifacts(step))
 
     def describe(self) -> str:
         """Text for the executor prompt: which paths to write, which to read.

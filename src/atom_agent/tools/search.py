@@ -5,17 +5,16 @@ from __future__ import annotations
 import logging
 import stat
 import time
-from collections.abc import Iterator, Sequence
-from datetime import datetime
-from typing import Annotated, Any, Protocol
+from collections.abc import Iterator
+from typing import Annotated, Any
 
 import regex as regex_engine
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import Field
 
 from atom_agent.errors import ToolConfigError
+from atom_agent.memory.manager import MemoryManager
 from atom_agent.memory.records import RecallTypeName, require_session
-from atom_agent.session import SessionContext
 from atom_agent.tools.confine import WalkLimits, read_at, walk
 from atom_agent.tools.context import ToolRun, tool_context
 from atom_agent.tools.results import structured_tool, to_json
@@ -26,46 +25,6 @@ logger = logging.getLogger(__name__)
 _MAX_FILE_BYTES = 2 * 1024 * 1024  # larger files are skipped (generated data, not code)
 _MAX_LINE_CHARS = 4000  # lines are matched and shown up to this length
 _SHOWN_CHARS = 240
-
-
-class MemoryRecordLike(Protocol):
-    """What search_memory reads from a long-term memory record."""
-
-    @property
-    def id(self) -> str:
-        """The record id."""
-
-    @property
-    def content(self) -> str:
-        """The remembered text."""
-
-    @property
-    def type(self) -> str:
-        """The memory kind: fact, decision, lesson_learned and so on."""
-
-    @property
-    def confidence(self) -> float:
-        """0–1."""
-
-    @property
-    def created_at(self) -> datetime:
-        """When it was remembered."""
-
-
-class MemoryRecall(Protocol):
-    """The part of :class:`atom_agent.memory.MemoryManager` that search_memory needs."""
-
-    def recall(
-        self,
-        session: SessionContext,
-        query: str | None = None,
-        *,
-        type: str = "all",
-        min_confidence: float = 0.5,
-        limit: int = 10,
-        include_superseded: bool = False,
-    ) -> Sequence[MemoryRecordLike]:
-        """The most relevant live memories of the session's project."""
 
 
 def search_files(
@@ -151,7 +110,7 @@ def search_memory(
         runtime: the run's context, injected by the agent (never sent by the model).
     """
     context = tool_context(runtime)
-    memory: MemoryRecall | None = context.memory
+    memory: MemoryManager | None = context.memory
     if memory is None:
         raise ToolConfigError("search_memory needs the run's long-term memory: pass memory=")
     session = require_session(context.session, "search_memory")

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
-from atom_agent.checks.extract import TASK_CRITERION, task_checks
+from atom_agent.checks.extract import TASK_CRITERION, is_literal, task_checks
 from atom_agent.names import code_blocks, named_in_text, without_methods, without_shorthands
 from atom_agent.state import Check, Clause
 from atom_agent.verification.conditions import (
@@ -41,7 +41,7 @@ from atom_agent.verification.conditions import (
     condition_checks,
     described_constructions,
 )
-from atom_agent.verification.examples import error_examples, is_literal, prose_examples
+from atom_agent.verification.examples import error_examples, prose_examples
 from atom_agent.verification.outcomes import outcome_checks
 from atom_agent.verification.properties import PROPERTY_CRITERION, property_checks
 from atom_agent.verification.rules import Fired, search, unique

@@ -189,8 +189,6 @@ def _violations(
     """(rules, arguments by name) for each condition of `text` the arguments meet."""
     example = examples.get(qualified, ())
     base = _base(sig, example)
-    if base is None:
-        return []
     # A stated default or a worked example's value is valid: a condition it meets is misread.
     # A placeholder is no such evidence (1 for an int that "must be at least 2").
     stated_values = {p: d for p, d in zip(sig.params, sig.defaults, strict=True) if d is not None}
@@ -260,7 +258,7 @@ def _described(
     return found
 
 
-def _base(sig: Stated, example: Sequence[str]) -> dict[str, str | None] | None:
+def _base(sig: Stated, example: Sequence[str]) -> dict[str, str | None]:
     """A valid call's arguments; None for a parameter with no safe value.
 
     That parameter may be the one a condition changes; the others must all have a value.
@@ -280,7 +278,7 @@ def _base(sig: Stated, example: Sequence[str]) -> dict[str, str | None] | None:
 def base_arguments(sig: Stated, example: Sequence[str]) -> dict[str, str] | None:
     """A valid call's arguments: the worked example's, else defaults and plain typed values."""
     base = _base(sig, example)
-    if base is None or any(v is None for v in base.values()):
+    if any(v is None for v in base.values()):
         return None
     return {k: v for k, v in base.items() if v is not None}
 

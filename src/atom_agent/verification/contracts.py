@@ -327,8 +327,8 @@ def clause_tests(source: str, ids: list[str], *, criterion: str = "") -> dict[st
     return found
 
 
-def per_clause(checks: list[Check], limit: int = MAX_CHECKS) -> list[Check]:
-    """Up to `limit` checks, at most MAX_CHECKS_PER_CLAUSE per clause, one clause at a time.
+def per_clause(checks: list[Check]) -> list[Check]:
+    """Up to MAX_CHECKS checks, at most MAX_CHECKS_PER_CLAUSE per clause, one clause at a time.
 
     Round robin in the clauses' order: each statement's first asserts are kept before any
     statement's third, so one long test cannot fill the contract. Checks no clause claims
@@ -341,6 +341,6 @@ def per_clause(checks: list[Check], limit: int = MAX_CHECKS) -> list[Check]:
     kept: list[Check] = []
     for _ in range(MAX_CHECKS_PER_CLAUSE):
         for queue in queues.values():
-            if queue and len(kept) < limit:
+            if queue and len(kept) < MAX_CHECKS:
                 kept.append(queue.pop(0))
-    return kept + loose[: max(0, limit - len(kept))]
+    return kept + loose[: max(0, MAX_CHECKS - len(kept))]

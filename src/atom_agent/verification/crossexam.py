@@ -11,15 +11,13 @@ itself is the user's word and is never suspect.
 
 from __future__ import annotations
 
-import re
 import tempfile
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atom_agent.checks.contract import SHAPE_CRITERIA, ContractReport, run_contract
+from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check
 
@@ -35,7 +33,6 @@ class Testimony:
     suspect_checks: list[int] = field(default_factory=list)
     """Indexes (into the step's checks) of the checks every witness contradicted."""
     reasons: dict[int, str] = field(default_factory=dict)
-    reports: list[ContractReport] = field(default_factory=list)
 
     def to_dict(self, checks: Sequence[Check]) -> dict[str, Any]:
         """JSON-ready (verdict.json)."""
@@ -58,12 +55,8 @@ def cross_examine(
     python_path: Sequence[Path],
     defines: Sequence[str],
     available: Sequence[str],
-    voters: Sequence[str] = (),
 ) -> Testimony:
     """Run the examined code's failing checks against `witnesses`.
-
-    `voters` (candidates written after seeing check results) testify only by majority
-    (:func:`consensus`), never as independent witnesses.
 
     Args:
         checks: the step's contract.
@@ -74,20 +67,18 @@ def cross_examine(
         python_path: directories after the witness's own (the dependencies).
         defines: what the step defines (for check validation).
         available: what its dependencies define.
-        voters: candidates that saw check results; they count only towards a majority.
     """
     testimony = Testimony(witnesses=len(witnesses))
     failing = [r for r in examined.failed if r.check.origin != "task"]
-    if not (witnesses or voters) or not failing:
+    if not witnesses or not failing:
         return testimony
+    reports: list[ContractReport] = []
     with tempfile.TemporaryDirectory(prefix="atom-witness-") as tmp:
-        dirs: list[Path] = []
         for n, source in enumerate(witnesses):
             folder = Path(tmp) / str(n)
             folder.mkdir()
             (folder / IMPL_FILE).write_text(source, encoding="utf-8")
-            dirs.append(folder)
-            testimony.reports.append(
+            reports.append(
                 run_contract(
                     checks,
                     staging=folder,
@@ -98,66 +89,9 @@ def cross_examine(
                     available=available,
                 )
             )
-        votes = [
-            run_contract(checks, staging=_written(Path(tmp) / f"v{n}", source), runner=runner,
-                         limits=limits, python_path=[Path(tmp) / f"v{n}", *python_path],
-                         defines=defines, available=available)
-            for n, source in enumerate(voters)
-        ]  # fmt: skip
-        testimony.reasons = {
-            **consensus(examined, [*testimony.reports, *votes]),
-            **suspects(examined, testimony.reports),
-        }
-        testimony.suspect_checks = sorted(testimony.reasons)
+    testimony.reasons = suspects(examined, reports)
+    testimony.suspect_checks = sorted(testimony.reasons)
     return testimony
-
-
-def _written(folder: Path, source: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / IMPL_FILE).write_text(source, encoding="utf-8")
-    return folder
-
-
-MIN_MAJORITY = 3
-"""Candidates (the examined one included) that must agree before a majority discounts a check."""
-
-
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
-def _behaviour(got: str) -> str:
-    """What a result shows of the code's behaviour: an object's address is not part of it."""
-    return _ADDRESS.sub("", got)
-
-
-def consensus(examined: ContractReport, reports: Sequence[ContractReport]) -> dict[int, str]:
-    """The examined code's failing checks that most candidates answer exactly as it does.
-
-    Among programs sampled for one task, the behaviour most of them share is the best guess
-    of what the task means (CodeT, MBR-exec); a model-written check that no candidate meets
-    and that a strict majority of at least MIN_MAJORITY candidates answers the same way is
-    more likely wrong than they are (a small model miscalculates its own expected values).
-    Checks the task states are never discounted, and only when the examined code meets every
-    other check, one of them a value check.
-    """
-    found: dict[int, str] = {}
-    for i, mine in enumerate(examined.results):
-        if mine.status not in ("failed", "error", "timeout") or mine.check.origin == "task":
-            continue
-        said = [r.results[i] for r in reports if i < len(r.results) and r.results[i].executed]
-        if any(r.status == "passed" for r in said):
-            continue
-        votes = [_behaviour(mine.got), *(_behaviour(r.got) for r in said)]
-        top, count = Counter(votes).most_common(1)[0]
-        if top == votes[0] and count >= MIN_MAJORITY and 2 * count > len(votes):
-            found[i] = f"{count} of {len(votes)} candidates give {mine.got or mine.reason} too"
-    # Only code that otherwise works outvotes a check: every other check it runs holds, one of
-    # them showing a computed value (a model that always writes the same wrong code does not).
-    rest = [r for i, r in enumerate(examined.results) if i not in found and r.status != "invalid"]
-    works = all(r.status == "passed" for r in rest) and any(
-        not r.check.raises and r.check.criterion not in SHAPE_CRITERIA for r in rest
-    )
-    return found if works else {}
 
 
 def suspects(examined: ContractReport, reports: Sequence[ContractReport]) -> dict[int, str]:

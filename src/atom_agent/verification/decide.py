@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Action = Literal["commit", "retry", "replan", "fail"]
-CommittedOn = Literal["all checks", "task checks", "most checks", ""]
+CommittedOn = Literal["all checks", "task checks", ""]
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,6 @@ class Evidence:
     """Required files the attempt did not write."""
     tests_ok: bool = False
     """The step's own tests ran, and all passed."""
-    hard_ok: bool = True
-    """The hard-coding check found no output written in instead of computed."""
     contract_ok: bool = True
     """No runnable non-suspect check of the contract failed (true without a contract)."""
     contract_passed_any: bool = False
@@ -39,16 +37,6 @@ class Evidence:
     """Clauses of the task this step answers for that no check executes."""
     unexecuted_names: tuple[str, ...] = ()
     """Public names of the step no passing value check (or passing test) executed."""
-    task_check_failed: bool = False
-    """A runnable non-suspect check the task (or the user) states failed."""
-    checks_held: int = 0
-    """Runnable non-suspect checks that held, signature checks not counted."""
-    checks_failed: int = 0
-    """Runnable non-suspect checks that failed, signature checks not counted."""
-    value_check_held: bool = False
-    """One of the checks that held compares a value (not an error case, not a signature)."""
-    plain_lacks: tuple[str, ...] = ()
-    """Names the step defines that the model's plain answer to the task does not define."""
 
 
 @dataclass(frozen=True)
@@ -66,20 +54,17 @@ class Decision:
     failures: int
     """Failed attempts of the step, this one included."""
     committed_on: CommittedOn = ""
-    """``all checks`` (passed), ``task checks`` (the task's own checks after every attempt),
-    ``most checks`` (the last resort: the plain answer has nothing for the step)."""
+    """``all checks`` (passed) or ``task checks`` (the task's own checks after every attempt)."""
 
 
 def decide(evidence: Evidence) -> Decision:
     """The commit rule.
 
-    Commit when the attempt passed: nothing missing, no hard-coded output, no trusted check
-    failed, its own tests passed (or were shown suspect) and at least something executed and
-    passed (its tests or a check). Otherwise retry while attempts remain. When the attempts
-    are spent, commit anyway if the code meets every check the task itself states (the user's
-    word outranks the planner model's contract), else replan while replans remain. When the
-    run would fail, commit as a last resort (:func:`_last_resort`) where failing leaves the
-    user nothing for the step; else fail.
+    Commit when the attempt passed: nothing missing, no trusted check failed, its own tests
+    passed (or were shown suspect) and at least something executed and passed (its tests or a
+    check). Otherwise retry while attempts remain. When the attempts are spent, commit anyway
+    if nothing is missing and the code meets every check the task itself states (the user's
+    word outranks the planner model's contract), else replan while replans remain; else fail.
     """
     e = evidence
     problems = _problems(e)
@@ -90,7 +75,7 @@ def decide(evidence: Evidence) -> Decision:
     committed_on: CommittedOn = ""
     if passed:
         action, committed_on = "commit", "all checks"
-    elif failures >= e.max_attempts and _task_rule(e):
+    elif failures >= e.max_attempts and e.task_checks_ok and not e.missing:
         action, committed_on = "commit", "task checks"
         disagree = "; ".join(e.model_disagrees) or "none of its checks fail"
         reasons.append(
@@ -102,15 +87,6 @@ def decide(evidence: Evidence) -> Decision:
     elif e.replans < e.max_replans:
         action = "replan"
         reasons.append(f"{failures} failed attempts of {e.max_attempts}: replan")
-    elif _last_resort(e):
-        action, committed_on = "commit", "most checks"
-        disagree = "; ".join(e.model_disagrees)
-        reasons.append(
-            f"committed as the last resort after {failures} failed attempts and {e.replans} "
-            f"replans: the model's plain answer has no {', '.join(e.plain_lacks)}; "
-            f"{e.checks_held} checks hold, no check the task states fails; failing "
-            f"(the model's contract): {disagree}"
-        )
     else:
         action = "fail"
         reasons.append(f"{failures} failed attempts and {e.replans} replans: no more tries")
@@ -124,8 +100,6 @@ def _problems(e: Evidence) -> list[str]:
     out: list[str] = []
     if e.missing:
         out.append(f"missing files: {', '.join(e.missing)}")
-    if not e.hard_ok:
-        out.append("hard-coded outputs found")
     if not e.contract_ok:
         out.append("checks of the contract failed")
     if not e.tests_ok:
@@ -133,34 +107,6 @@ def _problems(e: Evidence) -> list[str]:
     if not (e.tests_ok or e.contract_passed_any) and not out:
         out.append("nothing executed passed: no passing test, no passing check")
     return out
-
-
-def _task_rule(e: Evidence) -> bool:
-    """The task's own checks are met, nothing is missing, nothing is hard-coded."""
-    return e.task_checks_ok and _sound(e)
-
-
-def _last_resort(e: Evidence) -> bool:
-    """Commit the best there is where failing would hand the user nothing for the step.
-
-    Only when the plain answer (the floor a failed run hands back) lacks a name the step
-    defines: there, code that meets most checks cannot be worse than asking once. Nothing is
-    missing or hard-coded, no check the task states fails, the only failures are the planner
-    model's checks, more checks hold than fail and one that holds compares a value.
-    """
-    return (
-        bool(e.plain_lacks)
-        and _sound(e)
-        and not e.task_check_failed
-        and e.value_check_held
-        and e.checks_held > e.checks_failed
-        and len(e.model_disagrees) == e.checks_failed
-    )
-
-
-def _sound(e: Evidence) -> bool:
-    """Nothing required is missing and nothing is hard-coded."""
-    return not e.missing and e.hard_ok
 
 
 def _unverified(e: Evidence) -> list[str]:

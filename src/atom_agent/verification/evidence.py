@@ -60,8 +60,6 @@ def criteria_verdicts(
     step: PlanStep,
     contract: ContractReport | None,
     suspect: set[int],
-    result: RunResult | None,
-    tests_ok: bool,
 ) -> list[dict[str, Any]]:
     """Each criterion's status, with its evidence.
 
@@ -88,27 +86,21 @@ def criteria_verdicts(
             status = "suspect"
         else:
             status = "unverified"
-        met = status == "verified"
-        verdicts.append(
-            {"criterion": criterion, "status": status, "met": met, "evidence": evidence}
-        )
+        verdicts.append({"criterion": criterion, "status": status, "evidence": evidence})
     return verdicts
 
 
 def feedback_of(
     missing: list[str],
     result: RunResult | None,
-    hard: Any,
     contract: ContractReport | None,
     testimony: Testimony,
     checks: list[Check],
     tests_ok: bool,
-    hard_ok: bool,
     criteria: list[dict[str, Any]],
-    hints: list[str],
 ) -> str:
     """What the next attempt is told: the executed evidence, then the criteria nothing checked."""
-    parts: list[str] = list(hints)
+    parts: list[str] = []
     if missing:
         parts.append(f"missing files: {', '.join(missing)} (write both impl.py and test.py)")
     suspect = set(testimony.suspect_checks)
@@ -132,8 +124,6 @@ def feedback_of(
     if result is not None and not tests_ok:
         parts.append(f"tests did not pass: {tests_evidence(result)['summary']}")
         parts.append(f"first failure: {first_failure(result)}")
-    if not hard_ok and hard is not None:
-        parts.append("hard-coded outputs found, compute them instead: " + hard.summary())
     for c in criteria:
         if c["status"] == "unverified":
             parts.append(f"criterion not verified (no check ran): {c['criterion']}")
@@ -211,12 +201,11 @@ def failure_lesson(
     suspect: set[int],
     result: RunResult | None,
     tests_ok: bool,
-    hard: Any,
 ) -> str:
     """Why an attempt was rejected, from executed evidence only ('' when none ran).
 
-    Names the failing checks with what the code gave, the first failing test, or the
-    hard-coding found; not what a model merely judged.
+    Names the failing checks with what the code gave, or the first failing test; not what a
+    model merely judged.
     """
     parts: list[str] = []
     if contract is not None:
@@ -233,8 +222,6 @@ def failure_lesson(
     if failing and not parts and (tests.failed or tests.errors):  # type: ignore[union-attr]
         failure = " ".join(first_failure(result).split())  # type: ignore[arg-type]
         parts.append(f"its tests failed: {failure[:200]}")
-    if hard is not None and not hard.ok:
-        parts.append("it hard-coded outputs: " + hard.summary().splitlines()[0][:200])
     if not parts:
         return ""
     defines = f" ({', '.join(step.defines)})" if step.defines else ""

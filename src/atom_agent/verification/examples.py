@@ -12,13 +12,13 @@ import ast
 import re
 from collections.abc import Mapping, Sequence
 
-from atom_agent.checks.extract import TASK_CRITERION, in_call
+from atom_agent.checks.extract import TASK_CRITERION, in_call, is_literal
 from atom_agent.state import Check
 from atom_agent.verification.conditions import ERROR_CRITERION, Stated
 from atom_agent.verification.properties import named_by, single_parameter
 from atom_agent.verification.rules import Fired, finditer, rule
 
-__all__ = ["error_examples", "is_literal", "prose_examples"]
+__all__ = ["error_examples", "prose_examples"]
 
 _EXAMPLES_WORDS = re.compile(rule("error_with_examples").pattern, re.IGNORECASE)
 _DESCRIBED_ITEMS = {"empty string": "''", "empty list": "[]"}
@@ -116,12 +116,3 @@ def _exception(text: str) -> str:
         return ""
     match = re.search(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b", text)
     return match.group(1) if match else ""
-
-
-def is_literal(source: str) -> bool:
-    """Whether `source` is a Python literal."""
-    try:
-        ast.literal_eval(source)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return False
-    return True

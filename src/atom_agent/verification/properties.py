@@ -194,7 +194,7 @@ def single_parameter(sig: Stated) -> str | None:
     return required[0] if len(required) == 1 else None
 
 
-def property_call(condition: str, var: str, strategy: str, examples: int = 150) -> str:
+def property_call(condition: str, var: str, strategy: str) -> str:
     """A check call that runs ``assert condition`` for `var` drawn from `strategy`.
 
     Its value is ``'holds'``, or the shrunk counterexample with what each call of the
@@ -208,7 +208,7 @@ def property_call(condition: str, var: str, strategy: str, examples: int = 150) 
             "import copy, string",
             "from hypothesis import given, settings, strategies as st",
             "atom_seen = []",
-            f"@settings(max_examples={examples}, database=None, deadline=None, derandomize=True)",
+            "@settings(max_examples=150, database=None, deadline=None, derandomize=True)",
             f"@given({strategy})",
             f"def atom_property({var}):",
             "    try:",

@@ -24,7 +24,7 @@ import ast
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from atom_agent.checks.contract import SIGNATURE_CRITERION, TYPES_CRITERION
 from atom_agent.checks.extract import ARROWS, TASK_CRITERION
@@ -169,25 +169,24 @@ def _empty_of(kind: str, annotation: str) -> str | None:
     return "[]" if ann.startswith(("list", "List", "Sequence")) else None
 
 
-def _list_with(base: str, item: str) -> str | None:
-    """`base` (a list literal) with its last item replaced by `item`."""
+def _items(base: str) -> list[Any] | None:
+    """The items of `base` when it is a non-empty list literal (else None)."""
     try:
         value = ast.literal_eval(base)
     except (ValueError, SyntaxError):
         return None
-    if not isinstance(value, list) or not value:
-        return None
-    return "[" + ", ".join([*(repr(v) for v in value[:-1]), item]) + "]"
+    return value if isinstance(value, list) and value else None
+
+
+def _list_with(base: str, item: str) -> str | None:
+    """`base` (a list literal) with its last item replaced by `item`."""
+    value = _items(base)
+    return None if value is None else "[" + ", ".join([*map(repr, value[:-1]), item]) + "]"
 
 
 def _zeros(base: str) -> str | None:
-    try:
-        value = ast.literal_eval(base)
-    except (ValueError, SyntaxError):
-        return None
-    if not isinstance(value, list) or not value:
-        return None
-    return repr([0] * len(value))
+    value = _items(base)
+    return None if value is None else repr([0] * len(value))
 
 
 def _plus_one(value: str) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from atom_agent.workspace.atomic import atomic_write_json, atomic_write_text
-from atom_agent.workspace.history import clean_message, clean_messages, to_langchain
+from atom_agent.workspace.history import clean_message, clean_messages
 from atom_agent.workspace.tree import (
     SCHEMA_VERSION,
     AttemptRef,
@@ -24,5 +24,4 @@ __all__ = [
     "clean_message",
     "clean_messages",
     "read_json",
-    "to_langchain",
 ]

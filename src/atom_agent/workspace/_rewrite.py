@@ -43,7 +43,6 @@ class Rewritten:
     """A rewritten source file and what could not be rewritten."""
 
     source: str
-    changed: int = 0
     problems: list[str] = field(default_factory=list)
 
 
@@ -102,7 +101,7 @@ def rewrite_imports(source: str, mapping: ImportMap, *, filename: str = "<file>"
                 edits.append((*span(node), plain[_dotted(node)]))
     for start, end, text in sorted(edits, reverse=True):
         data = data[:start] + text.encode("utf-8") + data[end:]
-    return Rewritten(data.decode("utf-8"), len(edits), problems)
+    return Rewritten(data.decode("utf-8"), problems)
 
 
 def _import_from(

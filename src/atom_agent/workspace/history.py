@@ -6,13 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import BaseMessage
 
 from atom_agent.errors import WorkspaceError
 
@@ -73,42 +67,6 @@ def clean_message(message: BaseMessage | Mapping[str, Any]) -> dict[str, Any]:
 def clean_messages(messages: Iterable[BaseMessage | Mapping[str, Any]]) -> list[dict[str, Any]]:
     """:func:`clean_message` over a conversation."""
     return [clean_message(m) for m in messages]
-
-
-def to_langchain(messages: Iterable[Mapping[str, Any]]) -> list[BaseMessage]:
-    """Clean history dicts back to LangChain messages (e.g. to replay an attempt)."""
-    result: list[BaseMessage] = []
-    for item in messages:
-        kind = item.get("type")
-        content = item.get("content", "")
-        name = item.get("name")
-        if kind == "system":
-            result.append(SystemMessage(content=content, name=name))
-        elif kind == "human":
-            result.append(HumanMessage(content=content, name=name))
-        elif kind == "ai":
-            calls = [
-                {
-                    "name": c["name"],
-                    "args": c.get("args") or {},
-                    "id": c.get("id"),
-                    "type": "tool_call",
-                }
-                for c in item.get("tool_calls", [])
-            ]
-            result.append(AIMessage(content=content, name=name, tool_calls=calls))
-        elif kind == "tool":
-            result.append(
-                ToolMessage(
-                    content=content,
-                    name=name,
-                    tool_call_id=str(item.get("tool_call_id")),
-                    status=item.get("status", "success"),
-                )
-            )
-        else:
-            raise WorkspaceError(f"history.json holds a message of unknown type {kind!r}")
-    return result
 
 
 def _as_mapping(message: BaseMessage | Mapping[str, Any]) -> Mapping[str, Any]:

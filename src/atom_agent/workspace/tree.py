@@ -41,18 +41,14 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _check_id(kind: str, value: str) -> str:
+def check_id(kind: str, value: str) -> str:
+    """`value` if it is a valid run / step id, else :class:`WorkspaceError` naming `kind`."""
     if not isinstance(value, str) or not _ID.match(value) or value in (".", ".."):
         raise WorkspaceError(
             f"{kind} {value!r} is not a valid id (1–128 chars: letters, digits, . _ : -; "
             f"starting with a letter or digit)"
         )
     return value
-
-
-def check_id(kind: str, value: str) -> str:
-    """`value` if it is a valid run / step id, else :class:`WorkspaceError` naming `kind`."""
-    return _check_id(kind, value)
 
 
 @dataclass(frozen=True)
@@ -189,7 +185,7 @@ class Workspace:
         """
         if run_id is None:
             run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        path = self.runs_dir / _check_id("run_id", run_id)
+        path = self.runs_dir / check_id("run_id", run_id)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         try:
             path.mkdir()
@@ -199,8 +195,8 @@ class Workspace:
             # Half-created by a process that died (or hit a full disk) before run.json: finish it.
         run = RunRef(run_id, path)
         (path / "steps").mkdir(exist_ok=True)
-        self.write_run(
-            run,
+        write_json(
+            run.run_json,
             {
                 "run_id": run_id,
                 "task": task,
@@ -214,7 +210,7 @@ class Workspace:
 
     def run(self, run_id: str) -> RunRef:
         """The existing run `run_id`; raises :class:`WorkspaceNotFoundError` otherwise."""
-        path = self.runs_dir / _check_id("run_id", run_id)
+        path = self.runs_dir / check_id("run_id", run_id)
         if not path.is_dir():
             raise WorkspaceNotFoundError(f"no run {run_id!r} in {self.runs_dir}")
         if not (path / "run.json").exists():
@@ -245,15 +241,11 @@ class Workspace:
         """``run.json`` as a dict."""
         return read_json(run.run_json)
 
-    def write_run(self, run: RunRef, data: Mapping[str, Any]) -> None:
-        """Replace ``run.json`` atomically."""
-        write_json(run.run_json, data)
-
     def update_run(self, run: RunRef, **changes: Any) -> dict[str, Any]:
         """Merge `changes` into ``run.json`` (sets ``updated_at``); returns the new content."""
         data = self.read_run(run)
         data.update(changes, updated_at=now_iso())
-        self.write_run(run, data)
+        write_json(run.run_json, data)
         return data
 
     # --- plan ---------------------------------------------------------------------------------
@@ -279,10 +271,6 @@ class Workspace:
     def read_plan(self, run: RunRef) -> dict[str, Any]:
         """The current plan; raises :class:`WorkspaceNotFoundError` before the first plan."""
         return dict(read_json(run.plan_json)["plan"])
-
-    def plan_revisions(self, run: RunRef) -> list[dict[str, Any]]:
-        """Every plan revision, oldest first."""
-        return list(read_json(run.plan_json).get("revisions", []))
 
     def write_plain(self, run: RunRef, source: str, reply: str) -> Path:
         """``runs/<id>/plain/``: the model's plain answer to the whole task (candidate zero).
@@ -312,31 +300,26 @@ class Workspace:
         step_id: str,
         *,
         depends_on: Iterable[str] = (),
-        exist_ok: bool = False,
         **fields: Any,
     ) -> StepRef:
-        """Create ``steps/<step_id>/`` with its ``step.json``.
+        """Create ``steps/<step_id>/`` with its ``step.json``, or update the existing step's.
 
         Args:
             run: the run.
             step_id: the plan's step id.
             depends_on: ids of the steps whose committed artifacts this step may read.
-            exist_ok: return the existing step (after a replan) instead of failing; its
-                ``step.json`` is updated with the given fields.
             **fields: more ``step.json`` fields (title, acceptance_criteria …).
         """
-        path = run.steps_dir / _check_id("step_id", step_id)
-        deps = [_check_id("dependency step_id", d) for d in depends_on]
+        path = run.steps_dir / check_id("step_id", step_id)
+        deps = [check_id("dependency step_id", d) for d in depends_on]
         step = StepRef(run.run_id, step_id, path)
-        if step.step_json.exists():
-            if not exist_ok:
-                raise WorkspaceError(f"step {step_id!r} already exists in run {run.run_id!r}")
+        if step.step_json.exists():  # planned again (a replan): its step.json is updated
             self.update_step(step, depends_on=deps, **fields)
             return step
         # A folder without step.json is a creation cut short (a crash, a full disk): redo it.
         (path / "attempts").mkdir(parents=True, exist_ok=True)
-        self.write_step(
-            step,
+        write_json(
+            step.step_json,
             {
                 "step_id": step_id,
                 "status": "pending",
@@ -349,7 +332,7 @@ class Workspace:
 
     def step(self, run: RunRef, step_id: str) -> StepRef:
         """The existing step `step_id` of `run`."""
-        path = run.steps_dir / _check_id("step_id", step_id)
+        path = run.steps_dir / check_id("step_id", step_id)
         if not path.is_dir():
             raise WorkspaceNotFoundError(f"no step {step_id!r} in run {run.run_id!r}")
         return StepRef(run.run_id, step_id, path)
@@ -371,15 +354,11 @@ class Workspace:
         """``step.json`` as a dict."""
         return read_json(step.step_json)
 
-    def write_step(self, step: StepRef, data: Mapping[str, Any]) -> None:
-        """Replace ``step.json`` atomically."""
-        write_json(step.step_json, data)
-
     def update_step(self, step: StepRef, **changes: Any) -> dict[str, Any]:
         """Merge `changes` into ``step.json``; returns the new content."""
         data = self.read_step(step)
         data.update(changes, updated_at=now_iso())
-        self.write_step(step, data)
+        write_json(step.step_json, data)
         return data
 
     # --- attempts --------------------------------------------------------------------------------
@@ -448,7 +427,7 @@ class Workspace:
         return attempt.history_json
 
     def read_history(self, attempt: AttemptRef) -> list[dict[str, Any]]:
-        """The cleaned messages of ``history.json`` (see ``history.to_langchain``)."""
+        """The cleaned messages of ``history.json``."""
         return list(read_json(attempt.history_json)["messages"])
 
     def write_verdict(self, attempt: AttemptRef, verdict: Mapping[str, Any]) -> Path:
@@ -476,10 +455,6 @@ class Workspace:
         _commit.promote(attempt.staging, step.committed_dir, attempt.n)
         logger.info("committed %s/%s attempt %d", step.run_id, step.step_id, attempt.n)
         return step.artifacts
-
-    def committed_attempt(self, step: StepRef) -> int | None:
-        """The attempt number whose files are committed, or None before the first commit."""
-        return _commit.current_attempt(step.committed_dir)
 
     def dependency_artifacts(self, step: StepRef) -> dict[str, Path]:
         """The committed artifact directories of the step's ``depends_on``, by step id.

@@ -84,7 +84,7 @@ def test_samples_score_each_distinct_candidate_and_refuse_stubs(tmp_path: Path) 
     assert (out / "t-double" / "repo" / "pkg" / "calc.py").read_text() == CALC
 
 
-def test_a_repair_is_told_what_the_oracle_saw_fail_with_its_previous_version(
+def test_a_retry_is_told_what_the_oracle_saw_fail_not_its_previous_version(
     tmp_path: Path,
 ) -> None:
     out, oracle = _out(tmp_path)
@@ -101,5 +101,5 @@ def test_a_repair_is_told_what_the_oracle_saw_fail_with_its_previous_version(
     assert len(model.calls) == 2  # stops once the oracle passes
     told = str(model.calls[1].messages[-1].content)
     assert "FAILED tests/test_calc.py::test_double - assert 5 == 6" in told
-    assert "return x + 2" in told  # its previous version, as the agent's retry shows it
+    assert "return x + 2" not in told  # as the agent's retry: what failed, not the code
     assert row["unchanged"] == 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from atom_agent.checks import python_problems
+from atom_agent.checks.source import python_problems
 
 STUB = '''from typing import List
 

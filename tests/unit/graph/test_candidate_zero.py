@@ -20,7 +20,7 @@ from atom_agent.selection.pool import Candidate, Drafts
 from atom_agent.selection.rank import rank
 from atom_agent.state import Check, Plan
 from atom_agent.testing import ScriptedChatModel
-from atom_agent.workspace import Workspace
+from atom_agent.workspace import Workspace, read_json
 
 from .scripts import WHOLE_TASK, planner_model, step
 
@@ -60,7 +60,7 @@ def test_a_plain_answer_that_meets_every_stated_check_is_the_whole_run(tmp_path:
     ws = Workspace(ctx.workspace)
     run = ws.run(outcome.run_id)
     assert (run.path / "plain" / "impl.py").read_text().strip() == BOTH.strip()
-    (revision,) = ws.plan_revisions(run)
+    (revision,) = read_json(run.plan_json)["revisions"]
     assert "the plain answer meets every check the task states" in revision["reason"]
     plan = revision["plan"]
     assert len(plan["steps"]) == 1  # no planner call: the plan is the task
@@ -169,43 +169,6 @@ def test_a_run_that_commits_nothing_hands_back_the_plain_answer_labelled_unverif
     assert ws.read_run(run)["deliverable"]["unverified"] is True
 
 
-RPN = "Write evaluate(expr: str) -> float that evaluates a space-separated RPN expression."
-RIGHT_RPN = (
-    "def evaluate(expr):\n    stack = []\n    for t in expr.split():\n"
-    "        if t in '+-*/':\n            b, a = stack.pop(), stack.pop()\n"
-    "            stack.append({'+': a + b, '-': a - b, '*': a * b, '/': a / b}[t])\n"
-    "        else:\n            stack.append(float(t))\n    return stack[0]\n"
-)
-ADDS_ONLY = RIGHT_RPN.replace("{'+': a + b, '-': a - b, '*': a * b, '/': a / b}[t]", "a + b")
-FIRST_ONLY = "def evaluate(expr):\n    return float(expr.split()[0])\n"
-
-
-def test_a_model_check_most_candidates_answer_alike_is_discounted_and_zero_committed(
-    tmp_path: Path,
-) -> None:
-    ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0)
-    # The model's contract miscalculates (4 + 2) * 3 as 20. Both witnesses write the plain
-    # answer again: 3 of 3 candidates give 18.0.
-    contract = (
-        "from impl import evaluate\n\ndef test_rpn():\n    assert evaluate('4 2 +') == 6.0\n"
-        "    assert evaluate('4 2 + 3 *') == 20.0\n"
-    )
-    models = {
-        "planner": planner_model([], [contract]),
-        "executor": executor(RIGHT_RPN, [RIGHT_RPN, RIGHT_RPN, ADDS_ONLY]),
-    }
-    outcome = run_task(RPN, ctx, models=models)  # type: ignore[arg-type]
-
-    assert outcome.status == "done", outcome
-    ws = Workspace(ctx.workspace)
-    step = ws.step(ws.run(outcome.run_id), "step1")
-    assert (step.artifacts / "impl.py").read_text().strip() == RIGHT_RPN.strip()
-    verdict = ws.read_verdict(ws.attempt(step, 1))
-    (suspect,) = verdict["cross_examination"]["suspect_checks"]
-    assert suspect["check"] == "evaluate('4 2 + 3 *') == 20.0"
-    assert "candidates give 18.0 too" in suspect["reason"]
-
-
 def plains_then_drafts(plains: list[str], drafts: list[str]) -> ScriptedChatModel:
     """Answers plain requests with `plains` in turn (the last repeats), drafts with `drafts`."""
     plain_queue, draft_queue = list(plains), list(drafts)
@@ -234,7 +197,7 @@ def test_a_sampled_answer_that_meets_the_stated_checks_replaces_a_failing_plain_
     assert (run.path / "plain" / "impl.py").read_text().strip() == BOTH.strip()
     choice = json.loads((run.path / "plain" / "samples" / "choice.json").read_text())
     assert (choice["samples"], choice["chosen"]) == (1, 1)
-    (revision,) = ws.plan_revisions(run)
+    (revision,) = read_json(run.plan_json)["revisions"]
     assert "the plain answer meets every check the task states" in revision["reason"]
     calls = models["executor"].calls  # type: ignore[attr-defined]
     assert len(calls) == 2
@@ -310,7 +273,7 @@ def test_a_class_contract_completes_a_test_per_clause_and_catches_a_wrong_plain_
         "def test_c3():\n"
         '    """add(word: str) -> int counts one more of word and returns its count so far."""\n'
         "    t = Tally()\n"
-        "    assert t.add('a') == 1\n"
+        "    t.add('a')\n"
         "    assert t.add('a') == 2\n\n"
         "def test_c4():\n"
         '    """top() -> str returns the word counted most often, the earliest added among."""\n'
@@ -332,7 +295,7 @@ def test_a_class_contract_completes_a_test_per_clause_and_catches_a_wrong_plain_
     assert "complete these tests of Tally" in contract and "def test_c4():" in contract
     ws = Workspace(ctx.workspace)
     run = ws.run(outcome.run_id)
-    plan = ws.plan_revisions(run)[-1]["plan"]
+    plan = read_json(run.plan_json)["revisions"][-1]["plan"]
     scenario = next(c for c in plan["steps"][0]["checks"] if c["call"].endswith("t.top()"))
     assert scenario["clause"] == "c4" and scenario["expect"] == "'b'"
     # The plain answer's top() gives the least counted word: the clause's test fails it, and
@@ -385,7 +348,7 @@ def test_inputs_drawn_from_the_stated_types_catch_a_plain_answer_its_contract_pa
     assert outcome.status == "done", outcome
     ws = Workspace(ctx.workspace)
     run = ws.run(outcome.run_id)
-    plan = ws.plan_revisions(run)[-1]["plan"]
+    plan = read_json(run.plan_json)["revisions"][-1]["plan"]
     (typed,) = [c for c in plan["steps"][0]["checks"] if c["criterion"] == TYPES_CRITERION]
     assert typed["origin"] == "inferred" and typed["clause"] == "c1"
     # Candidate zero passed the model's check but crashed on overlapping tuples; the draft

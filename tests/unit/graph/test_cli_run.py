@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from atom_agent.workspace import Workspace
+from atom_agent.workspace._commit import current_attempt
 
 REPO = Path(__file__).resolve().parents[3]
 CLI = [sys.executable, "-m", "atom_agent.cli"]
@@ -121,4 +122,4 @@ def test_sigkill_mid_run_then_resume_does_not_redo_committed_steps(tmp_path: Pat
     run = ws.run("k1")
     assert len(ws.list_attempts(ws.step(run, "one"))) == 1  # committed step not redone
     # The killed attempt of step two had no verdict: it was restarted, not duplicated.
-    assert ws.committed_attempt(ws.step(run, "two")) == 1
+    assert current_attempt(ws.step(run, "two").committed_dir) == 1

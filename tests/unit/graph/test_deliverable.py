@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from atom_agent import Context, run_task
+from atom_agent.checkpoints import sqlite_checkpointer
 from atom_agent.cli import main
 from atom_agent.graph import build_graph
 from atom_agent.resources import Resources
-from atom_agent.run import sqlite_checkpointer
 from atom_agent.state import Plan
 from atom_agent.workspace import Workspace
 from atom_agent.workspace.deliverable import ExportError, export_result

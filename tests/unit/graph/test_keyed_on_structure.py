@@ -14,7 +14,7 @@ from .scripts import ExecutorScript, models, passing_attempt
 from .test_tool_loop_start import BOTH, BROKEN_SUB, TASK, _plan
 
 PROMPTS = {
-    "atom_agent.nodes.planner": "PLANNER_SYSTEM PLANNER_TASK PLANNER_REPLAN PLANNER_INVALID",
+    "atom_agent.nodes.planner": "PLANNER_SYSTEM PLANNER_TASK PLANNER_REPLAN",
     "atom_agent.nodes.executor.node": "EXECUTOR_SYSTEM EXECUTOR_ASK EXECUTOR_DECIDE EXECUTOR_START",
     "atom_agent.nodes.executor.prompt": (
         "EXECUTOR_PINNED EXECUTOR_TIER2 EXECUTOR_TIER1 EXECUTOR_ANSWERS"
@@ -24,10 +24,9 @@ PROMPTS = {
     "atom_agent.nodes.executor.steering.require_files": "MISSING_FILES_NOTE",
     "atom_agent.nodes.executor.steering.salvage": "SALVAGED_NOTE",
     "atom_agent.nodes.executor.steering.context_window": "EARLIER_TURNS_NOTE OUT_OF_ROOM",
-    "atom_agent.nodes.executor.steering.examples_note": "EXAMPLES_NOTE",
     "atom_agent.nodes.project.prompts": "PROJECT_SYSTEM",
     "atom_agent.nodes.project.planner": "PROJECT_LOCATE PROJECT_NOTES",
-    "atom_agent.nodes.project.executor": "PROJECT_EDIT PROJECT_FEEDBACK PROJECT_ANEW",
+    "atom_agent.nodes.project.executor": "PROJECT_EDIT PROJECT_ANEW",
     "atom_agent.selection.candidates": "PLAIN_TASK",
     "atom_agent.selection.drafts": (
         "DRAFT_TASK DRAFT_STEP DRAFT_DEPENDENCIES DRAFT_MEMORIES DRAFT_EARLIER"

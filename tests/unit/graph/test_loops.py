@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from atom_agent import Context, run_task
 from atom_agent.errors import WorkspaceError
@@ -15,19 +15,15 @@ from atom_agent.nodes.planner import fold_repeated_steps
 from atom_agent.run import resume_run
 from atom_agent.state import Plan, PlanStep, plan_problems
 from atom_agent.testing import ScriptedChatModel, tool_call
-from atom_agent.workspace import Workspace
+from atom_agent.workspace import Workspace, read_json
 
 from .scripts import (
     ADD_IMPL,
-    ADD_TEST,
-    BAD_TEST,
     ExecutorScript,
     failing_attempt,
     models,
     passing_attempt,
-    run_tests,
     step,
-    write,
 )
 
 
@@ -69,50 +65,10 @@ def test_a_retry_after_a_wrong_test_starts_from_the_right_code_and_needs_no_loop
     first, second = ws.list_attempts(ws.step(ws.run(outcome.run_id), "step1"))
     verdict = ws.read_verdict(first)
     assert verdict["outcome"] == "failed"  # the tests still decide
-    assert verdict["task_examples"] == {
-        "passed": 1, "failed": [], "not_applicable": 0, "error": ""
-    }  # fmt: skip
     # The retry starts from the code the first attempt kept: it meets the task's example, so
     # it is the attempt, with the step's checks as its tests; the wrong test is gone.
     assert ("step1", 2) not in executor.prompts
     assert "== 6" not in (second.staging / "test.py").read_text()
-
-
-@pytest.mark.parametrize(
-    ("impl", "test", "says"),
-    [
-        (ADD_IMPL, BAD_TEST, "fix the test, not the code"),  # add(2, 3) == 6 is the wrong side
-        ("def add(a, b):\n    return a * b\n", ADD_TEST, "got `6` (fix the code)"),
-    ],
-)
-def test_a_failing_test_run_inside_the_attempt_is_told_what_the_examples_say(
-    tmp_path, impl: str, test: str, says: str
-) -> None:  # type: ignore[no-untyped-def]
-    ctx = Context(
-        workspace=str(tmp_path / "ws"), max_attempts=1, max_replans=0, candidate_zero=False
-    )
-    task = "Write add(a, b).\n\n    >>> add(2, 3)\n    5\n"
-    fixed = [write("impl.py", ADD_IMPL), write("test.py", ADD_TEST), run_tests()]
-    executor = ExecutorScript({("step1", 1): passing_attempt(impl, test) + fixed})
-    calls: list[list[BaseMessage]] = []
-
-    def respond(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
-        calls.append(list(messages))
-        return executor(messages, info)
-
-    roles = models([Plan(steps=[step("step1")])], executor)
-    roles["executor"] = ScriptedChatModel(respond=respond)
-    outcome = run_task(task, ctx, models=roles)
-
-    assert outcome.status == "done"  # in its one attempt
-    note = calls[3][-1]  # after impl.py, test.py and the failing run
-    assert isinstance(note, HumanMessage)
-    assert str(note.content).startswith("What the task's own examples say:") and says in str(
-        note.content
-    )
-    assert not any(
-        "task's own examples" in str(m.content) for c in calls[4:] for m in c[-1:]
-    )  # only after a failing run
 
 
 def test_claimed_success_with_failing_tests_is_a_failure(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -132,7 +88,7 @@ def test_claimed_success_with_failing_tests_is_a_failure(tmp_path) -> None:  # t
     verdict = ws.read_verdict(ws.attempt(ws.step(run, "adder"), 1))
     assert verdict["outcome"] == "failed"
     # No check ran for the criterion, and the claim of success does not back it.
-    assert [(c["status"], c["met"]) for c in verdict["criteria"]] == [("unverified", False)]
+    assert [c["status"] for c in verdict["criteria"]] == ["unverified"]
     assert not ws.step(run, "adder").artifacts.exists()
     assert json.loads(run.run_json.read_text())["status"] == "failed"
     assert "blocked" in run.report_md.read_text()
@@ -162,36 +118,11 @@ def test_exhausted_attempts_trigger_a_replan_that_keeps_committed_steps(tmp_path
     assert "step 'hard' (Step hard) failed 1 attempts" in replan_prompt
     ws = Workspace(ctx.workspace)
     run = ws.run(outcome.run_id)
-    assert [r["reason"] for r in ws.plan_revisions(run)] == ["initial plan", "replan"]
+    assert [r["reason"] for r in read_json(run.plan_json)["revisions"]] == [
+        "initial plan",
+        "replan",
+    ]
     assert len(ws.list_attempts(ws.step(run, "base"))) == 1  # not redone
-
-
-def test_an_invalid_plan_is_sent_back_with_the_reasons(ctx: Context) -> None:
-    cyclic = Plan(steps=[step("a", depends_on=["b"]), step("b", depends_on=["a"])])
-    good = Plan(steps=[step("adder")])
-    executor = ExecutorScript({("adder", 1): passing_attempt()})
-    roles = models([cyclic, good], executor)
-    outcome = run_task("add", ctx, models=roles)
-
-    assert outcome.status == "done"
-    retry = roles["planner"].calls[1].messages[-1]
-    assert isinstance(retry, HumanMessage)
-    assert "the dependencies form a cycle: a -> b -> a" in str(retry.content)
-
-
-def test_a_planner_that_repeats_an_invalid_plan_is_not_asked_a_third_time(ctx: Context) -> None:
-    cyclic = Plan(steps=[step("a", depends_on=["b"]), step("b", depends_on=["a"])])
-    never = Plan(steps=[step("adder")])  # would be valid, but a model that repeats is not re-asked
-    both = ADD_IMPL + "\n\ndef sub(a, b):\n    return a - b\n"
-    executor = ExecutorScript({("step1", 1): passing_attempt(impl=both)})
-    roles = models([cyclic, cyclic, never], executor)
-    outcome = run_task("Write add(a, b) and sub(a, b).", ctx, models=roles)
-
-    assert outcome.status == "done", outcome
-    assert len([c for c in roles["planner"].calls if c.tool_names]) == 2
-    ws = Workspace(ctx.workspace)
-    (revision,) = ws.plan_revisions(ws.run(outcome.run_id))
-    assert revision["reason"].startswith("initial plan: one step, the planner's plans were invalid")
 
 
 def test_a_step_that_only_repeats_earlier_names_is_folded_into_their_step() -> None:
@@ -216,13 +147,13 @@ def test_a_planner_that_never_gives_a_valid_plan_leaves_the_task_as_one_step(
     no_criteria = Plan(steps=[PlanStep(id="x", title="x", description="x", acceptance_criteria=[])])
     both = ADD_IMPL + "\n\ndef sub(a, b):\n    return a - b\n"  # the stated signatures hold
     executor = ExecutorScript({("step1", 1): passing_attempt(impl=both)})
-    roles = models([no_criteria] * 3, executor)
+    roles = models([no_criteria], executor)  # an invalid plan is not sent back
     outcome = run_task("Write add(a, b) and sub(a, b).", ctx, models=roles)
 
     assert outcome.status == "done", outcome
     assert outcome.step_status == {"step1": "committed"}
     ws = Workspace(ctx.workspace)
-    (revision,) = ws.plan_revisions(ws.run(outcome.run_id))
+    (revision,) = read_json(ws.run(outcome.run_id).plan_json)["revisions"]
     assert revision["reason"].startswith("initial plan: one step, the planner's plans were invalid")
     assert "has no acceptance criteria" in revision["reason"]
 
@@ -232,7 +163,7 @@ def test_a_replan_that_never_gives_a_valid_plan_keeps_the_last_plan_and_its_step
 ) -> None:
     no_criteria = Plan(steps=[PlanStep(id="x", title="x", description="x", acceptance_criteria=[])])
     executor = ExecutorScript({("hard", n): failing_attempt() for n in (1, 2, 3)})
-    roles = models([Plan(steps=[step("hard")]), *[no_criteria] * 3], executor)
+    roles = models([Plan(steps=[step("hard")]), no_criteria], executor)
     outcome = run_task("t", replace(ctx, max_attempts=1, candidate_zero=False), models=roles)
     # The kept step gets its attempt again, fails it, and with the replan spent the run fails.
     assert outcome.status == "failed", outcome
@@ -242,7 +173,7 @@ def test_a_replan_that_never_gives_a_valid_plan_keeps_the_last_plan_and_its_step
     again = executor.prompts[("hard", 2)]
     assert "Earlier attempts failed: step 'hard' (Step hard) failed 1 attempts" in again
     ws = Workspace(ctx.workspace)
-    reasons = [r["reason"] for r in ws.plan_revisions(ws.run(outcome.run_id))]
+    reasons = [r["reason"] for r in read_json(ws.run(outcome.run_id).plan_json)["revisions"]]
     assert reasons[0] == "initial plan"
     assert reasons[1].startswith("replan: the planner's plans were invalid (")
     assert "has no acceptance criteria" in reasons[1]
@@ -263,13 +194,13 @@ def test_a_replan_with_invalid_plans_continues_on_the_old_plan_and_commits(
             ("hard", 4): passing_attempt(),
         }
     )
-    roles = models([first, *[no_criteria] * 3], executor)
+    roles = models([first, no_criteria], executor)
     outcome = run_task("t", replace(ctx, candidate_zero=False), models=roles)  # 2 attempts
 
     assert outcome.status == "done", outcome
     assert outcome.step_status == {"base": "committed", "hard": "committed"}
-    # the plan, then the invalid one twice: a model repeating itself is not asked a third time
-    assert len([c for c in roles["planner"].calls if c.tool_names]) == 3
+    # the plan, then the invalid one, which is not sent back
+    assert len([c for c in roles["planner"].calls if c.tool_names]) == 2
     prompt = executor.prompts[("hard", 4)]
     assert "Earlier attempts failed: step 'hard' (Step hard) failed 2 attempts" in prompt
     ws = Workspace(ctx.workspace)
@@ -324,14 +255,14 @@ def test_plan_approval_interrupt(tmp_path) -> None:  # type: ignore[no-untyped-d
 def test_max_plan_steps_holds_the_planner_to_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
     ctx = Context(workspace=str(tmp_path / "ws"), max_plan_steps=2, candidate_zero=False)
     three = Plan(steps=[step("a"), step("b"), step("c")])
-    two = Plan(steps=[step("adder"), step("more", depends_on=["adder"])])
     executor = ExecutorScript({}, default=passing_attempt)
-    roles = models([three, two], executor)
-    assert run_task("add", ctx, models=roles).status == "done"
+    roles = models([three], executor)
+    outcome = run_task("add", ctx, models=roles)
+    assert outcome.status == "done" and list(outcome.step_status) == ["step1"]
     assert "Use at most 2 step(s)" in str(roles["planner"].calls[0].messages[0].content)
-    assert "the plan has 3 steps; at most 2 are allowed" in str(
-        roles["planner"].calls[1].messages[-1].content
-    )
+    ws = Workspace(ctx.workspace)
+    (revision,) = read_json(ws.run(outcome.run_id).plan_json)["revisions"]
+    assert "the plan has 3 steps; at most 2 are allowed" in revision["reason"]
 
 
 def test_a_one_step_limit_plans_without_the_model(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -375,11 +306,8 @@ def test_criteria_no_check_backs_are_labelled_unverified_not_passed_off(tmp_path
     assert outcome.status == "done"
     ws = Workspace(ctx.workspace)
     verdict = ws.read_verdict(ws.attempt(ws.step(ws.run(outcome.run_id), "adder"), 1))
-    statuses = {c["criterion"]: (c["status"], c["met"]) for c in verdict["criteria"]}
-    assert statuses == {
-        "add(2, 3) == 5": ("unverified", False),
-        "add(-1, 1) == 0": ("unverified", False),
-    }
+    statuses = {c["criterion"]: c["status"] for c in verdict["criteria"]}
+    assert statuses == {"add(2, 3) == 5": "unverified", "add(-1, 1) == 0": "unverified"}
     for criterion in two.acceptance_criteria:
         assert f"criterion not verified (no check ran): {criterion}" in verdict["feedback"]
     report = ws.run(outcome.run_id).report_md.read_text()

@@ -13,7 +13,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from atom_agent import Context, build_graph, run_task
 from atom_agent.errors import ConfigError, ToolConfigError
-from atom_agent.models.profiles import profile_for
 from atom_agent.nodes.common import attempt_scope
 from atom_agent.nodes.executor import node as executor_node
 from atom_agent.nodes.executor.attempt import AttemptContext
@@ -51,8 +50,7 @@ def test_concurrent_attempts_share_one_agent_and_keep_their_files_apart(ctx: Con
     model = ScriptedChatModel(respond=respond, latency_s=0.05)
     svc = Resources(ctx, models=model)
     attempts = {step_id: _attempt(svc, step_id) for step_id in ("left", "right")}
-    profile = profile_for(model)
-    agent = attempt_agent(model, profile, executor_tools(ctx.executor_tools, profile))
+    agent = attempt_agent(model, executor_tools(ctx.executor_tools))
 
     def run_one(step_id: str) -> list[BaseMessage]:
         scope, session = attempts[step_id]
@@ -99,7 +97,7 @@ def test_the_executor_compiles_its_agent_once_for_every_attempt(
         ("two", 1): passing_attempt(),
     }
     outcome = run_task("t", ctx, models=models([plan], ExecutorScript(script)))
-    assert outcome.ok
+    assert outcome.status == "done"
     assert len(compiled) == 1  # three attempts of two steps, one agent
 
 
@@ -119,21 +117,16 @@ def test_runs_on_one_resources_share_its_store_and_a_run_without_closes_its_own(
 ) -> None:
     plan = Plan(steps=[step("one")])
     script = {("one", 1): passing_attempt()}
-    with Resources(ctx) as res:
+    with Resources(ctx, models=models([plan], ExecutorScript(script))) as res:
         memory = res.memory
-        for project in ("default", "other"):  # another project in the same workspace
-            task_ctx = ctx.replace(project_id=project)
-            roles = models([plan], ExecutorScript(script))
-            with Resources(task_ctx, models=roles, memory=memory) as run_res:
-                assert run_task("t", resources=run_res).ok
-                assert run_res.memory is memory
-            assert not memory.closed  # given to those Resources, not theirs to close
+        assert run_task("t", resources=res).status == "done"
+        assert not memory.closed
         assert res.for_context(ctx.replace(project_id="x")).memory is memory
     assert memory.closed  # closed with its owner
     with pytest.raises(ConfigError, match="closed"):
         _ = res.memory
     # A run given models only builds its own Resources and closes them at its end.
-    assert run_task("t", ctx, models=models([plan], ExecutorScript(script))).ok
+    assert run_task("t", ctx, models=models([plan], ExecutorScript(script))).status == "done"
 
 
 def test_resources_build_each_shared_thing_once(ctx: Context) -> None:
@@ -188,8 +181,7 @@ def test_an_attempt_agent_run_without_its_context_is_a_wiring_error(ctx: Context
     model = ScriptedChatModel(responses=[tool_call("list_files", {}), "ok"])
     svc = Resources(ctx, models=model)
     scope, session = _attempt(svc, "one")
-    profile = profile_for(model)
-    agent = attempt_agent(model, profile, executor_tools(ctx.executor_tools, profile))
+    agent = attempt_agent(model, executor_tools(ctx.executor_tools))
     with pytest.raises(ToolConfigError, match="context=ToolContext"):
         agent.invoke({"messages": [HumanMessage("go")]})
 

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 from langchain_core.tools import BaseTool
+from tests.unit.tools.running import tool_runtime
 
 from atom_agent.memory import MemoryManager
 from atom_agent.session import SessionContext
-from atom_agent.tools.context import ToolContext, tool_runtime
+from atom_agent.tools.context import ToolContext
 from atom_agent.tools.memory import MEMORY_TOOLS
 
 

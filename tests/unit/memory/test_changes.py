@@ -85,8 +85,7 @@ def test_once_keeps_what_was_stored_under_its_id(
 ) -> None:
     first = remember_once(manager, session, "lesson", {"content": "first wording"})
     again = remember_once(manager, session, "lesson", {"content": "second wording"})
-    assert first.new and not again.new
-    assert again.record.id == first.record.id and again.record.content == "first wording"
+    assert again.id == first.id and again.content == "first wording"
     assert [r.content for r in manager.recall(session, "wording")] == ["first wording"]
 
 
@@ -142,7 +141,7 @@ def test_changes_kept_as_data_apply_as_the_originals_would(
 def test_a_record_kept_by_once_can_still_be_changed_in_the_same_set(
     manager: MemoryManager, session: SessionContext
 ) -> None:
-    stored = remember_once(manager, session, "interface", {"content": "f(x) doubles x"}).record
+    stored = remember_once(manager, session, "interface", {"content": "f(x) doubles x"})
     changes = MemoryChanges(session)
     again = changes.remember({"content": "f(x) doubles x", "id": stored.id}, once=True)
     replacement = changes.remember({"content": "f(x, n) multiplies x by n"})

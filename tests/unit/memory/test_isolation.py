@@ -22,10 +22,6 @@ def test_id_from_another_project_is_not_found(
     with pytest.raises(MemoryNotFoundError):
         manager.history(session, secret)
     with pytest.raises(MemoryNotFoundError):
-        manager.reinforce(session, secret)
-    with pytest.raises(MemoryNotFoundError):
-        manager.contradict(session, secret)
-    with pytest.raises(MemoryNotFoundError):
         manager.forget(session, secret)
 
 

@@ -1,4 +1,4 @@
-"""Earned confidence (reinforce/contradict), expiry, promotion, export/import."""
+"""Earned confidence (reinforce/contradict), expiry, working memory, export/import."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from chromadb.config import Settings
 
 from atom_agent.errors import MemoryNotFoundError, MemoryValidationError
 from atom_agent.memory import MemoryManager, MemoryType, WorkingMemory
+from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.embeddings import MiniLMInt8EmbeddingFunction
 from atom_agent.memory.records import unpack_metadata
 from atom_agent.memory.store import collection_name
@@ -19,18 +20,16 @@ from atom_agent.session import SessionContext
 
 def test_reinforce_and_contradict(manager: MemoryManager, session: SessionContext, events) -> None:  # type: ignore[no-untyped-def]
     record = manager.remember(session, "The fixture `db` needs Docker", confidence=0.6)
-    up = manager.reinforce(session, record.id, evidence="tests passed")
-    assert up.confidence == pytest.approx(0.64)
-    down = manager.contradict(
-        session, record.id, amount=0.5, evidence="test_db failed without Docker"
-    )
-    assert down.confidence == pytest.approx(0.32)
+    up = MemoryChanges(session)
+    up.reinforce(record.id, evidence="tests passed")
+    assert manager.apply(up).records[record.id].confidence == pytest.approx(0.64)
+    down = MemoryChanges(session)
+    down.contradict(record.id, amount=0.5, evidence="test_db failed without Docker")
+    assert manager.apply(down).records[record.id].confidence == pytest.approx(0.32)
     assert manager.get(session, record.id).confidence == pytest.approx(0.32)
     assert record.id not in {r.id for r in manager.recall(session)}  # below the 0.5 floor now
     assert [e["memory_id"] for e in events.named("memory.reinforce")] == [record.id]
     assert [e["memory_id"] for e in events.named("memory.contradict")] == [record.id]
-    with pytest.raises(MemoryValidationError, match="amount must be between 0.0 and 1.0"):
-        manager.reinforce(session, record.id, amount=2)
 
 
 def test_expired_records_are_never_returned_and_are_swept(
@@ -48,7 +47,7 @@ def test_expired_records_are_never_returned_and_are_swept(
     assert list(manager.get_many(session, [short.id, keep.id])) == [keep.id]
     assert short.id not in {r["id"] for r in manager.export(session)}
     assert manager.sweep_expired(session) == 1
-    assert manager.sweep_expired("alpha") == 0
+    assert manager.sweep_expired(session) == 0
     assert manager.backend.client.get_collection(manager._sync("alpha").name).count() == 1
 
 
@@ -58,24 +57,17 @@ def test_bad_ttl(manager: MemoryManager, session: SessionContext, ttl: object) -
         manager.remember(session, "x", ttl_s=ttl)  # type: ignore[arg-type]
 
 
-def test_working_memory_merges_and_promotes(
-    manager: MemoryManager, session: SessionContext, events
-) -> None:  # type: ignore[no-untyped-def]
+def test_working_memory_merges_candidates(session: SessionContext) -> None:
     working = WorkingMemory(session)
     working.note("test_parse fails: KeyError 'date' in the fixture", importance=0.5)
     twice = working.note("test_parse  fails: KeyError 'date' in the FIXTURE", importance=0.5)
     assert twice.occurrences == 2 and twice.importance == pytest.approx(0.75)
     working.note("Line length limit is 100", type="convention", importance=0.2)
-    assert len(working) == 2
-    promoted = manager.promote(session, working)  # default threshold 0.7
-    assert [r.content for r in promoted] == ["test_parse fails: KeyError 'date' in the fixture"]
-    record = manager.get(session, promoted[0].id)
-    assert record.source_type.value == "system" and record.type is MemoryType.LESSON_LEARNED
-    assert record.importance == pytest.approx(0.75)
-    assert [c.content for c in working.candidates()] == ["Line length limit is 100"]
-    assert manager.promote(session, working) == []
-    assert len(manager.promote(session, working, threshold=0.1)) == 1 and len(working) == 0
-    assert len(events.named("memory.promote")) == 2
+    assert [c.content for c in working.candidates()] == [
+        "test_parse fails: KeyError 'date' in the fixture",
+        "Line length limit is 100",
+    ]
+    assert [c.type for c in working.above(0.7)] == [MemoryType.LESSON_LEARNED]
 
 
 def test_agent_remember_bypasses_the_threshold(
@@ -175,7 +167,9 @@ def test_records_stored_one_key_per_field_are_read_and_changed_as_before(
     with MemoryManager.open(tmp_path) as memory:
         assert memory.get(session, kept.id).confidence == 0.6
         assert [r.id for r in memory.recall(session, "does the parser accept tabs?")][0] == kept.id
-        memory.reinforce(session, kept.id, amount=0.5)
+        changes = MemoryChanges(session)
+        changes.reinforce(kept.id, amount=0.5)
+        memory.apply(changes)
         memory.forget(session, other.id, reason="moved")  # closing writes the access counts
     with MemoryManager.open(tmp_path) as memory:
         again = memory.get(session, kept.id)

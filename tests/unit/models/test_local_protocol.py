@@ -10,13 +10,7 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from atom_agent.errors import ModelError
-from atom_agent.models.local import (
-    _allowed_tools,
-    _parse_reply,
-    _render,
-    _reply_schema,
-    allowed_tools_choice,
-)
+from atom_agent.models.local import _allowed_tools, _parse_reply, _render, _reply_schema
 
 
 @tool
@@ -102,16 +96,12 @@ def test_parse_reply() -> None:
     assert _parse_reply("plain text", None, "stop").content == "plain text"
 
 
-def test_allowed_tools_narrow_the_reply_but_not_the_prompt() -> None:
+def test_a_forced_tool_narrows_the_reply_but_not_the_prompt() -> None:
     messages = [SystemMessage("Be brief."), HumanMessage("write it")]
-    required = _allowed_tools(TOOLS, allowed_tools_choice(["tag"]))
-    assert required == [TOOLS[1]]
-    auto = _allowed_tools(TOOLS, allowed_tools_choice(["tag"], required=False))
-    assert auto == [TOOLS[1], {"answer": True}]
+    forced = _allowed_tools(TOOLS, "tag")
+    assert forced == [TOOLS[1]]
     # Every bound tool stays listed: the prompt (and llama.cpp's cached prefix) is unchanged.
     everything = _allowed_tools(TOOLS, None)
-    assert _render(messages, TOOLS, required) == _render(messages, TOOLS, everything)
-    with pytest.raises(ModelError, match="must name bound tools"):
-        _allowed_tools(TOOLS, allowed_tools_choice(["rm_rf"]))
-    with pytest.raises(ModelError, match="must name bound tools"):
-        _allowed_tools(TOOLS, {"type": "allowed_tools", "allowed_tools": {"tools": []}})
+    assert _render(messages, TOOLS, forced) == _render(messages, TOOLS, everything)
+    with pytest.raises(ModelError, match="names no bound tool"):
+        _allowed_tools(TOOLS, "rm_rf")

@@ -4,13 +4,8 @@ import pytest
 from langchain_google_genai import ChatGoogleGenerativeAI
 
 from atom_agent.errors import MissingCredentialsError, ModelSpecError, ModelUnavailableError
-from atom_agent.models import (
-    LocalChatModel,
-    load_chat_model,
-    parse_spec,
-    registry,
-    resolve_default_model,
-)
+from atom_agent.models import LocalChatModel, load_chat_model, registry, resolve_default_model
+from atom_agent.models.registry import parse_spec
 
 
 @pytest.mark.parametrize("spec", ["gemini", ":x", "google_genai:", "", "   ", "a b:c"])
@@ -63,9 +58,6 @@ def test_local_spec_builds_the_local_model_without_loading_it() -> None:
     model = load_chat_model("local", temperature=0.3)
     assert isinstance(model, LocalChatModel)
     assert model.temperature == 0.3
-    # Calls marked as copying their prompt draft from it; an explicit setting wins.
-    assert model.prompt_lookup == 10
-    assert load_chat_model("local", prompt_lookup=0).prompt_lookup == 0  # type: ignore[attr-defined]
 
 
 def test_resolution_order(monkeypatch: pytest.MonkeyPatch) -> None:

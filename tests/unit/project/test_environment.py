@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from atom_agent.project.environment import declared, dependencies
-from atom_agent.project.suite import detect, run_suite, suite_limits
+from atom_agent.project.suite import run_suite, suite_limits
+from atom_agent.project.suite_command import detect
 from atom_agent.sandbox import Limits, default_runner
 
 PYPROJECT = """\

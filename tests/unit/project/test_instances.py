@@ -9,7 +9,8 @@ import pytest
 
 from atom_agent.project.instances import MAX_ORIGINS, instance_origins
 from atom_agent.project.reproduction import reproduction_prompt
-from atom_agent.project.suite import TestCommand, suite_limits
+from atom_agent.project.suite import suite_limits
+from atom_agent.project.suite_command import TestCommand
 from atom_agent.sandbox import Limits, SandboxRunner
 
 from .test_suite import make

@@ -7,10 +7,8 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage
 
-from atom_agent import Resources, run_task
+from atom_agent import run_task
 from atom_agent.models.purpose import CallInfo
-from atom_agent.project.knowledge import project_space
-from atom_agent.session import SessionContext
 from atom_agent.testing import ScriptedChatModel
 
 from .calc import GOOD_ADD, GOOD_MUL, answers, ctx, project
@@ -49,10 +47,6 @@ def test_the_second_run_on_a_project_reuses_its_baseline_and_recalls_where_code_
     assert _baseline(tmp_path, second.run_id)["reused"] is True
     # Where the first run's change lives reached the second run's localisation prompt.
     assert "`add` is defined in `calc/__init__.py`" in locate_prompts[0]
-    with Resources(context) as res:
-        space = project_space(context.project_id, str(repo))
-        notes = res.memory.recall(SessionContext(session_id="q", project_id=space), "tests")
-    assert any("run with" in n.content and "1 passed" in n.content for n in notes)
 
 
 def test_a_changed_tree_gets_a_new_baseline(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from atom_agent import Context, run_task
-from atom_agent.models.lookup import copying_now
 from atom_agent.models.purpose import CallInfo
 from atom_agent.nodes.project.planner import task_test_command
 from atom_agent.testing import ScriptedChatModel
@@ -142,14 +141,14 @@ def test_a_retry_keeps_the_previous_choice_unless_a_sample_does_better(tmp_path:
     def respond(messages: list[BaseMessage]) -> str:
         text = str(messages[-1].content)
         prompts.append(text)
-        worse = "Your previous version" in text
+        worse = "Write it anew" in text
         return "```python\n" + ("def mul(a, b):\n    return 0\n" if worse else half) + "```"
 
     outcome = run_task("Implement `calc.mul` as its docstring says.", ctx(tmp_path, repo),
                        models=ScriptedChatModel(respond=respond))  # fmt: skip
-    # The retry was shown its previous version and what failed; its samples did worse, so
-    # the previous choice was kept and committed, labelled unverified.
-    assert any("return abs(a * b)" in p and "mul(-1, 4)" in p for p in prompts)
+    # The retry was told what failed (not shown its code); its samples did worse, so the
+    # previous choice was kept and committed, labelled unverified.
+    assert "mul(-1, 4)" in prompts[-1] and "return abs(a * b)" not in prompts[-1]
     assert (
         "committed unverified: 1-mul (no regression, but 1 of 2 checks fail" in outcome.stop_reason
     )
@@ -241,31 +240,25 @@ def test_never_mutates_is_checked_on_the_docstring_example(
     assert verdict["verified"] is verified
 
 
-def test_a_retry_repairs_once_then_samples_anew_told_what_failed(tmp_path: Path) -> None:
+def test_a_retry_samples_anew_told_what_failed_never_shown_its_code(tmp_path: Path) -> None:
     repo = project(tmp_path / "proj")
     half = "def mul(a, b):\n    return abs(a * b)\n"  # mul(2, 3) right, mul(-1, 4) wrong
     asked: list[str] = []
 
-    copied: list[bool] = []
-
     def respond(messages: list[BaseMessage]) -> str:
         text = str(messages[-1].content)
-        asked.append("repair" if "Your previous version" in text else
-                     "anew" if "Write it anew" in text else "first")  # fmt: skip
-        copied.append(copying_now())
-        # A small model's repair hands its old code back; told only what failed, it does better.
+        asked.append("anew" if "Write it anew" in text else "first")
+        assert "return abs(a * b)" not in text  # a retry is told what failed, not the code
         return "```python\n" + (GOOD_MUL if asked[-1] == "anew" else half) + "```"
 
     outcome = run_task("Implement `calc.mul` as its docstring says.", ctx(tmp_path, repo),
                        models=ScriptedChatModel(respond=respond))  # fmt: skip
     assert outcome.status == "done", outcome.stop_reason
-    assert asked == ["first", "first", "repair", "anew"]
-    # Only the repair, shown its previous version, is a reply that copies its prompt.
-    assert copied == [False, False, True, False]
+    assert asked == ["first", "first", "anew"]
     attempt = tmp_path / "ws" / "runs" / outcome.run_id / "steps" / "1-mul" / "attempts" / "2"
     trials = json.loads((attempt / "candidates.json").read_text())["candidates"]
-    assert trials[1]["checks"] == "the same code as an earlier candidate"
-    assert trials[2] == {"temperature": 0.0, "prompt": "anew", "checks": "2 passed, 0 failed"}
+    assert trials[0]["incumbent"] is True  # the previous choice is a candidate, at no call
+    assert trials[1] == {"temperature": 0.0, "checks": "2 passed, 0 failed"}
     assert json.loads((attempt / "verdict.json").read_text())["verified"] is True
     assert "return a * b" in git(repo, "show", f"atom/{outcome.run_id}:calc/__init__.py")
 

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
+from tests.unit.tools.running import tool_runtime
 
 from atom_agent.session import SessionContext
-from atom_agent.tools.context import ToolContext, tool_runtime
+from atom_agent.tools.context import ToolContext
 from atom_agent.tools.scope import ToolScope
 
 Call = Callable[..., tuple[str, dict[str, Any]]]

@@ -14,8 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.unit.tools.running import run_tool
+
 from atom_agent.session import SessionContext
-from atom_agent.tools.calls import run_tool
 from atom_agent.tools.context import ToolContext
 from atom_agent.tools.files import FILE_TOOLS
 from atom_agent.tools.scope import ToolScope

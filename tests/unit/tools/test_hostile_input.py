@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 from langchain_core.tools import BaseTool, StructuredTool
+from tests.unit.tools.running import run_tool
 
 from atom_agent.session import SessionContext
-from atom_agent.tools.calls import ToolResult, run_tool
+from atom_agent.tools.calls import ToolResult
 from atom_agent.tools.context import ToolContext
 from atom_agent.tools.files import FILE_TOOLS
 from atom_agent.tools.memory import MEMORY_TOOLS

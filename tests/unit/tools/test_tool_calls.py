@@ -14,6 +14,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from tests.unit.tools.running import run_tool
 
 from atom_agent.errors import ConfigError, ToolConfigError
 from atom_agent.memory import MemoryManager
@@ -22,7 +23,7 @@ from atom_agent.nodes.executor.tools import EXECUTOR_TOOLS
 from atom_agent.sandbox import Limits, SubprocessRunner
 from atom_agent.session import SessionContext
 from atom_agent.testing import ScriptedChatModel, tool_call
-from atom_agent.tools.calls import TRUSTED_TOOLS, ToolCalls, ToolResult, run_tool
+from atom_agent.tools.calls import TRUSTED_TOOLS, ToolCalls, ToolResult
 from atom_agent.tools.code import CODE_TOOLS
 from atom_agent.tools.context import ToolContext
 from atom_agent.tools.files import FILE_TOOLS

@@ -16,7 +16,7 @@ from atom_agent.memory import MemoryManager
 from atom_agent.session import SessionContext
 from atom_agent.tools.context import ToolContext
 from atom_agent.tools.scope import ToolScope
-from atom_agent.tools.search import SEARCH_TOOLS, MemoryRecall
+from atom_agent.tools.search import SEARCH_TOOLS
 
 Call = Callable[..., tuple[str, dict[str, Any]]]
 ByName = Callable[[list[BaseTool]], dict[str, BaseTool]]
@@ -90,7 +90,7 @@ class Record:
 
 @dataclass
 class KeywordMemory:
-    """A minimal real implementation of the MemoryRecall protocol (word overlap ranking)."""
+    """A stand-in for MemoryManager.recall (word overlap ranking)."""
 
     records: list[Record]
     calls: list[tuple[SessionContext, str | None, str, int]] = field(default_factory=list)
@@ -117,7 +117,7 @@ class KeywordMemory:
         return hits[:limit]
 
 
-def test_search_memory_against_the_protocol(
+def test_search_memory_reads_what_recall_returns(
     scope: ToolScope, session: SessionContext, call: Call, by_name: ByName
 ) -> None:
     memory = KeywordMemory(
@@ -126,9 +126,8 @@ def test_search_memory_against_the_protocol(
             Record("m2", "cache eviction is LRU", "decision", 0.8),
         ]
     )
-    recall: MemoryRecall = memory
     tool = by_name(list(SEARCH_TOOLS))["search_memory"]
-    context = ToolContext(scope=scope, session=session, memory=recall)
+    context = ToolContext(scope=scope, session=session, memory=memory)
     status, out = call(tool, context, query="which pytest style", type="convention", limit=3)
     assert status == "success"
     assert out == {

@@ -34,11 +34,9 @@ CASES = {
         False,
     ),
     "missing files": (replace(PASSING, missing=("test.py",), tests_ok=False), "retry", False),
-    "hard-coded": (replace(PASSING, hard_ok=False), "retry", False),
     "a failed check, attempts left": (replace(SPENT, failures=1), "retry", False),
     "task checks hold, attempts spent": (SPENT, "commit", False),
     "no task value check, attempts spent": (replace(SPENT, task_checks_ok=False), "replan", False),
-    "task checks hold but hard-coded": (replace(SPENT, hard_ok=False), "replan", False),
     "task checks hold but a file missing": (replace(SPENT, missing=("test.py",)), "replan", False),
     "no task checks, replans spent": (
         replace(SPENT, task_checks_ok=False, replans=1),
@@ -50,28 +48,6 @@ CASES = {
         "replan",
         False,
     ),
-}
-
-# Run-ending: attempts and replans spent, no task value check; the planner model's contract
-# holds 3 to 1, the one failure its own; the plain answer has nothing for the step.
-LAST = replace(
-    SPENT, task_checks_ok=False, replans=1, checks_held=3, checks_failed=1,
-    value_check_held=True, plain_lacks=("transfer",),
-)  # fmt: skip
-CASES |= {
-    "last resort: the plain answer lacks the step": (LAST, "commit", False),
-    "last resort, replans left: replan first": (replace(LAST, replans=0), "replan", False),
-    "the plain answer has the step: its floor stands": (
-        replace(LAST, plain_lacks=()),
-        "fail",
-        False,
-    ),
-    "a task check fails": (replace(LAST, task_check_failed=True), "fail", False),
-    "as many fail as hold": (replace(LAST, checks_held=1), "fail", False),
-    "only error cases hold": (replace(LAST, value_check_held=False), "fail", False),
-    "a failure not the model's (a timeout)": (replace(LAST, checks_failed=2), "fail", False),
-    "last resort but hard-coded": (replace(LAST, hard_ok=False), "fail", False),
-    "last resort but a file missing": (replace(LAST, missing=("test.py",)), "fail", False),
 }
 
 
@@ -105,15 +81,3 @@ def test_unchecked_clauses_and_unexecuted_names_are_reasons_not_actions() -> Non
 def test_a_passing_attempt_records_no_failure() -> None:
     assert decide(replace(PASSING, failures=2)).failures == 2
     assert decide(replace(SPENT, failures=0)).failures == 1
-
-
-def test_a_last_resort_commit_says_what_fails_and_what_the_plain_answer_lacks() -> None:
-    decision = decide(LAST)
-    assert (decision.action, decision.committed_on, decision.passed) == (
-        "commit",
-        "most checks",
-        False,
-    )
-    reason = next(r for r in decision.reasons if "last resort" in r)
-    assert "the model's plain answer has no transfer" in reason
-    assert "3 checks hold" in reason and "add(1, 1) == 3 (expected 3, got 2)" in reason

@@ -37,7 +37,7 @@ def test_a_half_created_step_folder_is_completed(tmp_path: Path) -> None:
     assert ws.list_steps(run) == []
     step = ws.create_step(run, "s", depends_on=[], title="S")
     assert ws.read_step(step)["title"] == "S"
-    again = ws.create_step(run, "s", exist_ok=True, title="S2")
+    again = ws.create_step(run, "s", title="S2")
     assert ws.read_step(again)["title"] == "S2"
 
 

@@ -12,7 +12,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from atom_agent.errors import WorkspaceError
-from atom_agent.workspace import Workspace, clean_message, to_langchain
+from atom_agent.workspace import Workspace, clean_message
+from atom_agent.workspace._commit import current_attempt
 
 
 def conversation() -> list[object]:
@@ -118,10 +119,8 @@ def test_history_round_trip_and_replacement(tmp_path: Path) -> None:
     assert len(stored) == 6 and "stale" not in json.dumps(stored)
     data = json.loads(attempt.history_json.read_text())
     assert (data["run_id"], data["step_id"], data["attempt"]) == ("r1", "s1", 1)
-    messages = to_langchain(stored)
-    assert isinstance(messages[2], AIMessage)
-    assert messages[2].tool_calls[0]["id"] == "call_1"
-    assert isinstance(messages[3], ToolMessage) and messages[3].tool_call_id == "call_1"
+    assert stored[2]["tool_calls"][0]["id"] == "call_1"
+    assert stored[3]["tool_call_id"] == "call_1"
     ws.write_history(attempt, [HumanMessage(content="second write")])
     assert ws.read_history(attempt) == [{"type": "human", "content": "second write"}]
 
@@ -193,7 +192,7 @@ def test_killed_commit_leaves_the_previous_commit_intact(tmp_path: Path, target:
     crash_in_child(ws, "commit", 2, "artifacts" if target == "artifacts" else ".attempt-2-")
     assert (step.artifacts / "impl.py").read_text() == "OLD = True\n"
     assert not (step.artifacts / "extra.py").exists()
-    assert ws.committed_attempt(step) == 1
+    assert current_attempt(step.committed_dir) == 1
     ws.commit(step, second)  # a later commit succeeds and sweeps the leftovers
     assert (step.artifacts / "impl.py").read_text() == "NEW = True\n"
     assert sorted(p.name for p in step.committed_dir.iterdir())[0].startswith(".attempt-2-")
@@ -206,4 +205,4 @@ def test_killed_first_commit_leaves_nothing_committed(tmp_path: Path) -> None:
     attempt = ws.new_attempt(step)
     (attempt.staging / "impl.py").write_text("X = 1\n")
     crash_in_child(ws, "commit", 1, "artifacts")
-    assert ws.committed_attempt(step) is None and not step.artifacts.exists()
+    assert current_attempt(step.committed_dir) is None and not step.artifacts.exists()

@@ -2,7 +2,7 @@
 
 ``node`` (the graph node and its attempt flow), ``prompt`` (the tiered context of an attempt),
 ``tools`` (which tools its model gets), ``attempt`` (what an attempt passes to its agent) and
-``steering/`` (one middleware per steering behaviour, composed from the model profile).
+``steering/`` (one middleware per steering behaviour of the tool loop).
 """
 
 from .node import DRAFTS_FILE, make_executor

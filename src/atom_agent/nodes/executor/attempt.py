@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atom_agent.checks.examples import ExamplesReport
 from atom_agent.errors import ToolConfigError
 from atom_agent.state import REQUIRED_FILES
 from atom_agent.tools.context import ToolContext, tool_context
@@ -27,15 +25,11 @@ class AttemptContext(ToolContext):
 
     Attributes:
         max_tool_calls: the attempt's tool-call budget.
-        check_examples: runs the task's ``>>>`` examples against the staged impl.py (None
-            when the task has none); after a failing test run its verdict tells the model
-            which side is wrong, the code or its own test.
         start_passed: how many of the staged checks (test.py) the staged start passes (None
             when nothing was staged): a test run that passes no more makes no progress.
     """
 
     max_tool_calls: int = 12
-    check_examples: Callable[[], ExamplesReport] | None = None
     start_passed: int | None = None
     time_limit_s: float | None = None
     """Seconds the tool loop may run (None: no limit); it ends before a call after them."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,6 @@ from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
 
 from atom_agent.checks.contract import check_problems, contract_tests
-from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
 from atom_agent.context import Context
 from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.models.purpose import calling, for_attempt
@@ -35,7 +34,6 @@ from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, TEST_FILE, Check, DraftsSummary, Plan, PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.tools.calls import ToolCalls
-from atom_agent.tools.scope import ToolScope
 from atom_agent.usage import model_name_of, usage_of
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
 from atom_agent.workspace.atomic import atomic_write_json, atomic_write_text
@@ -53,7 +51,7 @@ from ..common import (
 from .attempt import ASK_USER, AttemptContext
 from .prompt import ExecutorPrompt, draft_notes, reconstruct_context
 from .steering import steering
-from .steering.chain import chained
+from .steering.chain import Steering
 from .steering.reask import REASKED
 from .steering.stop import without_stop
 from .tools import executor_tools
@@ -68,7 +66,7 @@ Rules:
 - Write the implementation to `impl.py` and pytest tests to `test.py` (relative paths). \
 `test.py` imports from `impl` (e.g. `from impl import lru_cache`).
 - Compute results; never hard-code expected outputs (no large string literals or lookup \
-tables standing in for logic). The reviewer rejects hard-coded outputs.
+tables standing in for logic).
 - Tests must check every acceptance criterion. Run them with `run_tests`; fix and re-run \
 until they pass.
 - Code of earlier steps is readable at the dependency paths given; import it by putting \
@@ -111,27 +109,6 @@ Run against the step's checks (test.py, read-only): {summary}.
 Fix what fails in impl.py (edit_file or write_file), then run_tests."""
 
 
-def _examples_check(
-    res: Resources, scope: ToolScope, examples: list[tuple[str, str]]
-) -> Callable[[], ExamplesReport] | None:
-    """Runs `examples` against the attempt's staged impl.py (None without examples)."""
-    if not examples:
-        return None
-
-    def check() -> ExamplesReport:
-        if not (scope.staging / IMPL_FILE).is_file():
-            return ExamplesReport()
-        return run_examples(
-            examples,
-            staging=scope.staging,
-            runner=res.runner,
-            limits=res.limits,
-            python_path=scope.python_path(),
-        )
-
-    return check
-
-
 def make_executor(res: Resources) -> Any:
     """The executor node, closed over the run's resources.
 
@@ -139,66 +116,44 @@ def make_executor(res: Resources) -> Any:
     closure (one per model and tool set): an attempt only differs in what it passes as
     ``context=`` (:class:`AttemptContext`: its scope, session, sandbox and budget).
     """
-    agents: dict[tuple[str, tuple[str, ...], str], tuple[BaseChatModel, Agent]] = {}
+    agents: dict[tuple[tuple[str, ...], str], tuple[BaseChatModel, Agent]] = {}
 
-    def agent_for(model: BaseChatModel, profile: ModelProfile, tools: list[BaseTool]) -> Agent:
+    def agent_for(model: BaseChatModel, tools: list[BaseTool]) -> Agent:
         system = res.ctx.executor_prompt
-        key = (profile.name, tuple(t.name for t in tools), system)
+        key = (tuple(t.name for t in tools), system)
         known = agents.get(key)
         if known is None or known[0] is not model:
-            known = agents[key] = (model, attempt_agent(model, profile, tools, system))
+            known = agents[key] = (model, attempt_agent(model, tools, system))
         return known[1]
 
     def executor(state: State) -> dict[str, Any]:
         at = _this_attempt(res, state)
         with for_attempt(at.step.id, at.attempt.n):
-            drafting = at.profile.draft_first and bool(at.runnable)
-            drafts: Drafts | None
-            if drafting:
-                drafts, notes = _draft_path(res, state, at)
-            else:
-                # The tool loop starts from the step's best code so far, staged for it to
-                # edit: the plain answer, or what the previous attempt kept; never from less
-                # than one plain call.
-                drafts, notes = _stage_start(res, at, *_start(res, state, at)), {}
-            done = _settled(drafts, drafting, at.profile)
-            if done and drafts is not None:
-                # The code met every check (or this model does worse in a tool loop): the
-                # attempt is that code, and the reflector proves it.
+            if at.profile.draft_first:
+                # The attempt is its drafts, checked or not; the reflector proves them.
+                drafts, notes = _draft(res, state, at)
+                done = "draft passed" if _passed(drafts) else "drafts only"
                 return _finish_attempt(res, state, at, drafts, drafts.spent, None, done, notes)
-            agent = agent_for(at.model, at.profile, at.tools)
-            return _tool_path(res, state, at, drafts, notes, agent)
+            # The tool loop starts from the step's best code so far, staged for it to edit:
+            # the plain answer, or what the previous attempt kept; never from less than one
+            # plain call.
+            start = _stage_start(res, at, *_start(res, state, at))
+            if start is not None and _passed(start):
+                # The code met every check: the attempt is that code, and the reflector proves it.
+                return _finish_attempt(res, state, at, start, start.spent, None, "start passed", {})
+            return _tool_path(res, state, at, start, agent_for(at.model, at.tools))
 
     return executor
 
 
-def _draft_path(res: Resources, state: State, at: _Attempt) -> tuple[Drafts, dict[str, Any]]:
-    """Whole-file drafts, and the recalled memories their prompt showed (with why).
-
-    Recalled memories reach the draft prompt too: small models never see tier 2.
-    """
-    notes, reasons = draft_notes(res.memory, at.session, res.ctx, at.step, state["task"])
-    first = _first(state, at)
-    return _draft(res, state["task"], at, notes, first, _task_samples(res, state, first)), reasons
-
-
-def _settled(drafts: Drafts | None, drafting: bool, profile: ModelProfile) -> str:
-    """Why the attempt is its drafted or staged code with no tool loop ('': the loop runs)."""
-    if drafts is None:
-        return ""
+def _passed(drafts: Drafts) -> bool:
+    """Whether the drafted or staged code kept met every check."""
     best = drafts.best
-    if best is not None and drafts.passes(best):
-        return "draft passed" if drafting else "start passed"
-    return "drafts only" if drafting and not profile.tool_loop else ""
+    return best is not None and drafts.passes(best)
 
 
 def _tool_path(
-    res: Resources,
-    state: State,
-    at: _Attempt,
-    drafts: Drafts | None,
-    notes: dict[str, Any],
-    agent: Agent,
+    res: Resources, state: State, at: _Attempt, drafts: Drafts | None, agent: Agent
 ) -> dict[str, Any]:
     """The ReAct tool loop on the attempt, from its staged start (if any); never worse than it."""
     prompt = _loop_prompt(res, state, at, drafts)
@@ -211,9 +166,6 @@ def _tool_path(
         max_tool_calls=res.ctx.max_tool_calls,
         start_passed=_start_passed(drafts),
         time_limit_s=_loop_time(res.ctx, state),
-        check_examples=_examples_check(
-            res, at.scope, task_examples(state["task"], at.step.description)
-        ),
     )
     messages, stopped = _run(agent, prompt.text, context)
     if drafts is not None:
@@ -221,8 +173,9 @@ def _tool_path(
         stopped = "; ".join(why for why in (stopped, kept) if why)
         messages = [*drafts.spent, *messages]
     question = _question(messages)
-    used = {**dict.fromkeys([*notes, *prompt.memory_ids]), **prompt.memory_reasons}
-    return _finish_attempt(res, state, at, drafts, messages, question, stopped, {**used, **notes})
+    return _finish_attempt(
+        res, state, at, drafts, messages, question, stopped, prompt.memory_reasons
+    )
 
 
 @dataclass(frozen=True)
@@ -266,7 +219,7 @@ def _this_attempt(res: Resources, state: State) -> _Attempt:
         model=model,
         profile=profile,
         # A bad setting fails here.
-        tools=executor_tools(ctx.executor_tools, profile, ask_user=ctx.ask_user),
+        tools=executor_tools(ctx.executor_tools, ask_user=ctx.ask_user),
         runnable=[
             c
             for c in step.checks
@@ -299,11 +252,9 @@ def _task_samples(res: Resources, state: State, first: str | None) -> list[str]:
 def _start(res: Resources, state: State, at: _Attempt) -> tuple[str | None, str]:
     """The tool loop's start and its origin.
 
-    Candidate zero on a first attempt; else the code the step's previous attempt staged (its
-    best), else the plain answer.
+    The code the step's previous attempt staged (its best), else the plain answer (candidate
+    zero, on a first attempt).
     """
-    if at.attempt.n == 1:
-        return _first(state, at), "plain"
     earlier = _incumbent(res.workspace, at)
     if earlier and earlier.strip():
         return earlier, "earlier"
@@ -347,7 +298,7 @@ def _loop_prompt(
         step_id=at.step.id,
         attempt=at.attempt.n,
         prompt_tokens=prompt.tokens,
-        memories=len(prompt.memory_ids),
+        memories=len(prompt.memory_reasons),
         unrelated_memories=len(prompt.unrelated),
     )
     return prompt
@@ -471,7 +422,7 @@ def _finish_attempt(
     )
     return {
         "attempts": {at.step.id: at.attempt.n},
-        # The reflector's witnesses and voters travel in the state (checkpointed with it).
+        # The reflector's witnesses travel in the state (checkpointed with it).
         "drafts": _summary(drafts, at.step.id, at.attempt) if drafts is not None else None,
         "usage": usage_of(messages, model_name_of(at.model)),
         "question": question,
@@ -512,10 +463,8 @@ def attempt_figures(
     }
 
 
-def attempt_agent(
-    model: BaseChatModel, profile: ModelProfile, tools: Sequence[BaseTool], system: str = ""
-) -> Agent:
-    """The executor's ReAct agent: `model` with `tools`, steered as `profile` needs.
+def attempt_agent(model: BaseChatModel, tools: Sequence[BaseTool], system: str = "") -> Agent:
+    """The executor's ReAct agent: `model` with `tools`, steered by code (:func:`steering`).
 
     `system`: the user's system prompt (``Context.executor_prompt``); empty: the built-in one.
 
@@ -526,7 +475,7 @@ def attempt_agent(
         model,
         tools=list(tools),
         system_prompt=executor_system(system, ask=any(t.name == ASK_USER for t in tools)),
-        middleware=[ToolCalls(), *chained(steering(profile))],
+        middleware=[ToolCalls(), Steering(steering())],
         context_schema=AttemptContext,
         # An attempt is one unit: after a crash it restarts on its staging (files kept)
         # rather than resuming a half-finished conversation from a nested checkpoint.
@@ -552,53 +501,48 @@ DRAFTS_FILE = "drafts.json"
 for people and evals; the reflector reads the state's ``drafts`` (:func:`_summary`) instead."""
 
 
-def _draft(
-    res: Resources,
-    task: str,
-    at: _Attempt,
-    notes: list[str],
-    first: str | None = None,
-    drawn: Sequence[str] = (),
-) -> Drafts:
-    """The attempt's drafts; the best goes to staging with the contract's tests beside it.
+def _draft(res: Resources, state: State, at: _Attempt) -> tuple[Drafts, dict[str, Any]]:
+    """The attempt's drafts, and the recalled memories their prompt showed (with why).
 
-    `first` (candidate zero) is the first candidate instead of a fresh draft; `drawn` (its
-    whole-task samples) are the first witnesses. A retry's
-    candidates compete with the code the step's previous attempt staged (the best so far):
-    an attempt never stages code that executes worse than what the step already had.
+    The best draft goes to staging with the contract's tests beside it. Candidate zero is the
+    first candidate on a first attempt instead of a fresh draft, its whole-task samples the
+    first witnesses. Recalled memories reach the draft prompt too: small models never see
+    tier 2. A retry's candidates compete with the code the step's previous attempt staged
+    (the best so far): an attempt never stages code that executes worse than what the step
+    already had.
     """
-    step, attempt, scope, checks = at.step, at.attempt, at.scope, at.runnable
+    task, step, attempt, scope, checks = state["task"], at.step, at.attempt, at.scope, at.runnable
+    notes, reasons = draft_notes(res.memory, at.session, res.ctx, step, task)
+    first = _first(state, at)
     artifacts = res.workspace.dependency_artifacts(at.step_ref)
     deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
     earlier = _last_feedback(res.workspace, at.step_ref, attempt)
     prompt = draft_prompt(task, at.plan, step, deps, earlier, notes)
-    available = available_names(artifacts)
-    profile = profile_for(at.model, res.ctx.model_profile)
     drafts = write_drafts(
         model=at.model,
         prompt=prompt,
-        temperature=temperatures(profile.warming, attempt.n)[0],
+        temperature=temperatures(at.profile.warming, attempt.n)[0],
         checks=checks,
         task=task,
         defines=step.defines,
-        available=available,
+        available=at.available,
         folder=attempt.path / "candidates",
         python_path=scope.python_path()[1:],
         runner=res.runner,
         limits=res.limits,
-        witnesses=profile.cross_samples,
+        witnesses=at.profile.cross_samples,
         first=first,
-        drawn=drawn,
+        drawn=_task_samples(res, state, first),
     )
     incumbent = _incumbent(res.workspace, at)
     if incumbent is not None:
         drafts.consider(incumbent, folder=attempt.path / "candidates", checks=checks,
-                        defines=step.defines, available=available,
+                        defines=step.defines, available=at.available,
                         python_path=scope.python_path()[1:], runner=res.runner,
                         limits=res.limits)  # fmt: skip
     _stage_best(at, drafts)
     _record_drafts(attempt, prompt, drafts)
-    return drafts
+    return drafts, reasons
 
 
 def _stage_best(at: _Attempt, drafts: Drafts) -> None:

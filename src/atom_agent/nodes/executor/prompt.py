@@ -68,11 +68,9 @@ class ExecutorPrompt:
     """The reconstructed prompt and what went into it."""
 
     text: str
-    memory_ids: list[str] = field(default_factory=list)
     tokens: int = 0
-    dropped: dict[str, int] = field(default_factory=dict)
     memory_reasons: dict[str, str] = field(default_factory=dict)
-    """Why each memory of `memory_ids` is in the prompt (id → ``shares name rle_decode``)."""
+    """Each memory in the prompt (by id, in order) and why (``shares name rle_decode``)."""
     unrelated: list[str] = field(default_factory=list)
     """Recalled memories the relevance gate kept out (they share nothing with the step)."""
 
@@ -96,8 +94,6 @@ class _Recalled:
     lines: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
     unrelated: list[str] = field(default_factory=list)
-    dropped: int = 0
-    """Relevant memories the budget had no room for."""
 
 
 def reconstruct_context(
@@ -119,23 +115,11 @@ def reconstruct_context(
     pinned = _pinned(ctx, task, plan, step, statuses, attempt, files_text, answers)
     budget = _Budget(ctx.context_token_budget - estimate_tokens(pinned))
     # Tier 1 first in priority: the failures of this very step matter most for the next try.
-    tier1, dropped_units = _fitted(budget, _attempt_units(workspace, step_ref, attempt.n))
+    tier1 = [u for u in _attempt_units(workspace, step_ref, attempt.n) if budget.take(u)]
     recalled = _recalled(budget, memory, session, ctx, task, step)
-    dep_lines, dropped_deps = _dependencies(budget, workspace, step_ref)
+    dep_lines = _dependencies(budget, workspace, step_ref)
     text = _assembled(pinned, recalled.lines, dep_lines, tier1)
-    dropped = {
-        "memories": recalled.dropped,
-        "dependencies": dropped_deps,
-        "attempt_units": dropped_units,
-    }
-    return ExecutorPrompt(
-        text,
-        list(recalled.reasons),
-        estimate_tokens(text),
-        dropped,
-        recalled.reasons,
-        recalled.unrelated,
-    )
+    return ExecutorPrompt(text, estimate_tokens(text), recalled.reasons, recalled.unrelated)
 
 
 def _pinned(
@@ -167,12 +151,6 @@ def _pinned(
     return pinned
 
 
-def _fitted(budget: _Budget, units: list[str]) -> tuple[list[str], int]:
-    """The units the budget takes, in order, and how many it had no room for."""
-    kept = [unit for unit in units if budget.take(unit)]
-    return kept, len(units) - len(kept)
-
-
 def _recalled(
     budget: _Budget,
     memory: MemoryManager | None,
@@ -185,8 +163,7 @@ def _recalled(
     recalled = _Recalled()
     if memory is None:
         return recalled
-    found = recall_for_step(memory, session, ctx, step, ctx.memory_recall_limit)
-    for record, why in gate(found, focus_of(task, step)):
+    for record, why in recall_for_step(memory, session, ctx, step, task):
         if why is None:
             recalled.unrelated.append(record.id)
             continue
@@ -194,17 +171,12 @@ def _recalled(
         if budget.take(line):
             recalled.lines.append(line)
             recalled.reasons[record.id] = str(why)
-        else:
-            recalled.dropped += 1
     return recalled
 
 
-def _dependencies(
-    budget: _Budget, workspace: Workspace, step_ref: StepRef
-) -> tuple[list[str], int]:
-    """Tier 2's dependencies: each with an excerpt, else only where it is; how many left out."""
+def _dependencies(budget: _Budget, workspace: Workspace, step_ref: StepRef) -> list[str]:
+    """Tier 2's dependencies: each with an excerpt, else only where it is, while room lasts."""
     lines: list[str] = []
-    dropped = 0
     for dep_id, path in workspace.dependency_artifacts(step_ref).items():
         line = _dependency_entry(dep_id, path)
         if budget.take(line):
@@ -213,9 +185,7 @@ def _dependencies(
             short = f"- {dep_id}: deps/{dep_id}/ (on disk at {path})"
             if budget.take(short):
                 lines.append(short)
-            else:
-                dropped += 1
-    return lines, dropped
+    return lines
 
 
 def _assembled(pinned: str, memory_lines: list[str], dep_lines: list[str], tier1: list[str]) -> str:
@@ -236,37 +206,34 @@ def _assembled(pinned: str, memory_lines: list[str], dep_lines: list[str], tier1
     return "\n\n".join(sections)
 
 
-def focus_of(task: str, step: PlanStep) -> StepFocus:
-    """What the relevance gate compares recalled memories with, for `step` of `task`."""
-    return StepFocus.of(
+def recall_for_step(
+    memory: MemoryManager, session: SessionContext, ctx: Context, step: PlanStep, task: str
+) -> list[tuple[MemoryRecord, Reason | None]]:
+    """The project's long-term memories relevant to `step` (ranked by the memory manager).
+
+    Each comes with why it belongs in the step's prompt (None: the relevance gate keeps it
+    out: it shares nothing with the step of `task`). The query is the step's title,
+    description and the names it must define: lessons and interfaces of earlier runs name the
+    same functions.
+    """
+    if ctx.memory_recall_limit < 1:  # the user turned recall off
+        return []
+    names = " ".join(step.defines)
+    query = f"{step.title}. {step.description}" + (f" Defines: {names}" if names else "")
+    found = memory.recall(
+        session,
+        query[:2000],
+        min_confidence=ctx.memory_min_confidence,
+        limit=ctx.memory_recall_limit,
+    )
+    focus = StepFocus.of(
         task=task,
         title=step.title,
         description=step.description,
         defines=step.defines,
         files=step.expected_files,
     )
-
-
-def gate(records: list[MemoryRecord], focus: StepFocus) -> list[tuple[MemoryRecord, Reason | None]]:
-    """Each recalled record with why it belongs in the step's prompt (None: it does not)."""
-    return [(record, relevance(focus, record)) for record in records]
-
-
-def recall_for_step(
-    memory: MemoryManager, session: SessionContext, ctx: Context, step: PlanStep, limit: int
-) -> list[MemoryRecord]:
-    """The project's long-term memories relevant to `step` (ranked by the memory manager).
-
-    The query is the step's title, description and the names it must define: lessons and
-    interfaces of earlier runs name the same functions.
-    """
-    if limit < 1:  # the user turned recall off
-        return []
-    names = " ".join(step.defines)
-    query = f"{step.title}. {step.description}" + (f" Defines: {names}" if names else "")
-    return memory.recall(
-        session, query[:2000], min_confidence=ctx.memory_min_confidence, limit=limit
-    )
+    return [(record, relevance(focus, record)) for record in found]
 
 
 DRAFT_NOTES = 3
@@ -290,8 +257,7 @@ def draft_notes(
         return [], {}
     lines: list[str] = []
     reasons: dict[str, str] = {}
-    recalled = recall_for_step(memory, session, ctx, step, ctx.memory_recall_limit)
-    for record, why in gate(recalled, focus_of(task, step)):
+    for record, why in recall_for_step(memory, session, ctx, step, task):
         if len(reasons) == DRAFT_NOTES or why is None or why.kind == "purpose":
             continue
         text = " ".join(record.content.split())
@@ -334,8 +300,6 @@ def _units_of(workspace: Workspace, attempt: AttemptRef) -> list[str]:
             parts.append(f"Tests: {tests['summary']}")
         if tests.get("output_tail"):
             parts.append("Test output (tail):\n" + str(tests["output_tail"])[-_TAIL_CHARS:])
-        for finding in verdict.get("hardcoding", [])[:5]:
-            parts.append(f"Hard-coding finding: {finding}")
         units.append("\n".join(parts))
     if attempt.history_json.exists():
         history = workspace.read_history(attempt)

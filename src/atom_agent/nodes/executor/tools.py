@@ -9,7 +9,6 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import Field
 
 from atom_agent.errors import ConfigError
-from atom_agent.models.profiles import ModelProfile
 from atom_agent.tools.code import CODE_TOOLS
 from atom_agent.tools.files import FILE_TOOLS
 from atom_agent.tools.memory import MEMORY_TOOLS
@@ -25,9 +24,6 @@ ASK_USER_DESCRIPTION = (
 
 ASK_USER_WAIT = "wait for the answer"
 """ask_user's result note."""
-
-LEAN_TOOLS = frozenset({"write_file", "read_file", "edit_file", "list_files", "run_tests"})
-"""The executor's tools for small local models: write, read, fix and test."""
 
 
 def _ask_user(question: Annotated[str, Field(min_length=3)]) -> str:
@@ -58,34 +54,24 @@ EXECUTOR_TOOLS: tuple[BaseTool, ...] = (
 """Every tool an executor may get, in the order the model sees them."""
 
 
-def select_tools(available: set[str], setting: str, profile: ModelProfile) -> set[str]:
-    """The tool names ``Context.executor_tools`` selects (see its docstring).
+def executor_tools(setting: str, *, ask_user: bool = True) -> list[BaseTool]:
+    """The tools of the executor for ``Context.executor_tools`` (see its docstring).
+
+    Without `ask_user` (nobody answers this run's questions) the question tool is never
+    offered, whatever the setting names.
 
     Raises:
         ConfigError: the setting names a tool that does not exist.
     """
-    if setting.strip() == "all" or (not setting.strip() and not profile.lean_tools):
-        return set(available)
-    wanted = (
-        set(LEAN_TOOLS)
-        if not setting.strip()
-        else {n.strip() for n in setting.split(",") if n.strip()}
-    )
-    unknown = wanted - available
+    available = {t.name for t in EXECUTOR_TOOLS}
+    chosen = {n.strip() for n in setting.split(",") if n.strip()}
+    if setting.strip() in ("", "all"):
+        chosen = set(available)
+    unknown = chosen - available
     if unknown:
         raise ConfigError(
             f"executor_tools: unknown tool(s) {sorted(unknown)}; available: {sorted(available)}"
         )
-    return wanted
-
-
-def executor_tools(setting: str, profile: ModelProfile, *, ask_user: bool = True) -> list[BaseTool]:
-    """The tools of the executor for ``Context.executor_tools`` and the model's profile.
-
-    Without `ask_user` (nobody answers this run's questions) the question tool is never
-    offered, whatever the setting names.
-    """
-    chosen = select_tools({t.name for t in EXECUTOR_TOOLS}, setting, profile)
     if not ask_user:
         chosen.discard(ASK_USER)
     return [t for t in EXECUTOR_TOOLS if t.name in chosen]

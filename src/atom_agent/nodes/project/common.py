@@ -9,10 +9,10 @@ from typing import Any
 
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.project.checkout import Checkout
-from atom_agent.project.repomap import Definition, find
-from atom_agent.project.suite import SuiteResult, TestCommand, suite_limits
+from atom_agent.project.repomap import Definition
+from atom_agent.project.suite import SuiteResult
+from atom_agent.project.suite_command import TestCommand
 from atom_agent.resources import Resources
-from atom_agent.sandbox.base import Limits, SandboxRunner
 from atom_agent.state import Check, PlanStep
 from atom_agent.workspace import RunRef
 from atom_agent.workspace.atomic import atomic_write_json
@@ -46,7 +46,7 @@ def save_project(res: Resources, run: RunRef, project: ProjectRun) -> None:
         run.path / BASELINE_FILE,
         {
             "command": project.command.__dict__,
-            "suite": project.baseline.to_dict(ids=True),
+            "suite": project.baseline.to_dict(),
             "packages": list(project.packages),
             "missing": list(project.missing),
             "reused": project.reused,
@@ -72,17 +72,10 @@ def load_project(res: Resources, run: RunRef) -> ProjectRun | None:
     )
 
 
-def runner_of(res: Resources, project: ProjectRun) -> SandboxRunner:
-    """The sandbox runner for the project's code: its installed dependencies importable."""
-    return res.runner.with_packages(project.packages)
-
-
 def target_of(defs: list[Definition], step: PlanStep) -> Definition | None:
-    """The definition a step changes (None for a name its file does not define yet)."""
+    """The definition a step changes (None for a name its file does not define)."""
     path, _, qualname = step.target.partition("::")
-    found = [d for d in find(defs, qualname) if d.path == path]
-    exact = [d for d in found if d.qualname == qualname]
-    return (exact or found)[0] if (exact or found) else None
+    return next((d for d in defs if d.path == path and d.qualname == qualname), None)
 
 
 def module_of(path: str, python_path: list[str]) -> str:
@@ -98,11 +91,6 @@ def module_of(path: str, python_path: list[str]) -> str:
     return ".".join(parts)
 
 
-def limits_of(res: Resources) -> Limits:
-    """Sandbox limits for a project's suite (longer than a snippet's)."""
-    return suite_limits(res.limits)
-
-
 def checks_in_checkout(
     res: Resources, project: ProjectRun, checks: list[Check], module: str
 ) -> ContractReport:
@@ -111,7 +99,7 @@ def checks_in_checkout(
         return run_contract(
             checks,
             staging=project.checkout.root,
-            runner=runner_of(res, project),
+            runner=res.runner.with_packages(project.packages),
             limits=res.limits,
             python_path=project.python_path(),
             module=module,

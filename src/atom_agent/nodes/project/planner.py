@@ -28,7 +28,6 @@ from atom_agent.project.knowledge import (
     keep_baseline,
     known_baseline,
     project_space,
-    remember_tests,
 )
 from atom_agent.project.repomap import Definition, excerpt, find, mentioned, render_map, scan
 from atom_agent.project.reproduction import (
@@ -39,7 +38,8 @@ from atom_agent.project.reproduction import (
     stopped_before,
     usages_in_tests,
 )
-from atom_agent.project.suite import detect, run_suite
+from atom_agent.project.suite import run_suite, suite_limits
+from atom_agent.project.suite_command import detect
 from atom_agent.replies import extract_code
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
@@ -54,10 +54,8 @@ from . import prompts
 from .common import (
     ProjectRun,
     checks_in_checkout,
-    limits_of,
     load_project,
     module_of,
-    runner_of,
     save_project,
 )
 
@@ -140,15 +138,13 @@ def _open(res: Resources, state: State) -> ProjectRun:
     baseline = known_baseline(res.workspace.root, space, key)
     reused = baseline is not None
     if baseline is None:
-        baseline = run_suite(checkout.root, command, runner=runner, limits=limits_of(res))
+        baseline = run_suite(checkout.root, command, runner=runner, limits=suite_limits(res.limits))
         checkout.reset()  # whatever the tests wrote goes
         keep_baseline(res.workspace.root, space, key, baseline)
     else:
         emit("project.baseline_reused", run_id=state["run_id"], key=key)
     project = ProjectRun(checkout, command, baseline, deps.installed, deps.missing, reused)
     save_project(res, run, project)
-    session = SessionContext(session_id=state["run_id"], project_id=space, run_id=state["run_id"])
-    remember_tests(res.memory, session, res.ctx.repo, command, baseline, checkout.base)
     emit(
         "project.ready",
         run_id=state["run_id"],
@@ -207,9 +203,9 @@ def _step(
     """
     module = module_of(target.path, project.command.python_path)
     name = target.qualname.split(".")[-1]
-    checks = docstring_checks(_docstring(project, target))
+    doc, params = _doc_and_parameters(project, target)
+    checks = docstring_checks(doc)
     clauses = task_clauses(task, names=[name])
-    params = _parameters(project, target)
     checks += [c for cl in clauses for c in unmutated_checks(cl.text, name, params, checks)]
     checks += [c for cl in clauses for c in cl.checks if c.call]
     checks = list({c.describe(): c for c in checks}.values())
@@ -220,7 +216,7 @@ def _step(
         if c.describe() not in own
     ]
     if checks or examples:
-        baseline = _on_baseline(res, project, [*checks, *examples], module)
+        baseline = checks_in_checkout(res, project, [*checks, *examples], module)
         mine = ContractReport(baseline.results[: len(checks)], baseline.error)
         found = ContractReport(baseline.results[len(checks) :], baseline.error)
         reproduced = reproducing(examples, found, target.qualname)
@@ -247,13 +243,6 @@ def _step(
     ), spent
 
 
-def _on_baseline(
-    res: Resources, project: ProjectRun, checks: list[Check], module: str
-) -> ContractReport:
-    """`checks` run against the project as it is (the checkout reset after)."""
-    return checks_in_checkout(res, project, checks, module)
-
-
 def _reproduction(
     res: Resources, project: ProjectRun, task: str, target: Definition, module: str
 ) -> tuple[list[Check], list[BaseMessage]]:
@@ -275,7 +264,7 @@ def _reproduction(
         if not written:
             emit("project.reproduction", target=target.qualname, written=0, kept=0)
             break
-        baseline = _on_baseline(res, project, written, module)
+        baseline = checks_in_checkout(res, project, written, module)
         kept = chosen(groups, {c.describe() for c in reached(written, baseline, target.qualname)})
         emit("project.reproduction", target=target.qualname, written=len(written), kept=len(kept))
         stopped = stopped_before(baseline, target.qualname)
@@ -303,8 +292,8 @@ def _origins(res: Resources, project: ProjectRun, target: Definition, module: st
         project.command,
         module,
         cls,
-        runner=runner_of(res, project),
-        limits=limits_of(res),
+        runner=res.runner.with_packages(project.packages),
+        limits=suite_limits(res.limits),
     )
     emit("project.instances", target=target.qualname, lines=len(origins))
     return origins
@@ -353,30 +342,19 @@ def _attributed(step: PlanStep, clauses: list[Clause]) -> PlanStep:
     return step.model_copy(update={"checks": checks})
 
 
-def _parameters(project: ProjectRun, target: Definition) -> list[str]:
-    """The target's parameter names in order (``self`` included for a method)."""
-    node = _node(project, target)
-    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        return []
-    args = node.args
-    return [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
-
-
-def _node(project: ProjectRun, target: Definition) -> ast.stmt | None:
-    """The target's definition, parsed from its source."""
+def _doc_and_parameters(project: ProjectRun, target: Definition) -> tuple[str, list[str]]:
+    """The target's docstring and parameter names in order (``self`` included for a method)."""
     text = (project.checkout.root / target.path).read_text(encoding="utf-8", errors="replace")
     lines = text.splitlines()
     source = "\n".join(lines[target.lineno - 1 : target.end_lineno])
     try:
         tree = ast.parse(textwrap.dedent(source))
     except SyntaxError:
-        return None
-    return tree.body[0] if tree.body else None
-
-
-def _docstring(project: ProjectRun, target: Definition) -> str:
-    """The target's docstring, read from its source."""
-    node = _node(project, target)
-    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return ""
-    return ast.get_docstring(node) or ""
+        return "", []
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return "", []
+    args = node.args
+    return ast.get_docstring(node) or "", [
+        a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    ]

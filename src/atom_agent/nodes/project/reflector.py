@@ -14,18 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.checks.contract import ContractReport
 from atom_agent.project.checks import explain
 from atom_agent.project.knowledge import project_space, remember_change
-from atom_agent.project.suite import Gate, SuiteResult, gate, run_suite
+from atom_agent.project.suite import Gate, SuiteResult, gate, run_suite, suite_limits
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, PlanStep, State, StepStatus
 from atom_agent.telemetry import emit
 from atom_agent.workspace import AttemptRef, StepRef
 
-from ..common import plan_of, run_ref
-from .common import ProjectRun, limits_of, load_project, module_of, runner_of
+from ..common import dependants, plan_of, run_ref
+from .common import ProjectRun, checks_in_checkout, load_project, module_of
 
 Action = Literal["commit", "retry", "fail"]
 
@@ -128,19 +128,12 @@ def make_project_reflector(res: Resources) -> Any:
         project.checkout.reset()
         failures = dict(state.get("failures") or {}).get(step.id, 0)
         last = failures + 1 >= res.ctx.max_attempts
-        verdict = _verdict(res, project, step, attempt, last, _trailers(state, step, attempt))
+        verdict = _judge(res, project, step, attempt, last, _trailers(state, step, attempt))
         res.workspace.write_verdict(attempt, verdict)
         action: Action = verdict["decision"]
         update: dict[str, Any] = {
             "decision": action,
             "failures": {step.id: failures + (0 if action == "commit" else 1)},
-            "last_verdict": {
-                "step_id": step.id,
-                "attempt": attempt.n,
-                "decision": action,
-                "outcome": verdict["reason"],
-                "feedback": verdict.get("feedback", "")[:500],
-            },
         }
         update["step_status"] = _statuses_after(state, plan, step.id, action)
         if action == "commit":
@@ -166,28 +159,6 @@ def _trailers(state: State, step: PlanStep, attempt: AttemptRef) -> dict[str, st
     return {"Atom-Run": state["run_id"], "Atom-Step": step.id, "Atom-Attempt": str(attempt.n)}
 
 
-def _verdict(
-    res: Resources,
-    project: ProjectRun,
-    step: PlanStep,
-    attempt: AttemptRef,
-    last: bool,
-    trailers: dict[str, str],
-) -> dict[str, Any]:
-    """The attempt's verdict: judged now, or recovered when its commit is already on the branch."""
-    sha = project.checkout.committed(trailers)
-    if sha is not None and attempt.verdict_json.exists():
-        return res.workspace.read_verdict(attempt)  # died after the verdict was written
-    if sha is not None:
-        return {
-            "decision": "commit",
-            "verified": False,
-            "commit": sha,
-            "reason": "committed before a crash; its evidence was not kept",
-        }
-    return _judge(res, project, step, attempt, last, trailers)
-
-
 def _statuses_after(
     state: State, plan: Plan, step_id: str, action: Action
 ) -> dict[str, StepStatus]:
@@ -197,9 +168,7 @@ def _statuses_after(
         statuses[step_id] = "committed"
     elif action == "fail":
         statuses[step_id] = "failed"
-        for other in plan.steps:
-            if step_id in other.depends_on:
-                statuses[other.id] = "blocked"
+        statuses |= dict.fromkeys(dependants(plan, step_id), "blocked")
     return statuses
 
 
@@ -238,8 +207,21 @@ def _judge(
     last: bool,
     trailers: dict[str, str],
 ) -> dict[str, Any]:
-    """Applies the staged edit, runs checks and suite, decides, commits on the branch."""
+    """The attempt's verdict: recovered when its commit is already on the branch, else judged.
+
+    Judging applies the staged edit, runs checks and suite, decides, commits on the branch.
+    """
     checkout = project.checkout
+    sha = checkout.committed(trailers)
+    if sha is not None and attempt.verdict_json.exists():
+        return res.workspace.read_verdict(attempt)  # died after the verdict was written
+    if sha is not None:
+        return {
+            "decision": "commit",
+            "verified": False,
+            "commit": sha,
+            "reason": "committed before a crash; its evidence was not kept",
+        }
     path = step.target.partition("::")[0]
     staged = attempt.staging / path
     contract, result, verdict_gate = (
@@ -274,35 +256,24 @@ def _judge(
 def _run_change(
     res: Resources, project: ProjectRun, step: PlanStep, staged: Path, path: str
 ) -> tuple[ContractReport | None, SuiteResult, Gate]:
-    """Copy the staged file into the checkout; run the step's checks, the suite and its gate.
+    """With the staged file in the checkout, run the step's checks, then the suite and its gate.
 
     The checks' report is None when the step has none.
     """
     checkout = project.checkout
-    shutil.copyfile(staged, checkout.root / path)
     contract: ContractReport | None = None
     if step.checks:
-        contract = run_contract(
-            step.checks,
-            staging=checkout.root,
-            runner=runner_of(res, project),
-            limits=res.limits,
-            python_path=project.python_path(),
-            module=module_of(path, project.command.python_path),
-        )
-    limits = limits_of(res)
-    result = run_suite(
-        checkout.root, project.command, runner=runner_of(res, project), limits=limits
-    )
+        shutil.copyfile(staged, checkout.root / path)
+        module = module_of(path, project.command.python_path)
+        contract = checks_in_checkout(res, project, step.checks, module)  # resets after
+    shutil.copyfile(staged, checkout.root / path)
+    runner, limits = res.runner.with_packages(project.packages), suite_limits(res.limits)
+    result = run_suite(checkout.root, project.command, runner=runner, limits=limits)
     verdict_gate = gate(
         project.baseline,
         result,
         lambda ids: run_suite(
-            checkout.root,
-            project.command,
-            runner=runner_of(res, project),
-            limits=limits,
-            only=ids,
+            checkout.root, project.command, runner=runner, limits=limits, only=ids
         ),
     )
     return contract, result, verdict_gate

@@ -1,8 +1,8 @@
 """What the reflector executes for an attempt, and the plain evidence it hands to ``decide``.
 
-The attempt's tests, its contract, the task's examples, the hard-coding check, and the
-testimony of independent implementations on what failed; then :func:`evidence_of` reduces
-them to the plain values of :class:`~atom_agent.verification.decide.Evidence`.
+The attempt's tests, its contract, and the testimony of independent implementations on
+what failed; then :func:`evidence_of` reduces them to the plain values of
+:class:`~atom_agent.verification.decide.Evidence`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from atom_agent.checks.contract import SHAPE_CRITERIA, ContractReport, run_contract
-from atom_agent.checks.examples import ExamplesReport, run_examples, task_examples
+from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.exercised import NameUse, name_uses, not_exercised
-from atom_agent.checks.hardcoding import HardcodingReport, check_file
 from atom_agent.context import Context
 from atom_agent.names import defined_in_code
 from atom_agent.resources import Resources
@@ -62,24 +60,17 @@ class Target:
 
 @dataclass
 class Executed:
-    """What running the attempt's code gave: its tests, contract, the task's examples."""
+    """What running the attempt's code gave: its tests and its contract."""
 
     missing: list[str]
     result: RunResult | None
     contract: ContractReport | None
-    examples: ExamplesReport | None
-    hard: HardcodingReport | None
     testimony: Testimony = field(default_factory=Testimony)
 
     @property
     def tests_ok(self) -> bool:
         """The step's own tests ran, and all passed."""
         return tests_passed(self.result)
-
-    @property
-    def hard_ok(self) -> bool:
-        """No hard-coded output found (or no impl.py to look at)."""
-        return self.hard is None or self.hard.ok
 
     @property
     def suspect(self) -> set[int]:
@@ -106,8 +97,8 @@ def target_of(res: Resources, state: State) -> Target:
     )
 
 
-def execute(res: Resources, task: str, target: Target) -> Executed:
-    """Run the attempt's tests, its contract, the task's examples; look for hard-coding."""
+def execute(res: Resources, target: Target) -> Executed:
+    """Run the attempt's tests and its contract."""
     step, staging = target.step, target.attempt.staging
     python_path = target.scope.python_path()
     missing = [f for f in REQUIRED_FILES if not (staging / f).is_file()]
@@ -128,14 +119,7 @@ def execute(res: Resources, task: str, target: Target) -> Executed:
             defines=step.defines,
             available=target.available,
         )
-    examples = None
-    wanted = task_examples(task, step.description)
-    if wanted and has_impl:
-        examples = run_examples(
-            wanted, staging=staging, runner=res.runner, limits=res.limits, python_path=python_path
-        )
-    hard = check_file(staging / IMPL_FILE) if has_impl else None
-    return Executed(missing, result, contract, examples, hard)
+    return Executed(missing, result, contract)
 
 
 def evidence_of(
@@ -149,11 +133,6 @@ def evidence_of(
         and r.status in _FAILED
     ]  # fmt: skip
     public = [u.to_dict() for u in uses if not u.name.startswith("_")]
-    counted = [
-        r for i, r in enumerate(contract.results if contract else []) if i not in suspect
-        and r.check.criterion not in SHAPE_CRITERIA
-    ]  # fmt: skip
-    plain = defined_in_code(str(state.get("plain") or ""))
     return Evidence(
         max_attempts=ctx.max_attempts,
         max_replans=ctx.max_replans,
@@ -161,7 +140,6 @@ def evidence_of(
         replans=state.get("replans", 0),
         missing=tuple(ran.missing),
         tests_ok=ran.tests_ok,
-        hard_ok=ran.hard_ok,
         contract_ok=contract is None or contract.holds(ignore=suspect),
         contract_passed_any=contract is not None and bool(contract.passed),
         # A check a user gave is the user's word too: failing one is never outvoted.
@@ -173,11 +151,6 @@ def evidence_of(
         ),
         unchecked_clauses=tuple(unchecked_clauses(target.plan, target.step)),
         unexecuted_names=tuple(not_exercised(public)),
-        task_check_failed=any(r.check.origin in ("task", "user") for r in trusted_failed),
-        checks_held=sum(r.status == "passed" for r in counted),
-        checks_failed=sum(r.status in _FAILED for r in counted),
-        value_check_held=any(r.status == "passed" and not r.check.raises for r in counted),
-        plain_lacks=tuple(n for n in target.step.defines if n not in set(plain)),
     )
 
 
@@ -225,13 +198,13 @@ def testify(res: Resources, target: Target, ran: Executed, drafts: DraftsSummary
     """The attempt's independent implementations testify on the failures (``ran.testimony``).
 
     `drafts` is the state's summary of the attempt's drafting (the executor's): its witnesses
-    (samples never shown a check) and voters. No fresh sample is drawn here: on every set
+    are the samples never shown a check. No fresh sample is drawn here: on every set
     measured, fresh samples drawn by the reflector changed which label a run ended with, never
     which code it handed back (docs/measurements.md).
     """
     assert ran.contract is not None  # only failures of a contract are cross-examined
     step, scope = target.step, target.scope
-    witnesses, voters = _drafts(drafts, target, exclude=scope.staging / IMPL_FILE)
+    witnesses = _witnesses(drafts, target, exclude=scope.staging / IMPL_FILE)
     testimony = cross_examine(
         checks=step.checks,
         examined=ran.contract,
@@ -241,7 +214,6 @@ def testify(res: Resources, target: Target, ran: Executed, drafts: DraftsSummary
         python_path=scope.python_path()[1:],
         defines=step.defines,
         available=target.available,
-        voters=voters,
     )
     emit(
         "reflector.cross_examination",
@@ -252,33 +224,25 @@ def testify(res: Resources, target: Target, ran: Executed, drafts: DraftsSummary
     ran.testimony = testimony
 
 
-def _drafts(
-    drafts: DraftsSummary | None, target: Target, exclude: Path
-) -> tuple[list[str], list[str]]:
-    """This attempt's other candidates: (independent witnesses, majority voters).
+def _witnesses(drafts: DraftsSummary | None, target: Target, exclude: Path) -> list[str]:
+    """This attempt's independent witnesses among its other candidates.
 
     Witnesses were written before any check result was shown and differ from the examined
-    code. Voters are the rest, but the examined candidate itself: samples that saw results,
-    and samples that wrote the examined code again (how often a behaviour is sampled is the
-    evidence a majority gives). A summary of another attempt (none was drafted in this one)
-    gives neither.
+    code. A summary of another attempt (none was drafted in this one) gives none.
     """
     attempt = target.attempt
     if drafts is None or (drafts["step_id"], drafts["attempt"]) != (target.step.id, attempt.n):
-        return [], []
+        return []
     examined = exclude.read_text(errors="replace") if exclude.is_file() else None
     witnesses: list[str] = []
-    voters: list[str] = []
     for candidate in drafts["candidates"]:
         folder = candidate["folder"]
-        if folder is None or candidate["k"] == drafts["kept"]:
+        if folder is None or candidate["k"] == drafts["kept"] or candidate["informed"]:
             continue
         impl = attempt.path / folder / IMPL_FILE
         if not impl.is_file():
             continue
         source = impl.read_text(errors="replace")
-        if candidate["informed"] or source == examined:
-            voters.append(source)
-        else:
+        if source != examined:
             witnesses.append(source)
-    return witnesses, voters
+    return witnesses

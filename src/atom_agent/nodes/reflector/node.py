@@ -1,17 +1,16 @@
-"""Reflector node: prove a step from executed evidence (checks, tests, hard-coding check)."""
+"""Reflector node: prove a step from executed evidence (checks, tests)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from atom_agent.checks.examples import examples_feedback
 from atom_agent.checks.exercised import NameUse
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import record_interface, record_lesson
 from atom_agent.memory.relevance import recalled_entries
 from atom_agent.resources import Resources
-from atom_agent.state import PlanStep, State
+from atom_agent.state import State
 from atom_agent.telemetry import emit
 from atom_agent.verification.decide import Decision, decide
 from atom_agent.verification.evidence import (
@@ -43,7 +42,7 @@ def make_reflector(res: Resources) -> Any:
 
     def reflector(state: State) -> dict[str, Any]:
         target = target_of(res, state)
-        ran = execute(res, state["task"], target)
+        ran = execute(res, target)
         if ran.contract is not None and ran.contract.failed:
             testify(res, target, ran, state.get("drafts"))
         step, contract, suspect = target.step, ran.contract, ran.suspect
@@ -53,8 +52,10 @@ def make_reflector(res: Resources) -> Any:
             else []
         )
         decision = decide(evidence_of(res.ctx, state, target, ran, uses))
-        criteria = criteria_verdicts(step, contract, suspect, ran.result, ran.tests_ok)
-        feedback = _feedback(state["task"], step, ran, criteria)
+        criteria = criteria_verdicts(step, contract, suspect)
+        feedback = feedback_of(
+            ran.missing, ran.result, contract, ran.testimony, step.checks, ran.tests_ok, criteria
+        )
         verdict = _verdict(state, target, ran, decision, criteria, uses, feedback)
         res.workspace.write_verdict(target.attempt, verdict)
         emit(
@@ -69,22 +70,6 @@ def make_reflector(res: Resources) -> Any:
         return _record(res, state, target, ran, decision, feedback)
 
     return reflector
-
-
-def _feedback(task: str, step: PlanStep, ran: Executed, criteria: list[dict[str, Any]]) -> str:
-    """What the next attempt is told; the task's own examples first.
-
-    The examples say which side a failure is on: the code, or a test that expects otherwise.
-    """
-    hints = (
-        examples_feedback(ran.examples, ran.result is not None and not ran.tests_ok)
-        if ran.examples is not None
-        else []
-    )
-    return feedback_of(
-        ran.missing, ran.result, ran.hard, ran.contract, ran.testimony, step.checks, ran.tests_ok,
-        ran.hard_ok, criteria, hints,
-    )  # fmt: skip
 
 
 # --- recording -----------------------------------------------------------------------------------
@@ -108,7 +93,6 @@ def _verdict(
     feedback: str,
 ) -> dict[str, Any]:
     """verdict.json: the executed evidence, each criterion's status, the decision and why."""
-    hard, contract = ran.hard, ran.contract
     return {
         "outcome": _outcome(decision),
         "decision": decision.action,
@@ -117,12 +101,9 @@ def _verdict(
         "committed_on": decision.committed_on or None,
         "attempt": target.attempt.n,
         "missing_files": ran.missing,
-        "contract": contract.to_dict() if contract is not None else None,
+        "contract": ran.contract.to_dict() if ran.contract is not None else None,
         "cross_examination": ran.testimony.to_dict(target.step.checks),
         "tests": tests_evidence(ran.result),
-        "task_examples": ran.examples.to_dict() if ran.examples is not None else None,
-        "hardcoding": hard.summary().splitlines() if hard is not None and not hard.ok else [],
-        "hardcoding_report": hard.to_dict() if hard is not None else None,
         "criteria": criteria,
         "names": [u.to_dict() for u in uses],
         "feedback": feedback,
@@ -145,13 +126,6 @@ def _record(
     update: dict[str, Any] = {
         "failures": {step.id: decision.failures},
         "decision": decision.action,
-        "last_verdict": {
-            "step_id": step.id,
-            "attempt": target.attempt.n,
-            "outcome": _outcome(decision),
-            "decision": decision.action,
-            "feedback": feedback[:500],
-        },
     }
     # What the verdict teaches; the finish node writes a run's lessons in one go.
     changes = MemoryChanges(target.session)
@@ -215,7 +189,7 @@ def _failed(
     update: dict[str, Any],
 ) -> None:
     step, result = target.step, ran.result
-    lesson = failure_lesson(step, ran.contract, ran.suspect, result, ran.tests_ok, ran.hard)
+    lesson = failure_lesson(step, ran.contract, ran.suspect, result, ran.tests_ok)
     notes.written += record_lesson(
         res.memory,
         notes.changes,

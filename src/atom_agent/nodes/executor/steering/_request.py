@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -23,14 +23,6 @@ class RequestEdit(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Send the edited request."""
         return handler(self.edit(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Async :meth:`wrap_model_call`."""
-        return await handler(self.edit(request))
 
 
 def with_note(request: ModelRequest[Any], note: str) -> ModelRequest[Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -42,23 +42,6 @@ class ContextWindow(AgentMiddleware[AgentState[Any], Any, Any]):
                 return out_of_room()
             try:
                 return handler(shorter)
-            except ContextWindowError:
-                return out_of_room()
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Async :meth:`wrap_model_call`."""
-        try:
-            return await handler(request)
-        except ContextWindowError:
-            shorter = without_earlier_turns(request)
-            if shorter is None:
-                return out_of_room()
-            try:
-                return await handler(shorter)
             except ContextWindowError:
                 return out_of_room()
 

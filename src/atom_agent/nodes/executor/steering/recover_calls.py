@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -97,14 +97,6 @@ class RecoverCalls(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """The reply, with calls written as text made calls."""
         return self._recovered(request, handler(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Async :meth:`wrap_model_call`."""
-        return self._recovered(request, await handler(request))
 
     def _recovered(
         self, request: ModelRequest[Any], response: ModelResponse[Any]

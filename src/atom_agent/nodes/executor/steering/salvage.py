@@ -8,7 +8,7 @@ read by :func:`atom_agent.models.local_wire.salvage_write`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -41,15 +41,6 @@ class SalvageWrite(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """The reply, its cut-off write_file replaced by the write of its complete lines."""
         response = handler(request)
-        return salvaged(response) or response
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Async :meth:`wrap_model_call`."""
-        response = await handler(request)
         return salvaged(response) or response
 
 

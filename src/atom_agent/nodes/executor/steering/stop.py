@@ -7,7 +7,7 @@ than before.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -39,15 +39,6 @@ class StopAttempt(AgentMiddleware[AgentState[Any], Any, Any]):
         """The model's reply, or the final reply that ends the attempt."""
         why = over(request.state["messages"], attempt_of(request.runtime))
         return handler(request) if why is None else stop_reply(why)
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Async :meth:`wrap_model_call`."""
-        why = over(request.state["messages"], attempt_of(request.runtime))
-        return await handler(request) if why is None else stop_reply(why)
 
 
 REPEATS = 3
@@ -89,8 +80,8 @@ def without_stop(messages: list[BaseMessage]) -> tuple[list[BaseMessage], str]:
     return messages, ""
 
 
-def repeating(messages: Sequence[BaseMessage], times: int = REPEATS) -> bool:
-    """Whether some tool call (name and arguments) came back with the same result `times` times.
+def repeating(messages: Sequence[BaseMessage]) -> bool:
+    """Whether some tool call (name and arguments) came back with the same result REPEATS times.
 
     Nothing changed between those calls that the model could see: it is going round in
     circles (the same call running, or a cycle such as a no-op edit and a refused run).
@@ -106,13 +97,13 @@ def repeating(messages: Sequence[BaseMessage], times: int = REPEATS) -> bool:
         if isinstance(message, ToolMessage) and message.tool_call_id in calls:
             key = (calls[message.tool_call_id], str(message.content))
             seen[key] = seen.get(key, 0) + 1
-            if seen[key] >= times:
+            if seen[key] >= REPEATS:
                 return True
     return False
 
 
-def stalled(messages: Sequence[BaseMessage], start: int | None, times: int = STALLED_RUNS) -> bool:
-    """Whether the last `times` test runs each passed no more tests than the best before them.
+def stalled(messages: Sequence[BaseMessage], start: int | None) -> bool:
+    """Whether the last STALLED_RUNS test runs each passed no more tests than the best before.
 
     `start` is what the staged start passes (it counts as the first run). A loop that fixes
     something shows it in a test run; one that does not is rewriting the same failures.
@@ -126,4 +117,4 @@ def stalled(messages: Sequence[BaseMessage], start: int | None, times: int = STA
                 best, misses = passed, 0
             else:
                 misses += 1
-    return misses >= times
+    return misses >= STALLED_RUNS
