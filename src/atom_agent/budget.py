@@ -49,6 +49,10 @@ class RunBudget(ModelCallHandler):
         max_wall_seconds: seconds since `started_at` the run may take; None: no limit.
         started_at: when the run started (:func:`now`'s clock); None: now.
         used: the run's usage so far (the state's ``usage``: tokens, cost), counted on top.
+        calls_until: when the run's time relative to its plain answer is spent (:func:`now`'s
+            clock): no model call starts after it, and a call under way finishes; None: no
+            such limit.
+        calls_until_why: that limit described (for the stop reason).
     """
 
     raise_error = True
@@ -62,12 +66,16 @@ class RunBudget(ModelCallHandler):
         max_wall_seconds: float | None = None,
         started_at: float | None = None,
         used: Mapping[str, float] | None = None,
+        calls_until: float | None = None,
+        calls_until_why: str = "",
     ) -> None:
         super().__init__()
         self.max_tokens = max_tokens
         self.max_cost_usd = max_cost_usd
         self.max_wall_seconds = max_wall_seconds
         self.started_at = now() if started_at is None else started_at
+        self.calls_until = calls_until
+        self.calls_until_why = calls_until_why
         base = used or {}
         self._base_tokens = int(base.get("total_tokens", 0))
         self._base_cost = float(base.get("cost_usd", 0.0))
@@ -79,9 +87,8 @@ class RunBudget(ModelCallHandler):
     @property
     def limited(self) -> bool:
         """Whether any budget is set (a run without one needs no handler)."""
-        return any(
-            v is not None for v in (self.max_tokens, self.max_cost_usd, self.max_wall_seconds)
-        )
+        limits = (self.max_tokens, self.max_cost_usd, self.max_wall_seconds, self.calls_until)
+        return any(v is not None for v in limits)
 
     def tokens(self) -> int:
         """Tokens the run has spent: what it had, and the calls counted since."""
@@ -115,6 +122,9 @@ class RunBudget(ModelCallHandler):
             return (
                 f"wall-clock budget: {self.elapsed():.1f}s of {self.max_wall_seconds:.1f}s elapsed"
             )
+        if self.calls_until is not None and now() >= self.calls_until:
+            limit = self.calls_until - self.started_at
+            return f"time limit: {self.elapsed():.1f}s of {limit:.1f}s ({self.calls_until_why})"
         return None
 
     def check(self) -> None:
@@ -155,6 +165,8 @@ class RunBudget(ModelCallHandler):
         figures: dict[str, Any] = {"seconds": round(self.elapsed(), 2), "tokens": self.tokens()}
         if self.max_wall_seconds is not None:
             figures["max_seconds"] = self.max_wall_seconds
+        if self.calls_until is not None:
+            figures["time_limit"] = round(self.calls_until - self.started_at, 2)
         if self.max_tokens is not None:
             figures["max_tokens"] = self.max_tokens
         if self.max_cost_usd is not None:

@@ -85,6 +85,13 @@ class Context:
     """The tool loop of one attempt may run this many times the seconds the run's plain answer
     took (measured in the same run, on the same model); 0 = no limit. A loop that would cost
     more than a few plain calls must win something: this bounds what it can cost."""
+    run_time_factor: float = field(
+        default=5.0, metadata=_doc("Run time per plan step, × the plain answer's; 0 = none.")
+    )
+    """A run may take this many times the seconds its plain answer took, per step of its plan
+    (at least 30 s a step); after that no model call starts, and the run hands back what it
+    committed, else the plain answer, labelled. 0 = no limit. It bounds what the agent costs
+    beside asking once: past it, more samples of a step the model keeps failing rarely win."""
     max_plan_steps: int = field(default=12, metadata=_doc("Most steps a plan may have."))
     """Plans with more steps are sent back to the planner (1–50); 1 makes every task one step."""
     max_replans: int = field(default=1, metadata=_doc("Replans per run."))
@@ -173,6 +180,7 @@ class Context:
         _check_range(self, "max_tool_calls", 1, 500)
         _check_range(self, "max_replans", 0, 10)
         _check_range(self, "loop_time_factor", 0.0, 1000.0)
+        _check_range(self, "run_time_factor", 0.0, 1000.0)
         _check_range(self, "max_plan_steps", 1, 50)
         _check_range(self, "max_tokens", 1, None)
         _check_range(self, "max_cost_usd", 0.0, None)

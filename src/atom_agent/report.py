@@ -98,6 +98,9 @@ def budget_line(figures: dict[str, Any]) -> str:
         parts.append(f"{figures.get('tokens', 0)} of {figures['max_tokens']} tokens")
     if "max_seconds" in figures:
         parts.append(f"{figures.get('seconds', 0.0):.1f} s of {figures['max_seconds']:.1f} s")
+    if "time_limit" in figures:
+        used, limit = figures.get("seconds", 0.0), figures["time_limit"]
+        parts.append(f"{used:.1f} s of {limit:.1f} s (its time limit beside the plain answer)")
     if "max_cost_usd" in figures:
         parts.append(f"${figures.get('cost_usd', 0.0):.4f} of ${figures['max_cost_usd']:.4f}")
     return " · ".join(parts)

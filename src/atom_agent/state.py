@@ -51,10 +51,9 @@ class Check(BaseModel):
     criterion: str = Field(
         default="", description="the acceptance criterion this check proves (verbatim)"
     )
-    origin: Literal["task", "planner", "user", "inferred"] = Field(
+    origin: Literal["task", "planner", "user"] = Field(
         default="planner",
-        description="who wrote it: stated in the task (extracted by code), the planner, a "
-        "user, or inferred by code from the types the task states (generated inputs)",
+        description="who wrote it: stated in the task (extracted by code), the planner, or a user",
     )
     clause: str = Field(
         default="", description="the id of the task's clause this check executes ('' if none)"
@@ -403,7 +402,8 @@ class State(TypedDict, total=False):
     reply had none; None before it was asked or when candidate zero is off)."""
     plain_seconds: float | None
     """How long the plain answer's call took (None when it was not asked in this run): the
-    tool loop's time limit is a multiple of it (``Context.loop_time_factor``)."""
+    tool loop's and the run's time limits are multiples of it (``Context.loop_time_factor``,
+    ``Context.run_time_factor``)."""
     result_dir: str | None
     """The deliverable (``runs/<id>/result/``: one package with its tests), once the run has
     finished with at least one committed step; None otherwise."""

@@ -26,10 +26,8 @@ from atom_agent.state import IMPL_FILE, Check
 CheckStatus = Literal["passed", "failed", "error", "timeout", "invalid", "not_run"]
 SIGNATURE_CRITERION = "the signatures the task states (names, parameters, defaults)"
 """The criterion of the checks that compare a stated signature (they show no behaviour)."""
-TYPES_CRITERION = "inputs of the stated types are handled and give the stated result type"
-"""The criterion of the generated-input checks of stated types (they show no behaviour either)."""
-SHAPE_CRITERIA = frozenset({SIGNATURE_CRITERION, TYPES_CRITERION})
-"""Checks of a callable's shape (parameters, types), not of what it computes."""
+SHAPE_CRITERIA = frozenset({SIGNATURE_CRITERION})
+"""Checks of a callable's shape (parameters), not of what it computes."""
 PER_CHECK_SECONDS = 5.0
 """Time one check may take before it counts as a loop (``timeout``)."""
 AFTER_LOOP_SECONDS = 1.0

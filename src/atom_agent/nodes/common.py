@@ -67,14 +67,39 @@ def plan_of(state: State) -> Plan:
 
 def run_budget(state: State, ctx: Context) -> RunBudget | None:
     """The run's budgets and what it has spent so far (None when it has no budget)."""
+    limit = time_limit(state, ctx)
+    started = state.get("started_at")
     budget = RunBudget(
         max_tokens=ctx.max_tokens,
         max_cost_usd=ctx.max_cost_usd,
         max_wall_seconds=ctx.max_wall_seconds,
-        started_at=state.get("started_at"),
+        started_at=started,
         used=state.get("usage") or {},
+        calls_until=None if limit is None or started is None else started + limit[0],
+        calls_until_why=limit[1] if limit is not None else "",
     )
     return budget if budget.limited else None
+
+
+MIN_STEP_SECONDS = 30.0
+"""The least time :func:`time_limit` gives a step: a fast model's calls take seconds each."""
+
+
+def time_limit(state: State, ctx: Context) -> tuple[float, str] | None:
+    """The run's time limit relative to its plain answer (seconds, described), or None.
+
+    ``run_time_factor`` × the plain answer's seconds for each step of the plan (one before
+    there is a plan), at least :data:`MIN_STEP_SECONDS` a step. None when the factor is 0 or
+    the plain answer's cost is not known: not asked in this run, or answered in under a
+    second (a replayed or scripted call costs nothing real to compare with).
+    """
+    plain = state.get("plain_seconds") or 0.0
+    if not ctx.run_time_factor or plain < 1.0:
+        return None
+    steps = len((state.get("plan") or {}).get("steps") or ()) or 1
+    seconds = steps * max(ctx.run_time_factor * plain, MIN_STEP_SECONDS)
+    why = f"{ctx.run_time_factor:g} x the plain answer's {plain:.1f}s for each of {steps} step(s)"
+    return seconds, why
 
 
 def exhausted_budget(state: State, ctx: Context) -> str | None:

@@ -10,8 +10,7 @@ inputs that raise it, worked examples, a property "for any …". Each sentence (
 - examples in any form the extractor reads (``f(x) == y``, ``'a' -> 'b'``, doctests, "'hey'
   comes out as 'HEY!'") and errors with their inputs ("raises ValueError on codes such as
   'x9' or ''", "e.g.", "for example");
-- errors stated as conditions on a parameter, and what a call gives or raises on a new object
-  (:mod:`.conditions`, :mod:`.outcomes`);
+- errors stated as conditions on a parameter (:mod:`.conditions`);
 - a property ("from_hex(to_hex(n)) == n for any non-negative integer", "packing then
   unpacking gives back the list") → a Hypothesis test over generated inputs, whose failure
   names the shrunk counterexample (:mod:`.properties`).
@@ -42,11 +41,9 @@ from atom_agent.verification.conditions import (
     described_constructions,
 )
 from atom_agent.verification.examples import error_examples, prose_examples
-from atom_agent.verification.outcomes import outcome_checks
 from atom_agent.verification.properties import PROPERTY_CRITERION, property_checks
 from atom_agent.verification.rules import Fired, search, unique
 from atom_agent.verification.signatures import closing_paren, signature_checks, stated_signatures
-from atom_agent.verification.typed import TYPES_CRITERION, typed_checks
 
 __all__ = [
     "CODE_CRITERIA",
@@ -64,7 +61,7 @@ __all__ = [
 ]
 
 CODE_CRITERIA = frozenset(
-    {SIGNATURE_CRITERION, PROPERTY_CRITERION, ERROR_CRITERION, TASK_CRITERION, TYPES_CRITERION}
+    {SIGNATURE_CRITERION, PROPERTY_CRITERION, ERROR_CRITERION, TASK_CRITERION}
 )
 """The criteria of the checks code reads from the task (the rest are the planner's prose)."""
 
@@ -101,7 +98,6 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
         fired = _clause_checks(task, text, start, names, classes, signed, stated, same_sentence)
         fired += _conditions(text, after, same_sentence, classes, stated, examples,
                              constructible)  # fmt: skip
-        fired += outcome_checks(text, stated, examples, constructible, same_sentence)
         fresh = [f for f in unique(fired) if not check_problems(f.check, defines=names)]
         fresh = [f for f in fresh if f.check.describe() not in seen]
         if not fresh and search("tests_request", text):
@@ -117,7 +113,6 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
                 rules=list(dict.fromkeys(r for f in fresh for r in f.rules)),
             )
         )
-    _add_typed(clauses, typed_checks(stated, task, constructible), names)
     # Examples code reads only from the whole text (doctest blocks, code): a clause of their own.
     calls = {c.call for cl in clauses for c in cl.checks}
     rest = [
@@ -194,22 +189,6 @@ def _statements(
     return out
 
 
-def _add_typed(clauses: list[Clause], checks: Sequence[Check], names: Sequence[str]) -> None:
-    """Each generated-input check joins the first clause that writes out its callable's call."""
-    for check in checks:
-        if check_problems(check, defines=names):
-            continue
-        used = [n for n in names if re.search(rf"(?<![\w.]){re.escape(n)}\b", check.call)]
-        for i, clause in enumerate(clauses):
-            if any(re.search(rf"(?<![\w.]){re.escape(n)}\(", clause.text) for n in used):
-                placed_check = check.model_copy(update={"clause": clause.id})
-                rules = list(dict.fromkeys([*clause.rules, "typed_inputs"]))
-                clauses[i] = clause.model_copy(
-                    update={"checks": [*clause.checks, placed_check], "rules": rules}
-                )
-                break
-
-
 def _stated(
     task: str, parts: Sequence[tuple[str, int]], signed: Sequence[str], classes: Sequence[str]
 ) -> dict[str, Stated]:
@@ -226,7 +205,6 @@ def _stated(
                     params=tuple(p for p, _ in sig.params),
                     annotations=sig.annotations,
                     defaults=tuple(d for _, d in sig.params),
-                    returns=sig.returns,
                 ),
             )
     return found

@@ -33,17 +33,7 @@ from atom_agent.verification.rules import (
     unique,
 )
 
-__all__ = [
-    "ERROR_CRITERION",
-    "EXCEPTION_NAME",
-    "Stated",
-    "base_arguments",
-    "call_source",
-    "condition_checks",
-    "construction",
-    "described_constructions",
-    "owners_of",
-]
+__all__ = ["ERROR_CRITERION", "Stated", "condition_checks", "described_constructions"]
 
 EXCEPTION_NAME = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b")
 
@@ -58,8 +48,6 @@ class Stated:
     annotations: tuple[str, ...]
     defaults: tuple[str | None, ...]
     """Each parameter's default as source, None when it has none."""
-    returns: str = ""
-    """The result's annotation as written after ``->`` ('' where none)."""
     described: str = ""
     """The rule that read a construction the task describes without writing it ('' if written):
     its parameter's name is a guess, so it is passed by position."""
@@ -275,14 +263,6 @@ def _base(sig: Stated, example: Sequence[str]) -> dict[str, str | None]:
     }
 
 
-def base_arguments(sig: Stated, example: Sequence[str]) -> dict[str, str] | None:
-    """A valid call's arguments: the worked example's, else defaults and plain typed values."""
-    base = _base(sig, example)
-    if any(v is None for v in base.values()):
-        return None
-    return {k: v for k, v in base.items() if v is not None}
-
-
 def call_source(
     sig: Stated, arguments: Mapping[str, str], stated: Mapping[str, Stated]
 ) -> str | None:
@@ -297,16 +277,10 @@ def call_source(
         args = ", ".join(f"{p}={arguments[p]}" for p in sig.params)
     if not sig.owner:
         return f"{sig.name}({args})"
-    built = construction(sig.owner, stated)
-    return None if built is None else f"obj = {built}\nobj.{sig.name}({args})"
-
-
-def construction(owner: str, stated: Mapping[str, Stated]) -> str | None:
-    """``C(…)`` from the class's stated construction: its defaults and plain typed values."""
-    ctor = stated.get(owner)
-    if ctor is None:
-        return f"{owner}()"
-    base = base_arguments(ctor, ())
-    if base is None:
+    # The construction as stated: its defaults and plain typed values (``C()`` if unstated).
+    ctor = stated.get(sig.owner)
+    base = _base(ctor, ()) if ctor is not None else {}
+    if any(v is None for v in base.values()):
         return None
-    return f"{owner}({', '.join(f'{p}={base[p]}' for p in ctor.params)})"
+    built = f"{sig.owner}({', '.join(f'{p}={v}' for p, v in base.items())})"
+    return f"obj = {built}\nobj.{sig.name}({args})"

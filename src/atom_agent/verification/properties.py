@@ -28,8 +28,6 @@ from atom_agent.verification.rules import (
     search,
     unique,
 )
-from atom_agent.verification.typed import shape_of
-from atom_agent.verification.typed import strategy as typed_strategy
 
 __all__ = [
     "PROPERTY_CRITERION",
@@ -287,5 +285,59 @@ def _annotated(task: str, name: str, stated: Mapping[str, Stated] | None = None)
     sig = (stated or {}).get(name)
     if found or sig is None or not sig.annotations or not sig.annotations[0]:
         return found
-    shape = shape_of(sig.annotations[0])
-    return (typed_strategy(shape) or "") if shape is not None else ""
+    try:
+        node = ast.parse(sig.annotations[0].strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return ""
+    return _typed(node) or ""
+
+
+_TYPED = {
+    "int": "st.integers(-20, 60)",
+    "float": "st.floats(-100, 100, allow_nan=False, allow_infinity=False)",
+    "str": "st.text(alphabet=string.ascii_letters + string.digits + ' -_.,:', max_size=10)",
+    "bool": "st.booleans()",
+    "None": "st.none()",
+}
+_SEQUENCES = {"list", "List", "Sequence", "Iterable", "Collection", "MutableSequence"}
+_MAPPINGS = {"dict", "Dict", "Mapping", "MutableMapping"}
+_SETS = {"set", "Set", "frozenset", "FrozenSet", "AbstractSet"}
+_TUPLES = {"tuple", "Tuple"}
+
+
+def _typed(node: ast.expr) -> str | None:
+    """A strategy drawing small values of the annotation `node` (None: a type it cannot draw)."""
+    if isinstance(node, ast.Constant) and node.value is None:
+        return _TYPED["None"]
+    if isinstance(node, ast.Name | ast.Attribute):
+        return _TYPED.get(node.id if isinstance(node, ast.Name) else node.attr)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _each("one_of", [node.left, node.right])
+    if not isinstance(node, ast.Subscript):
+        return None
+    head = node.value.id if isinstance(node.value, ast.Name) else getattr(node.value, "attr", "")
+    args = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    if head == "Optional" and len(args) == 1:
+        return _each("one_of", [args[0], ast.Constant(None)])
+    if head == "Union":
+        return _each("one_of", args)
+    if head in _TUPLES:
+        if len(args) == 2 and isinstance(args[1], ast.Constant) and args[1].value is Ellipsis:
+            inner = _typed(args[0])
+            return None if inner is None else f"st.lists({inner}, max_size=6).map(tuple)"
+        return _each("tuples", args)
+    parts = [_typed(a) for a in args]
+    if None in parts:
+        return None
+    if head in _SEQUENCES and len(parts) == 1:
+        return f"st.lists({parts[0]}, max_size=6)"
+    if head in _SETS and len(parts) == 1:
+        return f"st.sets({parts[0]}, max_size=5)"
+    if head in _MAPPINGS and len(parts) == 2:
+        return f"st.dictionaries({parts[0]}, {parts[1]}, max_size=5)"
+    return None
+
+
+def _each(combinator: str, nodes: Sequence[ast.expr]) -> str | None:
+    parts = [p for n in nodes if (p := _typed(n)) is not None]
+    return f"st.{combinator}({', '.join(parts)})" if len(parts) == len(nodes) else None

@@ -18,7 +18,6 @@ from atom_agent.checks.extract import in_call
 from atom_agent.names import owner_class
 from atom_agent.state import Check
 from atom_agent.verification.rules import rule
-from atom_agent.verification.typed import annotation_prefix
 
 __all__ = ["Signature", "closing_paren", "signature_checks", "stated_signatures"]
 
@@ -36,8 +35,6 @@ class Signature:
     """(name, repr of the default or None) per parameter, ``self`` left out."""
     annotations: tuple[str, ...] = ()
     """Each parameter's annotation as written ('' where none)."""
-    returns: str = ""
-    """The result's annotation as written after ``->`` ('' where none)."""
 
 
 def stated_signatures(
@@ -80,8 +77,7 @@ def stated_signatures(
             for a in args.args
             if a.arg not in ("self", "cls")
         )
-        result = annotation_prefix(text[close + 1 + returns.start(1) :]) if returns else ""
-        found.append(Signature(name, owner, params, annotations, result))
+        found.append(Signature(name, owner, params, annotations))
     return found
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,7 +20,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from atom_agent import Context, resume_run, run_task
 from atom_agent.errors import BudgetExhaustedError
 from atom_agent.models.purpose import CallInfo
+from atom_agent.nodes.common import MIN_STEP_SECONDS, time_limit
 from atom_agent.run import RunOutcome
+from atom_agent.selection import candidates
 from atom_agent.state import Check, Plan, PlanStep
 from atom_agent.testing import ScriptedChatModel, reply_of
 from atom_agent.workspace import Workspace
@@ -297,3 +300,72 @@ def test_a_budget_the_run_stays_within_is_reported_beside_what_it_used(
     assert figures["tokens"] == (PLANNED + 6) * TOKENS and figures["max_tokens"] == 5000
     assert "exhausted" not in figures
     assert "900 of 5000 tokens" in run.report_md.read_text()
+
+
+# --- the time limit beside the plain answer (run_time_factor) --------------------------------
+
+
+def _one_step(clock: Clock) -> dict[str, ScriptedChatModel]:
+    executor = ExecutorScript({}, plain=f"```python\n{WRONG_BOTH}```")
+    plan = Plan(steps=[step("both", criteria=["add(2, 3) == 5", "sub(5, 3) == 2"],
+                            defines=["add", "sub"])])  # fmt: skip
+    return {role: metered(m, clock) for role, m in models([plan], executor).items()}
+
+
+@pytest.fixture
+def timed_plain(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The plain answer is timed on the fake clock too: each metered call takes 10 s."""
+    monkeypatch.setattr(candidates, "time", SimpleNamespace(monotonic=clock))
+    return clock
+
+
+def test_no_call_starts_after_the_time_limit_and_the_plain_answer_is_handed_back(
+    tmp_path: Path, timed_plain: Clock
+) -> None:
+    # The plain answer (10 s) fails the task's examples; its two samples fail them too and
+    # the plan takes a call (40 s). The limit is 5 x 10 s: the executor's first witness
+    # starts at 40 s, its second is not asked.
+    roles = _one_step(timed_plain)
+    ctx = Context(workspace=str(tmp_path / "ws"), model_profile="small", run_time_factor=5)
+    outcome = run_task(SAMPLED, ctx, models=roles)
+
+    assert counts(roles) == {"planner": 1, "executor": 4}
+    assert outcome.status == "budget_exhausted"
+    assert "time limit: 50.0s of 50.0s" in outcome.stop_reason
+    assert "5 x the plain answer's 10.0s for each of 1 step(s)" in outcome.stop_reason
+    assert "executor stopped before its next model call" in outcome.stop_reason
+    assert outcome.step_status == {"both": "pending"}
+    run = Workspace(ctx.workspace).run(outcome.run_id)
+    info = json.loads(run.run_json.read_text())
+    assert info["budget"]["time_limit"] == 50.0
+    assert "50.0 s of 50.0 s (its time limit beside the plain answer)" in run.report_md.read_text()
+    assert info["deliverable"]["unverified"] is True
+    assert outcome.result is not None
+    assert (Path(outcome.result) / "plain_answer.py").read_text().strip() == WRONG_BOTH.strip()
+
+
+def test_without_the_time_limit_the_same_run_asks_its_witnesses(
+    tmp_path: Path, timed_plain: Clock
+) -> None:
+    roles = _one_step(timed_plain)
+    ctx = Context(workspace=str(tmp_path / "ws"), model_profile="small", run_time_factor=0,
+                  max_attempts=1, max_replans=0)  # fmt: skip
+    outcome = run_task(SAMPLED, ctx, models=roles)
+    assert outcome.status == "failed"
+    assert counts(roles)["executor"] > 4
+    assert "budget" not in json.loads(
+        Workspace(ctx.workspace).run(outcome.run_id).run_json.read_text()
+    )
+
+
+def test_the_time_limit_grows_with_the_plan_and_has_a_floor() -> None:
+    ctx = Context()  # run_time_factor 5
+    one = {"plain_seconds": 10.0}
+    three = {"plain_seconds": 10.0, "plan": {"steps": [{}, {}, {}]}}
+    assert time_limit(one, ctx) == (50.0, "5 x the plain answer's 10.0s for each of 1 step(s)")  # type: ignore[arg-type]
+    assert time_limit(three, ctx)[0] == 150.0  # type: ignore[arg-type,index]
+    assert time_limit({"plain_seconds": 2.0}, ctx)[0] == MIN_STEP_SECONDS  # type: ignore[arg-type,index]
+    # A replayed or scripted plain answer costs nothing real to compare with; 0 turns it off.
+    assert time_limit({"plain_seconds": 0.2}, ctx) is None  # type: ignore[arg-type]
+    assert time_limit({}, ctx) is None  # type: ignore[arg-type]
+    assert time_limit(one, Context(run_time_factor=0)) is None  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from atom_agent.checks.contract import TYPES_CRITERION, check_problems, run_contract
+from atom_agent.checks.contract import check_problems, run_contract
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.state import Check, Clause
 from atom_agent.verification.clauses import (
@@ -131,11 +131,9 @@ def test_examples_in_any_phrasing_and_the_errors_with_their_inputs(tmp_path: Pat
     assert not any("'aaabcc'" in d for d in described)
     assert "rle_decode('a3') raises ValueError" in described
     assert "rle_decode('3') raises ValueError" in described
-    # Read from the task: the task's; drawn from its types: inferred (witnesses may discount).
+    # Read from the task: the task's.
     assert all(c.clause for c in checks)
-    assert all(
-        c.origin == ("inferred" if c.criterion == TYPES_CRITERION else "task") for c in checks
-    )
+    assert all(c.origin == "task" for c in checks)
 
 
 def test_a_stated_property_runs_over_generated_inputs_and_names_the_counterexample(

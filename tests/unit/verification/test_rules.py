@@ -80,6 +80,16 @@ def test_a_round_trip_in_words_needs_its_order_and_its_return(sentence: str) -> 
     assert not any(c.criterion.startswith("the properties") for c in _all_checks(task))
 
 
+def test_a_round_trip_in_words_draws_from_a_stated_type_the_clause_does_not_name() -> None:
+    task = (
+        "Write pack(items: list[str]) -> bytes and unpack(raw: bytes) -> list[str]; packing "
+        "then unpacking gives back the list."
+    )
+    (prop,) = [c for c in _all_checks(task) if c.criterion.startswith("the properties")]
+    assert prop.label == "unpack(pack(items)) == items for generated items"
+    assert "@given(st.lists(st.text(" in prop.call
+
+
 SHIFT = (
     "Write shift(text: str) -> str and unshift(text: str) -> str that move each letter one "
     "place along the alphabet and back. Shifting a word then unshifting it returns the "

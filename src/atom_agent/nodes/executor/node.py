@@ -16,6 +16,7 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
 
+from atom_agent.budget import now
 from atom_agent.checks.contract import check_problems, contract_tests
 from atom_agent.context import Context
 from atom_agent.models.profiles import ModelProfile, profile_for
@@ -46,6 +47,7 @@ from ..common import (
     python_ident,
     run_ref,
     step_session,
+    time_limit,
     unfinished_attempt,
 )
 from .attempt import ASK_USER, AttemptContext
@@ -353,14 +355,20 @@ LOOP_MIN_SECONDS = 20.0
 def _loop_time(ctx: Context, state: State) -> float | None:
     """The tool loop's time limit: ``loop_time_factor`` × the plain answer's seconds.
 
-    None (no limit) when the factor is 0 or the plain answer's cost is not known: not asked
-    in this run, or answered in under a second (a replayed or scripted call costs nothing
-    real to compare with).
+    Never more than the run's time limit leaves (:func:`~atom_agent.nodes.common.time_limit`):
+    the loop stops there by itself, so what it staged is still proven. None (no limit) when
+    neither applies: the factors are 0, or the plain answer's cost is not known (not asked in
+    this run, or answered in under a second: a replayed or scripted call costs nothing real).
     """
     plain = state.get("plain_seconds") or 0.0
-    if not ctx.loop_time_factor or plain < 1.0:
-        return None
-    return max(ctx.loop_time_factor * plain, LOOP_MIN_SECONDS)
+    loop = None
+    if ctx.loop_time_factor and plain >= 1.0:
+        loop = max(ctx.loop_time_factor * plain, LOOP_MIN_SECONDS)
+    limit, started = time_limit(state, ctx), state.get("started_at")
+    if limit is None or started is None:
+        return loop
+    left = max(0.0, started + limit[0] - now())
+    return left if loop is None else min(loop, left)
 
 
 def _start_passed(drafts: Drafts | None) -> int | None:
