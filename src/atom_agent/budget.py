@@ -112,8 +112,12 @@ class RunBudget(ModelCallHandler):
         """When the wall-clock budget is spent, on :func:`now`'s clock (None: no such budget)."""
         return None if self.max_wall_seconds is None else self.started_at + self.max_wall_seconds
 
-    def exhausted(self) -> str | None:
-        """The budget the run has used up, described with its figures, or None."""
+    def exhausted(self, *, calls: bool = True) -> str | None:
+        """The budget the run has used up, described with its figures, or None.
+
+        `calls`: the time limit counts too. It refuses model calls only: work that makes none
+        (running a step's checks on code it has, committing it) goes on after it.
+        """
         if self.max_tokens is not None and self.tokens() >= self.max_tokens:
             return f"token budget: {self.tokens()} of {self.max_tokens} tokens used"
         if self.max_cost_usd is not None and self.cost() >= self.max_cost_usd:
@@ -122,7 +126,7 @@ class RunBudget(ModelCallHandler):
             return (
                 f"wall-clock budget: {self.elapsed():.1f}s of {self.max_wall_seconds:.1f}s elapsed"
             )
-        if self.calls_until is not None and now() >= self.calls_until:
+        if calls and self.calls_until is not None and now() >= self.calls_until:
             limit = self.calls_until - self.started_at
             return f"time limit: {self.elapsed():.1f}s of {limit:.1f}s ({self.calls_until_why})"
         return None

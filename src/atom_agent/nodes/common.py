@@ -106,12 +106,14 @@ def exhausted_budget(state: State, ctx: Context) -> str | None:
     """The budget this run has used up, described, or None.
 
     A node that a budget stopped (:func:`within_budget`) left the run ``budget_exhausted``
-    with its reason; otherwise the state's usage and the clock say.
+    with its reason; otherwise the state's usage and the clock say. The time limit is not
+    asked here: it refuses model calls, not the steps after it that need none (candidate zero
+    proven and committed on its checks alone).
     """
     if state.get("status") == "budget_exhausted":
         return state.get("stop_reason") or "budget exhausted"
     budget = run_budget(state, ctx)
-    return budget.exhausted() if budget is not None else None
+    return budget.exhausted(calls=False) if budget is not None else None
 
 
 Node = Callable[[State], dict[str, Any]]

@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from atom_agent import Context, resume_run, run_task
 from atom_agent.errors import BudgetExhaustedError
 from atom_agent.models.purpose import CallInfo
+from atom_agent.nodes import common
 from atom_agent.nodes.common import MIN_STEP_SECONDS, time_limit
 from atom_agent.run import RunOutcome
 from atom_agent.selection import candidates
@@ -369,3 +370,21 @@ def test_the_time_limit_grows_with_the_plan_and_has_a_floor() -> None:
     assert time_limit({"plain_seconds": 0.2}, ctx) is None  # type: ignore[arg-type]
     assert time_limit({}, ctx) is None  # type: ignore[arg-type]
     assert time_limit(one, Context(run_time_factor=0)) is None  # type: ignore[arg-type]
+
+
+def test_after_the_time_limit_code_that_needs_no_call_is_still_proven_and_committed(
+    tmp_path: Path, timed_plain: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Half the plain answer's 10 s, no floor: the limit passes with the plain answer itself.
+    # It is right: the executor proves it on the step's checks and commits it, no call made.
+    monkeypatch.setattr(common, "MIN_STEP_SECONDS", 0.0)
+    executor = ExecutorScript({}, plain=f"```python\n{BOTH}```")
+    roles = {role: metered(m, timed_plain) for role, m in models([], executor).items()}
+    ctx = Context(workspace=str(tmp_path / "ws"), model_profile="small", run_time_factor=0.5)
+    outcome = run_task(SAMPLED, ctx, models=roles)
+
+    assert counts(roles) == {"planner": 0, "executor": 1}
+    assert outcome.status == "done", outcome.stop_reason
+    assert list(outcome.step_status.values()) == ["committed"]
+    info = json.loads(Workspace(ctx.workspace).run(outcome.run_id).run_json.read_text())
+    assert info["budget"]["time_limit"] == 5.0 and "exhausted" not in info["budget"]
