@@ -10,7 +10,8 @@ inputs that raise it, worked examples, a property "for any …". Each sentence (
 - examples in any form the extractor reads (``f(x) == y``, ``'a' -> 'b'``, doctests, "'hey'
   comes out as 'HEY!'") and errors with their inputs ("raises ValueError on codes such as
   'x9' or ''", "e.g.", "for example");
-- errors stated as conditions on a parameter (:mod:`.conditions`);
+- errors stated as conditions on a parameter, and what a call gives or raises on a new object
+  (:mod:`.conditions`, :mod:`.outcomes`);
 - a property ("from_hex(to_hex(n)) == n for any non-negative integer", "packing then
   unpacking gives back the list") → a Hypothesis test over generated inputs, whose failure
   names the shrunk counterexample (:mod:`.properties`).
@@ -41,6 +42,7 @@ from atom_agent.verification.conditions import (
     described_constructions,
 )
 from atom_agent.verification.examples import error_examples, prose_examples
+from atom_agent.verification.outcomes import outcome_checks
 from atom_agent.verification.properties import PROPERTY_CRITERION, property_checks
 from atom_agent.verification.rules import Fired, search, unique
 from atom_agent.verification.signatures import closing_paren, signature_checks, stated_signatures
@@ -98,6 +100,7 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
         fired = _clause_checks(task, text, start, names, classes, signed, stated, same_sentence)
         fired += _conditions(text, after, same_sentence, classes, stated, examples,
                              constructible)  # fmt: skip
+        fired += outcome_checks(text, stated, examples, constructible, same_sentence)
         fresh = [f for f in unique(fired) if not check_problems(f.check, defines=names)]
         fresh = [f for f in fresh if f.check.describe() not in seen]
         if not fresh and search("tests_request", text):

@@ -33,7 +33,17 @@ from atom_agent.verification.rules import (
     unique,
 )
 
-__all__ = ["ERROR_CRITERION", "Stated", "condition_checks", "described_constructions"]
+__all__ = [
+    "ERROR_CRITERION",
+    "EXCEPTION_NAME",
+    "Stated",
+    "base_arguments",
+    "call_source",
+    "condition_checks",
+    "construction",
+    "described_constructions",
+    "owners_of",
+]
 
 EXCEPTION_NAME = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b")
 
@@ -263,6 +273,14 @@ def _base(sig: Stated, example: Sequence[str]) -> dict[str, str | None]:
     }
 
 
+def base_arguments(sig: Stated, example: Sequence[str]) -> dict[str, str] | None:
+    """A valid call's arguments: the worked example's, else defaults and plain typed values."""
+    base = _base(sig, example)
+    if any(v is None for v in base.values()):
+        return None
+    return {k: v for k, v in base.items() if v is not None}
+
+
 def call_source(
     sig: Stated, arguments: Mapping[str, str], stated: Mapping[str, Stated]
 ) -> str | None:
@@ -277,10 +295,16 @@ def call_source(
         args = ", ".join(f"{p}={arguments[p]}" for p in sig.params)
     if not sig.owner:
         return f"{sig.name}({args})"
-    # The construction as stated: its defaults and plain typed values (``C()`` if unstated).
-    ctor = stated.get(sig.owner)
-    base = _base(ctor, ()) if ctor is not None else {}
-    if any(v is None for v in base.values()):
+    built = construction(sig.owner, stated)
+    return None if built is None else f"obj = {built}\nobj.{sig.name}({args})"
+
+
+def construction(owner: str, stated: Mapping[str, Stated]) -> str | None:
+    """``C(…)`` from the class's stated construction: its defaults and plain typed values."""
+    ctor = stated.get(owner)
+    if ctor is None:
+        return f"{owner}()"
+    base = base_arguments(ctor, ())
+    if base is None:
         return None
-    built = f"{sig.owner}({', '.join(f'{p}={v}' for p, v in base.items())})"
-    return f"obj = {built}\nobj.{sig.name}({args})"
+    return f"{owner}({', '.join(f'{p}={base[p]}' for p in ctor.params)})"

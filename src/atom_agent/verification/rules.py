@@ -1,19 +1,21 @@
 """The rules that read a task's sentences into checks: one table, each row named and exemplified.
 
 A row names a rule, the family of reader that applies it (:mod:`.conditions` for errors on a
-parameter, :mod:`.properties` for properties, :mod:`.clauses` for the rest), its pattern, the
-criterion of the check it builds, and two sentences written for it: one it must fire on and
-build a check from, one it must not fire on (``tests/unit/verification/test_rules.py`` runs
-both for every row). The words a rule accepts come from the shared vocabulary below, not from
-one task's phrasing: "raises", "throws", "must fail with"; "must be", "has to be", "should
-be"; "becomes", "comes out as", "gives".
+parameter, :mod:`.outcomes` for what a call gives, :mod:`.properties` for properties,
+:mod:`.clauses` for the rest), its pattern, the criterion of the check it builds, and two
+sentences written for it: one it must fire on and build a check from, one it must not fire on
+(``tests/unit/verification/test_rules.py`` runs both for every row). The words a rule accepts
+come from the shared vocabulary below, not from one task's phrasing: "raises", "throws",
+"must fail with"; "must be", "has to be", "should be"; "gives", "returns", "yields".
 
 Patterns hold tokens filled in when a rule is applied (:func:`fill`): ``{P}`` a parameter of a
 stated signature, ``{ONE}`` one item of it (``scores`` → ``score``), ``{Q}`` another
-parameter, ``{EXC}`` an exception, ``{MODAL}`` and ``{BECOMES}`` the vocabulary's verbs. A
-rule of the ``condition`` or ``described`` family turns the parameter's value into one that
-meets the condition (``value``); the rest build their checks in their reader. Rows of code the
-task writes out (signatures, worked examples in code) show the syntax their reader parses.
+parameter, ``{LIT}`` a literal result, ``{EXC}`` an exception, ``{FRESH}`` a state a new
+object is in ("an unknown key", "there is nothing to pop"), ``{NOUN}`` the thing it does not
+hold, ``{MODAL}``, ``{GIVES}`` and ``{BECOMES}`` the vocabulary's verbs. A rule of the
+``condition`` or ``described`` family turns the parameter's value into one that meets the
+condition (``value``); the rest build their checks in their reader. Rows of code the task
+writes out (signatures, worked examples in code, types) show the syntax their reader parses.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ from atom_agent.checks.extract import ARROWS, TASK_CRITERION
 from atom_agent.state import Check
 
 ERROR_CRITERION = "the errors the task states are raised"
+OUTCOME_CRITERION = "what the task states a call gives or raises holds"
 PROPERTY_CRITERION = "the properties the task states hold over generated inputs"
 
 Family = Literal[
-    "meta", "join", "signature", "example", "error-examples", "construction", "subject",
-    "condition", "described", "property",
+    "meta", "join", "signature", "example", "error-examples", "construction",
+    "subject", "condition", "described", "fresh", "given", "read-only", "unchanged", "property",
 ]  # fmt: skip
 Value = Callable[[re.Match[str], str, str, Mapping[str, str]], str | None]
 """(match, the parameter's annotation, its valid value, all valid values) → a value meeting it."""
@@ -54,7 +57,8 @@ class Rule:
     negative: str
     """A task close to the positive one on which it does not fire."""
     value: Value | None = None
-    """The value of a parameter that meets the condition (``condition``, ``described``)."""
+    """The value of a parameter that meets the condition (``condition``, ``described``) or
+    the description (``param_empty_gives``)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class Fired:
 # --- the vocabulary ------------------------------------------------------------------------------
 
 MODAL = r"(?:must|has to|have to|should|needs? to|is required to|are required to|shall) be"
+GIVES = r"(?:gives|give|returns|return|yields|yield|produces|produce|results in|evaluates to)"
 RAISING = re.compile(
     r"\brais|\bthrow|\bfail|\breject|\berror\b|\bwhen\b|\bif\b|\bunless\b|\botherwise\b", re.I
 )
@@ -77,8 +82,31 @@ BECOMES = (
     r"yields?|produces?|returns?|maps? to|(?:is|are) (?:turned|converted|mapped) (?:in)?to)"
 )
 EXC = r"(?P<exc>(?-i:[A-Z]\w*(?:Error|Exception)))"
+LIT = (
+    r"\[\]|\{\}|\(\)|''|\"\"|(?-i:True|False|None)|-?\d+(?:\.\d+)?|zero"
+    r"|an empty (?:list|string|dict|tuple)"
+)
+LITERALS = {
+    "zero": "0",
+    '""': "''",
+    "an empty list": "[]",
+    "an empty string": "''",
+    "an empty dict": "{}",
+    "an empty tuple": "()",
+}
+"""How words for a literal read as Python."""
 QUOTED = r"'[^'\n]*'|\"[^\"\n]*\"|-?\d+(?:\.\d+)?|\[[^\]\n]*\]"
 """A literal a prose example writes (a string, a number, a flat list)."""
+FRESH = (
+    r"an? {NOUN} (?:that )?it (?:does not|doesn't|did not|didn't) know",
+    r"an? {NOUN} (?:that )?it has (?:never|not) (?:seen|stored|been given)",
+    r"an? {NOUN} that (?:does not|doesn't) exist",
+    r"an? (?:unknown|missing|nonexistent|non-existent|absent) {NOUN}",
+    r"the {NOUN} is (?:unknown|not known|missing|absent)",
+    r"an? {NOUN} with no [a-z_]+",
+    r"there is nothing to [a-z_]+",
+)
+"""States a new object is in: it knows nothing, holds nothing (the noun names the unknown)."""
 CONTINUES = (
     r"(?:otherwise|or else|else|if not|failing (?:that|this)"
     r"|if (?:either|any|this|that|these|those|the|one|a) ?(?:of )?(?:the )?"
@@ -98,10 +126,15 @@ INVERSES = (
 
 def fill(pattern: str, **tokens: str) -> str:
     """`pattern` with its tokens replaced (the vocabulary's by default)."""
-    values = {"MODAL": MODAL, "EXC": EXC, "BECOMES": BECOMES, **tokens}
+    values = {"MODAL": MODAL, "GIVES": GIVES, "EXC": EXC, "BECOMES": BECOMES, **tokens}
     for token, value in values.items():
         pattern = pattern.replace("{" + token + "}", value)
     return pattern
+
+
+def literal(text: str) -> str:
+    """A literal result as Python (``zero`` → ``0``)."""
+    return LITERALS.get(text.lower() if text[:1].isalpha() else text, text)
 
 
 # --- values that meet a condition ----------------------------------------------------------------
@@ -187,7 +220,7 @@ RULES: tuple[Rule, ...] = (
          "broken, rate raises ValueError.",
          "Write rate(score: int) -> str. The score has to be non-negative. Rate it by bands; "
          "strings make rate raise ValueError."),
-    # Code the task writes out: signatures, worked examples.
+    # Code the task writes out: signatures, worked examples, types.
     Rule("stated_signature", "signature", r"(?<![\w.])([A-Za-z_]\w*)\(",
          SIGNATURE_CRITERION,
          "Write clamp(value: float, low: float = 0.0) -> float that limits value from below.",
@@ -374,6 +407,78 @@ RULES: tuple[Rule, ...] = (
          "Write a Deck class; Deck(cards: list[str]) holds cards, which need to be a sorted "
          "list, or ValueError is raised.",
          lambda m, a, b, v: _empty_of(m["kind"], a)),
+    # What a new object gives or raises, about something it does not hold.
+    Rule("value_for_unknown", "fresh",
+         r"\b(?:returns|gives|yields|is|or) (?P<lit>{LIT}) (?:when|if|for|on) {FRESH}",
+         OUTCOME_CRITERION,
+         "Write a Shelf class; Shelf() takes no arguments. stock(item: str) -> int returns how "
+         "many of item it holds, or 0 for an item it has never seen.",
+         "Write a Shelf class; Shelf() takes no arguments. stock(item: str) -> int returns how "
+         "many of item it holds, or 0 for an item out of season."),
+    Rule("unknown_gives_value", "fresh", r"\b{FRESH}\)? {GIVES} (?P<lit>{LIT})",
+         OUTCOME_CRITERION,
+         "Write a Shelf class; Shelf() takes no arguments. owners(item: str) -> list[str] lists "
+         "who holds item; an unknown item gives [].",
+         "Write a Shelf class; Shelf() takes no arguments. owners(item: str) -> list[str] lists "
+         "who holds item; a rare item gives []."),
+    Rule("unknown_raises", "fresh", r"\b{FRESH}(?: [a-z ]{0,30})? (?:raises?|throws?) {EXC}",
+         OUTCOME_CRITERION,
+         "Write a Shelf class; Shelf() takes no arguments. take(item: str) -> None removes one "
+         "item; taking a missing item raises LookupError.",
+         "Write a Shelf class; Shelf() takes no arguments. take(item: str) -> None removes one "
+         "item; taking the last item raises LookupError."),
+    Rule("raised_for_unknown", "fresh",
+         r"(?:raises |throws )?{EXC}(?: is| will be| should be| must be)?(?: raised| thrown)? "
+         r"(?:for|on|when given|if given) {FRESH}", OUTCOME_CRITERION,
+         "Write a Shelf class; Shelf() takes no arguments. price(item: str) -> float returns "
+         "the item's price; LookupError is thrown for an item that does not exist.",
+         "Write a Shelf class; Shelf() takes no arguments. price(item: str) -> float returns "
+         "the item's price; LookupError is thrown for an item with a blank name."),
+    Rule("existing_or_raises", "fresh",
+         r"\bfor an? (?:current|known|existing|valid|stored) (?P<noun>[a-z_]+) and (?:raises|"
+         r"throws) {EXC} (?:otherwise|in (?:every|any) other case|else)", OUTCOME_CRITERION,
+         "Write a Shelf class; Shelf() takes no arguments. label(item: str) -> str returns the "
+         "label for a stored item and raises LookupError otherwise.",
+         "Write a Shelf class; Shelf() takes no arguments. label(item: str) -> str returns the "
+         "label for a stored item and raises LookupError when the label is blank."),
+    # One stated value gives a stated result.
+    Rule("param_value_gives", "given",
+         r"\b{P} (?:of |is |= ?)?(?P<value>{LIT}) {GIVES}(?: back)? (?P<lit>{LIT})",
+         OUTCOME_CRITERION,
+         "Write first_words(text: str, count: int = 1) -> list[str]; a count of 0 gives back "
+         "[].",
+         "Write first_words(text: str, count: int = 1) -> list[str]; a count of 0 is "
+         "rejected."),
+    Rule("param_empty_gives", "given",
+         r"\b(?:(?:given|for|on|with) )?(?:an? |the )?empty {P}\b,?(?: [a-z_]+){0,4}? {GIVES}"
+         r"(?: back)? (?P<lit>{LIT})", OUTCOME_CRITERION,
+         "Write initials(names: list[str]) -> str; empty names give ''.",
+         "Write initials(names: list[str]) -> str; empty names give an error message.",
+         lambda m, a, b, v: _empty(a)),
+    Rule("empty_input_gives", "given",
+         r"\b(?:(?:given|for|on|with) )?(?:an? |the )?empty (?P<word>list|string)\b,?"
+         r"(?: [a-z_]+){0,4}? {GIVES}(?: back)? (?P<lit>{LIT})", OUTCOME_CRITERION,
+         "Write evens(numbers: list[int]) -> list[int] that keeps the even numbers; for an "
+         "empty list it returns [].",
+         "Write evens(numbers: list[int]) -> list[int] that keeps the even numbers; for an "
+         "empty list it prints a warning."),
+    Rule("read_only_property", "read-only",
+         r"\bread-only (?:property|attribute) (?:named |called )?`?(?P<a>[a-z_]\w*)`?"
+         r"|\b`?(?P<b>[a-z_]\w*)`? is a read-only (?:property|attribute)", OUTCOME_CRITERION,
+         "Write a Thermostat class; Thermostat(target: float = 20.0) starts at target. The "
+         "reading is available as a read-only attribute called celsius.",
+         "Write a Thermostat class; Thermostat(target: float = 20.0) starts at target. The "
+         "reading is available as an attribute called celsius."),
+    Rule("input_unchanged", "unchanged",
+         r"\b(?:leaves|keeps) (?:the|its) (?:input|argument)s?(?: \w+)? (?:unchanged|intact"
+         r"|unmodified)|\bdoes not (?:modify|mutate|change|alter) (?:the|its) (?:input|argument)"
+         r"|\b(?:the|its) (?:input|argument)s?(?: \w+)? (?:must|should|is|are|will) (?:not|never)"
+         r" (?:be )?(?:modified|mutated|changed|altered)|\bwithout (?:modifying|mutating|changing"
+         r"|altering) (?:the|its) (?:input|argument)", OUTCOME_CRITERION,
+         "Write rotated(cards: list[int]) -> list[int] that returns the cards moved one place "
+         "left, without modifying its input. For example, rotated([1, 2]) returns [2, 1].",
+         "Write rotated(cards: list[int]) -> list[int] that returns the cards moved one place "
+         "left. For example, rotated([1, 2]) returns [2, 1]."),
     # Properties over generated inputs.
     Rule("round_trip_expression", "property",
          r"(?P<left>[A-Za-z_][\w.]*\([^=<>!]*\))\s*==\s*(?P<right>[A-Za-z_]\w*)\b",
