@@ -147,6 +147,11 @@ class Context:
     """Memories below this confidence are not recalled into prompts (0–1)."""
     memory_promotion_threshold: float = field(default=0.7, metadata=_doc("Promotion threshold."))
     """Working-memory candidates at or above this importance are promoted to long-term (0–1)."""
+    rules_token_budget: int = field(
+        default=600, metadata=_doc("Tokens of project rules carried by every call; 0: none.")
+    )
+    """The project's standing rules (user conventions in force) ride in the task text of every
+    call that writes code, within this many tokens (newest rules first; 0 carries none)."""
 
     executor_prompt: str = field(
         default="", metadata=_doc("Executor system prompt; empty = the built-in one.")
@@ -193,6 +198,7 @@ class Context:
         _check_range(self, "memory_recall_limit", 0, 50)
         _check_range(self, "memory_min_confidence", 0.0, 1.0)
         _check_range(self, "memory_promotion_threshold", 0.0, 1.0)
+        _check_range(self, "rules_token_budget", 0, 20000)
         if self.model_profile.strip() not in ("", "small", "standard"):
             raise ConfigError(
                 f"model_profile: {self.model_profile!r} is not small, standard or empty (auto)"

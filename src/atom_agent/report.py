@@ -144,6 +144,7 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
     if state.get("budget"):
         lines += [f"**Budget:** {budget_line(state['budget'])}", ""]
     lines += calls_table(state.get("calls") or {})
+    lines += rule_lines(info.get("rules") or {})
     raw_plan = state.get("plan")
     if not raw_plan:
         lines.append("No plan was made.")
@@ -249,6 +250,32 @@ def clause_lines(plan: Plan, clauses: dict[str, Any]) -> list[str]:
             f"| {clause.id}: {text} | {clause.kind} | {checks.get(clause.id, 0)} | {label} |"
         )
     return lines
+
+
+RULE_STATUS = {
+    "verified": "verified (a check read from it ran and held)",
+    "failed": "failed (a check read from it ran and did not hold)",
+    "carried": "carried (in every prompt; no check of it ran)",
+}
+
+
+def rule_lines(info: dict[str, Any]) -> list[str]:
+    """The project's rules this run applied: carried from earlier runs or stated in its task."""
+    applied = info.get("applied") or []
+    superseded = info.get("superseded") or []
+    if not applied and not superseded:
+        return []
+    lines = ["## Project rules", ""]
+    for rule in applied:
+        origin = "stated in this task" if rule.get("origin") == "stated" else "stated earlier"
+        status = RULE_STATUS.get(str(rule.get("status")), str(rule.get("status")))
+        content = " ".join(str(rule.get("content") or "").split())
+        content = content if len(content) <= 200 else content[:200] + "…"
+        lines.append(f"- `{rule.get('id')}` {content} — {origin}; {status}")
+    for change in superseded:
+        by = f", replaced by `{change['by']}`" if change.get("by") else " (withdrawn)"
+        lines.append(f"- `{change.get('id')}` superseded by this task{by}")
+    return [*lines, ""]
 
 
 def memory_lines(state: dict[str, Any]) -> list[str]:

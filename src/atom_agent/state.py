@@ -360,6 +360,8 @@ class State(TypedDict, total=False):
     """Failed attempts per step id (questions to the user do not count)."""
     decision: Literal["commit", "retry", "replan", "fail"] | None
     """The reflector's last decision, for routing."""
+    rules: list[str]
+    """The ids of the project rules the run's task text carries (earlier ones, then its own)."""
     used_memories: list[str]
     """Ids of the long-term memories in the current attempt's prompt (reinforced on pass)."""
     used_memory_reasons: dict[str, str]

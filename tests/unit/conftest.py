@@ -25,6 +25,8 @@ STARTS_PROCESSES = frozenset(
         "benchmarks/test_generation_ceiling.py",
         "benchmarks/test_repotasks_eval.py",
         "checks/test_contract.py",
+        "verification/test_standing.py",
+        "graph/test_project_rules.py",
         "cli/test_errors.py",
         "cli/test_exit.py",
         "cli/test_models.py",

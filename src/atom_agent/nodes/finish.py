@@ -35,6 +35,7 @@ from atom_agent.workspace.deliverable import (
 from .common import exhausted_budget, run_budget, run_ref
 from .planner import task_names
 from .project.common import load_project
+from .rules import answered_rules, rules_applied
 
 logger = logging.getLogger(__name__)
 
@@ -185,6 +186,9 @@ def _record_run(
         memories=final["memories"],
         deliverable=deliverable,
     )
+    info = res.workspace.read_run(run).get("rules")
+    if isinstance(info, dict) and (info.get("carried") or info.get("stated")):
+        res.workspace.update_run(run, rules={**info, "applied": rules_applied(info, clauses)})
 
 
 def _write_report(
@@ -410,7 +414,7 @@ def _learn(res: Resources, state: State) -> list[str]:
         applied = res.memory.apply(changes)
         if applied.missing:  # forgotten or expired since they were recalled
             logger.info("memories no longer stored, left unchanged: %s", applied.missing)
-    return ids
+    return ids + answered_rules(res, session, state.get("answers") or [])
 
 
 def memory_notes(

@@ -31,6 +31,7 @@ from atom_agent.names import (
     without_shorthands,
 )
 from atom_agent.resources import Resources
+from atom_agent.rule_text import own_task
 from atom_agent.selection.candidates import ask_plain, best_of, meets_clauses
 from atom_agent.state import (
     REQUIRED_FILES,
@@ -171,7 +172,7 @@ def _one_step_reason(res: Resources, state: State, zero: _Zero | None) -> str | 
     """Why a first plan is the task as one step, planned without a call (None: ask the model)."""
     if state.get("plan"):
         return None
-    if res.ctx.max_plan_steps == 1 or single_unit(state["task"]):
+    if res.ctx.max_plan_steps == 1 or single_unit(own_task(state["task"])):
         return "initial plan"
     if zero is not None and zero.meets_task:
         emit("plan.plain_meets_task", run_id=state["run_id"])
@@ -533,7 +534,7 @@ def finalize_plan(plan: Plan, task: str, *, committed: list[PlanStep] | None = N
     by code (:func:`task_clauses`), and the checks code reads from them (signatures, examples,
     errors, properties) join the step that defines what they use.
     """
-    if not committed and len(plan.steps) > 1 and single_unit(task):
+    if not committed and len(plan.steps) > 1 and single_unit(own_task(task)):
         plan = merge_into_one_step(plan)
     names = task_names(task)
     steps = [

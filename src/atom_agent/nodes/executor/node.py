@@ -412,7 +412,8 @@ def _finish_attempt(
     used: dict[str, Any],
 ) -> dict[str, Any]:
     """Record the attempt (history.json, a question's verdict, telemetry) and its update."""
-    res.workspace.write_history(at.attempt, messages, attempt_figures(messages, stopped, at.model))
+    res.workspace.write_history(at.attempt, messages, attempt_figures(messages, stopped, at.model),
+                                memories=state.get("rules"))  # fmt: skip
     if question:
         # The attempt ends with a question, not a verdict; tier 1 shows it to the next one.
         res.workspace.write_verdict(

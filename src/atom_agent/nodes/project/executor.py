@@ -136,7 +136,7 @@ def make_project_executor(res: Resources) -> Any:
         spent = _sample_candidates(res, model, site, trials, messages,
                                    _retry_ladder(ladder, feedback, incumbent))  # fmt: skip
         _keep_best(site, attempt, trials)
-        res.workspace.write_history(attempt, [*messages, *spent])
+        res.workspace.write_history(attempt, [*messages, *spent], memories=state.get("rules"))
         emit(
             "executor.done",
             run_id=state["run_id"],
