@@ -77,6 +77,24 @@ _KEEPS = re.compile(
     r"(?:is|are) (?:unchanged|kept|still in force))\b",
     re.IGNORECASE,
 )
+# Code named in a sentence: in backticks, or as a call with its arguments.
+_NAMES_CODE = re.compile(r"`[^`]+`|\b[A-Za-z_][\w.]*\([^)]*\)")
+_VERB = re.compile(
+    r"\b(?:raises?|returns?|is|are|has|have|must|should|can(?:not)?|uses?|gives?|fails?|"
+    r"never|always|takes?|accepts?)\b",
+    re.IGNORECASE,
+)
+
+
+def _about_named_code(sentence: str) -> bool:
+    """Whether the sentence's subject names one piece of code ("`f(x)` raises ...").
+
+    Such a sentence describes that code, not how the project does things.
+    """
+    verb = _VERB.search(sentence)
+    return bool(_NAMES_CODE.search(sentence[: verb.start()] if verb else sentence))
+
+
 _SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])")
 _PRONOUN_START = re.compile(r"^(?:its?|their|they|this|that|these|those|which)\b", re.IGNORECASE)
 
@@ -133,8 +151,8 @@ def _statements(sentence: str, *, every_line: bool) -> list[Statement]:
     scoped = (
         every_line or bool(heading) or bool(_LASTING.search(sentence) or _PROJECT.search(sentence))
     )
-    if not scoped:
-        return []
+    if not scoped or (not heading and not every_line and _about_named_code(sentence)):
+        return []  # a statement about one piece of code (what it does now) is no standing rule
     changes = bool(_CHANGE.search(sentence))
     if _RETRACT.search(body) and not _new_content(body):
         return [Retraction(sentence)]

@@ -58,6 +58,7 @@ STARTS_PROCESSES = frozenset(
         "memory/test_store_open.py",
         "models/test_call_budget.py",
         "project/test_checkout.py",
+        "project/test_project_rules.py",
         "project/test_checks.py",
         "project/test_environment.py",
         "project/test_instances.py",

@@ -178,6 +178,10 @@ def _show(manager: MemoryManager, session: SessionContext, args: argparse.Namesp
     for key, value in record.to_dict().items():
         if value is not None:
             print(f"{key:>17}: {value}")
+    carried = record.reinforced + record.contradicted
+    if carried:
+        print(f"{'track record':>17}: carried into {carried} step(s) that ended: "
+              f"{record.reinforced} passed, {record.contradicted} failed")  # fmt: skip
     if len(chain) > 1:
         print("history (oldest first):")
         for r in chain:

@@ -73,7 +73,9 @@ def make_start(res: Resources) -> Any:
         return {
             "run_id": run_id,
             "task": text,
-            "rules": [*(rules.get("carried") or []), *(rules.get("stated") or [])],
+            "rules": list(
+                dict.fromkeys([*(rules.get("carried") or []), *(rules.get("stated") or [])])
+            ),  # fmt: skip
             "status": "planning",
             "started_at": state.get("started_at") or budget.now(),
             "replans": state.get("replans", 0),

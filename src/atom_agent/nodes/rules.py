@@ -33,16 +33,17 @@ def carry_rules(res: Resources, run_id: str, task: str) -> tuple[str, dict[str, 
     stated: list[str] = []
     written: list[MemoryRecord] = []
     superseded: list[dict[str, str | None]] = []
-    restated: list[str] = []
+    in_text: set[str] = set()  # the task's own words carry these: the block does not repeat them
     try:
         for origin, text, every_line in _sources(res, task):
             done = record_rules(res.memory, session, find_rules(text, every_line=every_line),
                                 origin=origin)  # fmt: skip
             stated += [r.id for r in done.written]
             written += done.written
-            restated += done.unchanged if origin == "task" else []
+            if origin == "task":
+                in_text |= {*done.unchanged, *(r.id for r in done.written)}
             superseded += [{"id": o, "by": n} for o, n in done.superseded]
-        force = [r for r in in_force(res.memory, session) if r.id not in {*stated, *restated}]
+        force = [r for r in in_force(res.memory, session) if r.id not in in_text]
     except (MemoryStoreError, OSError) as exc:  # a store that cannot be read or written: carry none
         logger.warning("project rules not carried: %s", exc)
         return task, {"error": str(exc)}
@@ -103,8 +104,12 @@ def rules_applied(info: dict[str, Any], clauses: Coverage) -> list[dict[str, Any
     """
     words: dict[str, str] = info.get("words") or {}
     out: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for origin in ("carried", "stated"):
         for rule_id in info.get(origin) or []:
+            if rule_id in seen:  # a conventions file's rule, stated and carried by this run
+                continue
+            seen.add(rule_id)
             text = norm_words(words.get(rule_id, ""))
             mine = [c for c, t in clauses.texts.items() if norm_words(t) and norm_words(t) in text]
             status = (

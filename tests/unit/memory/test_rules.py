@@ -37,6 +37,9 @@ REQUIREMENTS = [
     "It always returns a new list, never the one it was given.",
     "Include pytest tests.",
     "Now implement Cache.get(key) and Cache.put(key, value).",
+    # What one piece of the project does now describes it; it is no rule for later work.
+    "In this project, `fmt.render(x)` raises NotImplementedError.",
+    "In this codebase, the helper `Cache.evict()` fails on an empty cache.",
 ]
 
 
