@@ -69,8 +69,8 @@ defines something new; a step that changes a function of an earlier step depends
 - `checks` make the criteria executable, before any code exists: 2-6 per step, each a Python \
 `call` of the step's code with the exact `expect`ed result (a Python literal) or the exception \
 it `raises`, and the `criterion` it proves. Work each expected value out carefully from the \
-task; for example {{"call": "slugify('Hello World')", "expect": "'hello-world'", "criterion": \
-"spaces become hyphens"}} or {{"call": "parse('')", "raises": "ValueError", "criterion": \
+task; for example {{"call": "initials('Ada Lovelace')", "expect": "'AL'", "criterion": \
+"each word gives its first letter"}} or {{"call": "parse('')", "raises": "ValueError", "criterion": \
 "empty input is rejected"}}.
 - `depends_on` lists the ids of earlier steps whose committed code this step imports or reads.
 - The dependencies must form a DAG: no cycles, only ids of steps in the plan."""

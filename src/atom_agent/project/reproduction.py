@@ -53,7 +53,7 @@ Its header is `{signature}`.{usages} Write tests that each call `{qualname}` wit
 needs, built the way the project builds it."""
 """Added to the reproduction request when no test of the first reply reached the target: what
 stopped them, and how the project's own tests make the call. The rejected tests are not shown
-(a small model shown its previous reply hands it back: sqlparse, session 20)."""
+(a small model shown its previous reply hands it back, session 20)."""
 
 PROJECT_CONTRACT_USAGES = """ The project's own tests call `{name}` like this:
 {lines}
@@ -145,7 +145,7 @@ def reproduction_checks(source: str) -> list[list[Check]]:
     """The asserts of a model's test code as checks, one list per test, imports first in each.
 
     Checks run in the target module's namespace, so its own names need no import; the
-    imports a test makes (``from click import Choice``, ``import datetime``) are kept, in the
+    imports a test makes (``from geo import Circle``, ``import datetime``) are kept, in the
     order written, because what the test's asserts use may come from elsewhere. An import of
     the module itself is harmless. Module-level asserts are one more test. Tests that do not
     parse give nothing.

@@ -53,7 +53,7 @@ block, nothing else.
 """A contract's test per open clause to complete, the clause as its docstring.
 
 Asked for "the tests" of a long class description, a small model writes the class instead
-(session 17: five of six replies; session 20: the Autocomplete class again, and the functions
+(session 17: five of six replies; session 20: a class again, and the functions
 again for three function tasks); a test file to complete, one function per statement
 (HumanEval's shape: a docstring to write a body for), is what it completes."""
 
@@ -181,7 +181,7 @@ _QUOTED_RESULT = re.compile(
 
 
 def quotes_a_result(text: str) -> bool:
-    """Whether a clause states a concrete result (``render() returns 'a | b'``, ``-> [1, 2]``)."""
+    """Whether a clause states a concrete result (``show() returns 'a / b'``, ``-> [1, 2]``)."""
     return bool(_QUOTED_RESULT.search(text))
 
 
@@ -189,8 +189,8 @@ def open_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
     """The task's clauses no check covers yet that belong to `step`, stated results first.
 
     A clause belongs to the step when it names something the step defines; with one step,
-    every clause does. A signature check covers no clause here: "free_slots(room, start, end)
-    returns the maximal stretches …" states what it computes, and inspect does not check that.
+    every clause does. A signature check covers no clause here: "gaps(start, end) returns the
+    longest stretches …" states what it computes, and inspect does not check that.
     Clauses quoting a concrete result (a worked example in prose) come first: a test can
     restate them word for word.
     """
@@ -216,8 +216,8 @@ def wants_contract(plan: Plan, step: PlanStep, missing: list[str]) -> bool:
     clause about it has no check (a class's behaviour lives in prose: state across calls,
     ordering rules, edge cases; ClassEval); when an unchecked clause quotes a result; and
     when the task writes a function of the step out in prose and a clause stating what it
-    does has no check (:func:`skeleton_clauses`): one worked example of ``slugify`` does not
-    check that it collapses runs of punctuation or strips hyphens.
+    does has no check (:func:`skeleton_clauses`): one worked example of ``initials`` does not
+    check that it skips extra spaces or keeps one letter per word.
     """
     if missing:
         return True
@@ -282,8 +282,8 @@ def skeleton_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
     """The clauses a step's contract gives a test each: its open ones, results first.
 
     For a class step, every open clause. For functions, the open clauses that state behaviour,
-    when the task writes a signature of the step's out in prose (``slugify(text: str,
-    max_length: int = 50) -> str that lowercases …``): a task given as code (HumanEval's
+    when the task writes a signature of the step's out in prose (``initials(name: str,
+    sep: str = '') -> str that takes …``): a task given as code (HumanEval's
     prompt, a signature with a docstring) has its statements in the code, and its contract is
     asked for as asserts.
     """

@@ -70,7 +70,7 @@ class ExecutorPrompt:
     text: str
     tokens: int = 0
     memory_reasons: dict[str, str] = field(default_factory=dict)
-    """Each memory in the prompt (by id, in order) and why (``shares name rle_decode``)."""
+    """Each memory in the prompt (by id, in order) and why (``shares name hex_decode``)."""
     unrelated: list[str] = field(default_factory=list)
     """Recalled memories the relevance gate kept out (they share nothing with the step)."""
 
