@@ -66,8 +66,7 @@ def test_a_planted_fragment_is_flagged_reworded_only_by_punctuation(
 def test_a_readme_sentence_is_a_source_of_fragments(leakage: ModuleType, tmp_path: Path) -> None:
     src = _src(tmp_path, '"""Scored by an oracle that the agent never sees during a run."""\n')
     code, found = _run(leakage, _shared(tmp_path), src)
-    assert (code, len(found)) == (1, 1)
-    assert found[0].startswith("fragment: by an oracle that the agent never")
+    assert (code, found) == (1, ["fragment: scored by an oracle that the agent never"])
 
 
 def test_a_planted_function_name_and_task_id_are_flagged(
