@@ -227,7 +227,9 @@ def check(shared: Path, src: Path) -> list[Finding]:
     findings: list[Finding] = []
     for path in source_files(src):
         text = path.read_text(encoding="utf-8", errors="replace")
-        findings.extend(scan_text(text, path.relative_to(src.parent).as_posix(), fragments, names, ids))
+        findings.extend(
+            scan_text(text, path.relative_to(src.parent).as_posix(), fragments, names, ids)
+        )
     return findings
 
 

@@ -24,6 +24,7 @@ from atom_agent.nodes.project import (
     make_project_reflector,
 )
 from atom_agent.nodes.reflector import make_reflector
+from atom_agent.prompts import in_use
 from atom_agent.resources import Resources
 from atom_agent.state import InputState, State
 
@@ -103,6 +104,7 @@ def build_graph(
         store: a LangGraph store (e.g. atom_agent's Chroma store adapter), passed through.
     """
     ctx = resources.ctx
+    resources.prompts.check()  # every sender is imported by now: the registry is complete
     # A run on a project (``ctx.repo``) has its own planner, executor and reflector: the same
     # flow over a checkout of the project instead of a new package (nodes/project/).
     on_project = bool(ctx.repo)
@@ -110,19 +112,26 @@ def build_graph(
     executor = make_project_executor if on_project else make_executor
     reflector = make_project_reflector if on_project else make_reflector
     builder = StateGraph(State, context_schema=type(ctx), input_schema=InputState)
-    builder.add_node("start", _unprobed(make_start(resources)))
+    builder.add_node("start", _unprobed(_sending(make_start(resources), resources)))
     # Every model call of these three is checked against the run's budgets before it is
     # made; a refused call ends the node cleanly and the run goes to finish.
     salvage = None if on_project else functools.partial(plain_written, resources)
     builder.add_node(
-        "planner", _unprobed(within_budget("planner", planner(resources), ctx, salvage))
+        "planner",
+        _unprobed(_sending(within_budget("planner", planner(resources), ctx, salvage), resources)),
     )
-    builder.add_node("approve_plan", _unprobed(make_approve_plan(resources)))
+    builder.add_node("approve_plan", _unprobed(_sending(make_approve_plan(resources), resources)))
     builder.add_node("select_step", select_step)
-    builder.add_node("executor", _unprobed(within_budget("executor", executor(resources), ctx)))
+    builder.add_node(
+        "executor",
+        _unprobed(_sending(within_budget("executor", executor(resources), ctx), resources)),
+    )
     builder.add_node("ask_user", ask_user)
-    builder.add_node("reflector", _unprobed(within_budget("reflector", reflector(resources), ctx)))
-    builder.add_node("finish", _unprobed(make_finish(resources)))
+    builder.add_node(
+        "reflector",
+        _unprobed(_sending(within_budget("reflector", reflector(resources), ctx), resources)),
+    )
+    builder.add_node("finish", _unprobed(_sending(make_finish(resources), resources)))
     builder.add_edge(START, "start")
     builder.add_edge("start", "planner")
     builder.add_conditional_edges(
@@ -149,6 +158,21 @@ def _routed(router: Callable[[State, Context], str], ctx: Context) -> Callable[[
 
     route.__name__ = router.__name__
     return route
+
+
+def _sending(node: Callable[..., Any], res: Resources) -> Callable[..., Any]:
+    """`node` reading the run's prompts while it runs (:func:`atom_agent.prompts.prompt_text`).
+
+    A context variable, so a sender deep in a check or a tool needs no Context to read its
+    prompt; LangGraph runs each node, and each tool, in a copy of the caller's context.
+    """
+
+    @functools.wraps(node)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with in_use(res.prompts):
+            return node(*args, **kwargs)
+
+    return run
 
 
 def _unprobed(node: Callable[..., Any]) -> Callable[..., Any]:

@@ -21,8 +21,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import SHAPE_CRITERIA, check_problems
 from atom_agent.checks.exercised import referenced_names
+from atom_agent.models.purpose import for_attempt
 from atom_agent.models.sampling import sample
 from atom_agent.names import named_in_text
+from atom_agent.prompts import prompt_text, register
 from atom_agent.replies import extract_code
 from atom_agent.state import Check, Clause, Plan, PlanStep
 from atom_agent.telemetry import emit
@@ -30,15 +32,20 @@ from atom_agent.verification.clauses import CODE_CRITERIA, placed, states_behavi
 
 logger = logging.getLogger(__name__)
 
-CONTRACT_TASK = """\
+CONTRACT_TASK = register(
+    "CONTRACT_TASK",
+    """\
 {task}
 {step}{clauses}
 Before any code exists, write the tests for {names}: 4 to 8 pytest `assert` lines with concrete \
 inputs and the exact expected results, worked out carefully from the task. Cover the normal \
 case, edge cases, and the errors it must raise (`with pytest.raises(...)`).{scenario} Reply with \
-one ```python block, nothing else."""
+one ```python block, nothing else.""",
+)
 
-CONTRACT_SKELETON = """\
+CONTRACT_SKELETON = register(
+    "CONTRACT_SKELETON",
+    """\
 {task}
 {step}
 Before any code exists, complete these tests of {names}. Each test checks the one statement of \
@@ -49,7 +56,8 @@ block, nothing else.
 
 ```python
 {skeleton}
-```"""
+```""",
+)
 """A contract's test per open clause to complete, the clause as its docstring.
 
 Asked for "the tests" of a long class description, a small model writes the class instead
@@ -57,23 +65,34 @@ Asked for "the tests" of a long class description, a small model writes the clas
 again for three function tasks); a test file to complete, one function per statement
 (HumanEval's shape: a docstring to write a body for), is what it completes."""
 
-SKELETON_CLASS = "create the object, call its methods in order with concrete arguments"
-SKELETON_FUNCTIONS = "call {names} with concrete arguments"
+SKELETON_CLASS = register(
+    "SKELETON_CLASS", "create the object, call its methods in order with concrete arguments"
+)
+SKELETON_FUNCTIONS = register("SKELETON_FUNCTIONS", "call {names} with concrete arguments")
 """How a skeleton's tests call the code: scenarios on an object, or calls of functions."""
 
-CONTRACT_CLAUSES = """
+CONTRACT_CLAUSES = register(
+    "CONTRACT_CLAUSES",
+    """
 Statements of the task no test covers yet (cover each one):
 {clauses}
-"""
+""",
+)
 
-CONTRACT_SCENARIO = """ For a class, write each \
+CONTRACT_SCENARIO = register(
+    "CONTRACT_SCENARIO",
+    """ For a class, write each \
 test as a short scenario on one object: create it, call its methods in order, and assert what \
-each call returns or raises."""
+each call returns or raises.""",
+)
 
-CONTRACT_STEP = """
+CONTRACT_STEP = register(
+    "CONTRACT_STEP",
+    """
 The tests are for one step of a larger plan: {title}
 {description}
-"""
+""",
+)
 
 CONTRACT_TEMPERATURE = 0.0
 
@@ -101,13 +120,15 @@ def write_contracts(
             steps.append(step)
             available += step.defines
             continue
-        reply = sample(
-            model,
-            [HumanMessage(contract_prompt(task, plan, step))],
-            CONTRACT_TEMPERATURE,
-            purpose="contract",
-            code_only="tests",
-        )
+        with for_attempt(step.id, 0):  # before any attempt at the step
+            reply = sample(
+                model,
+                [HumanMessage(contract_prompt(task, plan, step))],
+                CONTRACT_TEMPERATURE,
+                purpose="contract",
+                source="CONTRACT_TASK",
+                code_only="tests",
+            )
         spent.append(reply)
         # The model's checks prove the step's one prose criterion (the others are code's).
         prose = [c for c in step.acceptance_criteria if c not in CODE_CRITERIA]
@@ -241,29 +262,35 @@ def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
     scope = (
         ""
         if len(plan.steps) == 1
-        else CONTRACT_STEP.format(title=step.title, description=step.description.strip())
+        else prompt_text("CONTRACT_STEP").format(
+            title=step.title, description=step.description.strip()
+        )
     )
     skeleton = skeleton_clauses(plan, step)
     if skeleton:
         classes = [n for n in step.defines if _is_class(n)]
         names = ", ".join(classes or step.defines)
-        return CONTRACT_SKELETON.format(
+        return prompt_text("CONTRACT_SKELETON").format(
             task=task.strip(),
             step=scope,
             names=names,
-            how=SKELETON_CLASS if classes else SKELETON_FUNCTIONS.format(names=names),
+            how=prompt_text("SKELETON_CLASS")
+            if classes
+            else prompt_text("SKELETON_FUNCTIONS").format(names=names),
             skeleton=skeleton_file(step.defines, skeleton),
         )
     opened = open_clauses(plan, step)
     clauses = (
-        CONTRACT_CLAUSES.format(
+        prompt_text("CONTRACT_CLAUSES").format(
             clauses="\n".join(f"- {' '.join(c.text.split())[:200]}" for c in opened[:8])
         )
         if opened
         else ""
     )
-    scenario = CONTRACT_SCENARIO if any(n[:1].isupper() for n in step.defines) else ""
-    return CONTRACT_TASK.format(
+    scenario = (
+        prompt_text("CONTRACT_SCENARIO") if any(n[:1].isupper() for n in step.defines) else ""
+    )
+    return prompt_text("CONTRACT_TASK").format(
         task=task.strip(),
         step=scope,
         clauses=clauses,
