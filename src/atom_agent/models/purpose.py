@@ -40,6 +40,23 @@ baseline; a benchmark's oracle-told repair (the agent itself asks for none)."""
 
 PURPOSES: tuple[str, ...] = get_args(Purpose)
 
+SOURCES: dict[str, str] = {
+    "plan": "PLANNER_TASK",
+    "contract": "CONTRACT_TASK",
+    "plain": "PLAIN_TASK",
+    "task_sample": "PLAIN_TASK",
+    "baseline": "PLAIN_TASK",
+    "draft": "DRAFT_TASK",
+    "witness": "DRAFT_TASK",
+    "tool_loop": "EXECUTOR_SYSTEM",
+    "project_plan": "PROJECT_LOCATE",
+    "project_edit": "PROJECT_EDIT",
+    "reproduction": "PROJECT_CONTRACT",
+}
+"""The named prompt a call of each purpose is built from unless the caller says another (a
+replan: ``PLANNER_REPLAN``; reproduction tests asked again: ``PROJECT_CONTRACT_AGAIN``). A
+benchmark's repair sends no prompt of the agent's."""
+
 PURPOSE_KEY = "atom_purpose"
 STEP_KEY = "atom_step"
 ATTEMPT_KEY = "atom_attempt"
@@ -75,9 +92,10 @@ def call_info(metadata: Mapping[str, Any] | None) -> CallInfo:
 
 @contextmanager
 def calling(purpose: Purpose, source: str = "") -> Iterator[None]:
-    """Model calls made inside are for `purpose`, with requests built from prompt `source`."""
+    """Model calls made inside are for `purpose`, built from prompt `source` (default: its own)."""
     if purpose not in PURPOSES:
         raise ValueError(f"unknown call purpose {purpose!r}; one of {PURPOSES}")
+    source = source or SOURCES.get(purpose, "")
     with _metadata({PURPOSE_KEY: purpose, **({SOURCE_KEY: source} if source else {})}):
         yield
 

@@ -24,8 +24,8 @@ def sample(
 ) -> AIMessage:
     """One reply of `model` at `temperature` (models that take no temperature get none).
 
-    `purpose`: what the call is for, and `source`: the named prompt `messages` are built from,
-    in its metadata (:mod:`atom_agent.models.purpose`).
+    `purpose`: what the call is for, and `source`: the named prompt `messages` are built from
+    (default: the purpose's own), in its metadata (:mod:`atom_agent.models.purpose`).
 
     `code_only` (``"code"`` or ``"tests"``): the prompt asks for one block of that and
     nothing else, so a model that can may end the reply when the block is complete

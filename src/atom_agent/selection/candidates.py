@@ -73,7 +73,6 @@ def ask_plain(
         [HumanMessage(prompt_text("PLAIN_TASK").format(task=task.strip()))],
         temperature,
         purpose="plain" if end_at_tests else "baseline",
-        source="PLAIN_TASK",
         code_only="module" if end_at_tests else "",
         names=names,
     )
@@ -144,8 +143,7 @@ def best_of(
     replies: list[AIMessage] = []
     prompt: list[BaseMessage] = [HumanMessage(prompt_text("PLAIN_TASK").format(task=task.strip()))]
     for k, temperature in enumerate(temperatures, start=1):
-        reply = sample(model, prompt, temperature, purpose="task_sample", source="PLAIN_TASK",
-                       code_only="module",
+        reply = sample(model, prompt, temperature, purpose="task_sample", code_only="module",
                        names=names)  # fmt: skip
         replies.append(reply)
         source = complete_from_task(extract_code(reply.text), task, names)

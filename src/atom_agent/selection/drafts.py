@@ -202,13 +202,7 @@ def write_drafts(
         AIMessage(content=f"```python\n{first.rstrip()}\n```")
         if first
         else sample(
-            model,
-            drafts.messages,
-            temperature,
-            purpose="draft",
-            source="DRAFT_TASK",
-            code_only="code",
-            names=defines,
+            model, drafts.messages, temperature, purpose="draft", code_only="code", names=defines
         )  # fmt: skip
     )
     drafts.messages.append(reply)
@@ -223,7 +217,7 @@ def write_drafts(
         heard += bool(witness.source.strip())
     for _ in range(witnesses + 1 if witnesses > heard else 0):  # a spare for a reply without code
         reply = sample(model, [HumanMessage(prompt)], WITNESS_TEMPERATURE, purpose="witness",
-                       source="DRAFT_TASK", code_only="code", names=defines)  # fmt: skip
+                       code_only="code", names=defines)  # fmt: skip
         drafts.side.append(reply)
         witness = add(reply, WITNESS_TEMPERATURE, informed=False, origin="witness")
         if drafts.passes(witness):

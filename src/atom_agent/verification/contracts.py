@@ -120,15 +120,10 @@ def write_contracts(
             steps.append(step)
             available += step.defines
             continue
-        with for_attempt(step.id, 0):  # before any attempt at the step
-            reply = sample(
-                model,
-                [HumanMessage(contract_prompt(task, plan, step))],
-                CONTRACT_TEMPERATURE,
-                purpose="contract",
-                source="CONTRACT_TASK",
-                code_only="tests",
-            )
+        request = [HumanMessage(contract_prompt(task, plan, step))]
+        with for_attempt(step.id, 0):  # the step's, before any attempt at it
+            reply = sample(model, request, CONTRACT_TEMPERATURE, purpose="contract",
+                           code_only="tests")  # fmt: skip
         spent.append(reply)
         # The model's checks prove the step's one prose criterion (the others are code's).
         prose = [c for c in step.acceptance_criteria if c not in CODE_CRITERIA]

@@ -505,7 +505,7 @@ def _run(agent: Agent, prompt: str, context: AttemptContext) -> tuple[list[BaseM
     config: RunnableConfig = {"recursion_limit": 4 * context.max_tool_calls + 20}
     agent_input: Any = {"messages": messages}
     try:
-        with calling("tool_loop", "EXECUTOR_SYSTEM"):
+        with calling("tool_loop"):
             result = agent.invoke(agent_input, config=config, context=context)
     except GraphRecursionError:
         return messages, "recursion limit"

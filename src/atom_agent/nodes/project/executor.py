@@ -226,8 +226,7 @@ def _sample_candidates(
     """
     spent: list[BaseMessage] = []
     for temperature in ladder:
-        reply = sample(model, messages, temperature, purpose="project_edit",
-                       source="PROJECT_EDIT", code_only="code")  # fmt: skip
+        reply = sample(model, messages, temperature, purpose="project_edit", code_only="code")
         spent.append(reply)
         trial: dict[str, Any] = {"temperature": temperature}
         trials.records.append(trial)

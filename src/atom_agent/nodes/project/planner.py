@@ -193,7 +193,7 @@ def _locate(
             prompt_text("PROJECT_LOCATE").format(task=task, repo_map=repo_map, notes=learned)
         ),
     ]
-    with calling("project_plan", "PROJECT_LOCATE"):
+    with calling("project_plan"):
         reply = model.invoke(messages)
     found: list[Definition] = []
     for path, qualname in _TARGET_LINE.findall(str(reply.content)):
