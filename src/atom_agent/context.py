@@ -270,10 +270,8 @@ class Context:
         """
         base = cls.from_env(env)
         hints = _CONTEXT_TYPES
-        fields = [
-            (f.name, hints[f.name], field(default=getattr(base, f.name), metadata=f.metadata))
-            for f in dataclasses.fields(cls)
-        ]
+        fields = [(f.name, hints[f.name], _default(getattr(base, f.name), f.metadata))
+                  for f in dataclasses.fields(cls)]  # fmt: skip
         namespace = {"__doc__": cls.__doc__, "__module__": cls.__module__}
         made = dataclasses.make_dataclass(
             cls.__name__, fields, bases=(cls,), frozen=True, kw_only=True, namespace=namespace
@@ -283,6 +281,13 @@ class Context:
     def replace(self, **changes: Any) -> Self:
         """A copy with `changes` applied (validated again)."""
         return dataclasses.replace(self, **changes)
+
+
+def _default(value: Any, metadata: Mapping[str, Any]) -> Any:
+    """A field defaulting to `value`; a mapping (``prompts``) by a factory, each its own copy."""
+    if isinstance(value, Mapping):
+        return field(default_factory=lambda: dict(value), metadata=metadata)
+    return field(default=value, metadata=metadata)
 
 
 _CONTEXT_TYPES = typing.get_type_hints(Context)

@@ -16,7 +16,7 @@ import logging
 import re
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import SHAPE_CRITERIA, check_problems
@@ -120,7 +120,7 @@ def write_contracts(
             steps.append(step)
             available += step.defines
             continue
-        request = [HumanMessage(contract_prompt(task, plan, step))]
+        request: list[BaseMessage] = [HumanMessage(contract_prompt(task, plan, step))]
         with for_attempt(step.id, 0):  # the step's, before any attempt at it
             reply = sample(model, request, CONTRACT_TEMPERATURE, purpose="contract",
                            code_only="tests")  # fmt: skip
