@@ -176,7 +176,7 @@ def complete_from_task(code: str, task: str, defines: Sequence[str]) -> str:
 def with_stated_functions(code: str, defines: Sequence[str]) -> str:
     """`code` with a module-level copy of each name in `defines` it has only as a method.
 
-    A small model often puts a function the task asks for ("a transfer(src, dst, amount)
+    A small model often puts a function the task asks for ("a convert(value, unit)
     function") inside the class it writes beside it. A method that never reads ``self`` (or a
     static method) is that function: it is copied to module level without its ``self``
     parameter and its decorators, and the class keeps its method. Methods that use ``self``,

@@ -137,10 +137,11 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         + (f" — {state['stop_reason']}" if state.get("stop_reason") else ""),
         "",
     ]
-    replaced = info.get("prompts_replaced") or []
-    if replaced:
-        lines += [f"**Prompts:** the user's system prompt replaced the built-in one of the "
-                  f"{' and the '.join(replaced)}", ""]  # fmt: skip
+    replaced, unsent = info.get("prompts_replaced") or [], info.get("prompts_unsent") or []
+    if replaced or unsent:
+        said = [f"yours replaced {', '.join(replaced)}"] if replaced else []
+        said += [f"given but not sent in this run: {', '.join(unsent)}"] if unsent else []
+        lines += [f"**Prompts:** {'; '.join(said)}", ""]
     if state.get("budget"):
         lines += [f"**Budget:** {budget_line(state['budget'])}", ""]
     lines += calls_table(state.get("calls") or {})

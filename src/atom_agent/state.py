@@ -37,12 +37,12 @@ class Check(BaseModel):
     """
 
     call: str = Field(
-        description="a Python expression calling the step's code, e.g. \"slugify('A b')\"; "
+        description="a Python expression calling the step's code, e.g. \"initials('ada b')\"; "
         "setup statements may come first, one per line, the last line is the expression"
     )
     expect: str = Field(
         default="",
-        description="a Python expression for the expected result, e.g. \"'a-b'\" "
+        description="a Python expression for the expected result, e.g. \"'AB'\" "
         "(empty when `raises` is set)",
     )
     raises: str = Field(
@@ -365,7 +365,7 @@ class State(TypedDict, total=False):
     used_memories: list[str]
     """Ids of the long-term memories in the current attempt's prompt (reinforced on pass)."""
     used_memory_reasons: dict[str, str]
-    """Why each of `used_memories` is in the prompt (id → ``shares name rle_decode``)."""
+    """Why each of `used_memories` is in the prompt (id → ``shares name hex_decode``)."""
     memories_written: Annotated[list[str], operator.add]
     """Ids of the long-term memories this run wrote."""
     learned: Annotated[list[dict[str, Any]], operator.add]

@@ -185,6 +185,15 @@ def _record_run(
         clauses={"summary": clauses.summary(), **clauses.to_dict()},
         memories=final["memories"],
         deliverable=deliverable,
+        # Only the replacements this run sent: a profile that never sends one did not use it.
+        **(
+            {
+                "prompts_replaced": res.prompts.replaced_and_sent(),
+                "prompts_unsent": res.prompts.replaced_unsent(),
+            }
+            if res.prompts.replaced
+            else {}
+        ),
     )
     info = res.workspace.read_run(run).get("rules")
     if isinstance(info, dict) and (info.get("carried") or info.get("stated")):

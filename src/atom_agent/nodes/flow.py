@@ -58,11 +58,7 @@ def make_start(res: Resources) -> Any:
                 status="planning",
                 models={role: res.spec(role) for role in ROLES},
                 project_id=res.ctx.project_id,
-                **(
-                    {"prompts_replaced": res.ctx.replaced_prompts()}
-                    if res.ctx.replaced_prompts()
-                    else {}
-                ),
+                **({"prompts_given": sorted(res.prompts.replaced)} if res.prompts.replaced else {}),
                 **(
                     {"repo": res.ctx.repo, "test_command": res.ctx.test_command}
                     if res.ctx.repo

@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from atom_agent.checks.contract import ContractReport
 from atom_agent.models.sampling import sample
 from atom_agent.names import defined_in_code
+from atom_agent.prompts import prompt_text, register
 from atom_agent.replies import complete_from_task, extract_code
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
@@ -36,33 +37,48 @@ logger = logging.getLogger(__name__)
 
 _FAILURES_SHOWN = 4
 
-DRAFT_TASK = """\
+DRAFT_TASK = register(
+    "DRAFT_TASK",
+    """\
 {task}
 {step}{dependencies}{earlier}
 Write the complete Python module `impl.py` for this: only the implementation, no tests or \
 usage examples (the tests are written separately). Reply with the whole file in one \
-```python block, nothing else."""
+```python block, nothing else.""",
+)
 
-DRAFT_STEP = """
+DRAFT_STEP = register(
+    "DRAFT_STEP",
+    """
 This is one step of a larger plan: {title}
 {description}
 It must define: {defines}
-"""
+""",
+)
 
-DRAFT_DEPENDENCIES = """
+DRAFT_DEPENDENCIES = register(
+    "DRAFT_DEPENDENCIES",
+    """
 Code of earlier steps you can import:
 {dependencies}
-"""
+""",
+)
 
-DRAFT_MEMORIES = """
+DRAFT_MEMORIES = register(
+    "DRAFT_MEMORIES",
+    """
 Notes from earlier runs (hints only: where they disagree with the task or its examples, the \
 task wins):
 {notes}
-"""
+""",
+)
 
-DRAFT_EARLIER = """
+DRAFT_EARLIER = register(
+    "DRAFT_EARLIER",
+    """
 An earlier attempt was rejected: {feedback}
-"""
+""",
+)
 
 
 def draft_prompt(
@@ -83,23 +99,25 @@ def draft_prompt(
     step_text = (
         ""
         if single
-        else DRAFT_STEP.format(
+        else prompt_text("DRAFT_STEP").format(
             title=step.title,
             description=step.description.strip(),
             defines=", ".join(step.defines) or "(see the description)",
         )
     )
     deps = (
-        DRAFT_DEPENDENCIES.format(
+        prompt_text("DRAFT_DEPENDENCIES").format(
             dependencies="\n".join(f"- {line}" for line in dependencies.values())
         )
         if dependencies
         else ""
     )
-    earlier_text = DRAFT_EARLIER.format(feedback=earlier.strip()[:1200]) if earlier else ""
+    earlier_text = (
+        prompt_text("DRAFT_EARLIER").format(feedback=earlier.strip()[:1200]) if earlier else ""
+    )
     if notes:
-        deps += DRAFT_MEMORIES.format(notes="\n".join(f"- {n}" for n in notes))
-    return DRAFT_TASK.format(
+        deps += prompt_text("DRAFT_MEMORIES").format(notes="\n".join(f"- {n}" for n in notes))
+    return prompt_text("DRAFT_TASK").format(
         task=task.strip(), step=step_text, dependencies=deps, earlier=earlier_text
     )
 

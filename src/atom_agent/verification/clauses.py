@@ -199,7 +199,7 @@ def _conditions(
 ) -> list[Fired]:
     """The condition checks of clause `text`, read with the clause that carries it on.
 
-    "The word must be a non-empty string …; otherwise add raises ValueError" is one rule: the
+    "The label must be a non-empty string …; otherwise tag raises ValueError" is one rule: the
     conditions are read from both, and a check only the two together give is the join's too.
     """
     joined = search("otherwise_clause", after) is not None
