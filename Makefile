@@ -101,8 +101,11 @@ lint: install
 	$(BIN)/mypy src
 	$(BIN)/lint-imports --no-logo
 
+# Two workers (pytest-xdist): each test file runs on one of them, and every test of the embedded
+# model or llama-server on the same one (tests/conftest.py), so two decoding jobs never overlap.
+TEST_WORKERS ?= 2
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15
 
 unit: install
 	$(BIN)/pytest tests/unit -q
