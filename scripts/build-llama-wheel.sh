@@ -33,8 +33,20 @@ mkdir -p "$cache"
 tmp="$(mktemp -d "$cache/.build-XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 echo "building llama-cpp-python $version (one time, ~6 min on 2 cores): $flags" >&2
-CMAKE_ARGS="$flags" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
-  "$pip" wheel --no-cache-dir --no-deps "llama-cpp-python==$version" -w "$tmp" >&2
+# With ATOM_STEP_LOG set (scripts/step.sh, `make`), pip's verbose output goes to that file, so
+# the step's heartbeat can show the compiler's "[ NN%]" progress instead of ~10 silent minutes.
+log="${ATOM_STEP_LOG:-}"
+if [[ -n "$log" ]]; then
+  if ! CMAKE_ARGS="$flags" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+      "$pip" wheel -v --no-cache-dir --no-deps "llama-cpp-python==$version" -w "$tmp" >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "error: the llama-cpp-python wheel did not build (full output: $log)" >&2
+    exit 1
+  fi
+else
+  CMAKE_ARGS="$flags" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+    "$pip" wheel --no-cache-dir --no-deps "llama-cpp-python==$version" -w "$tmp" >&2
+fi
 # Publish atomically: a killed build never leaves a half-written cache entry.
 mv "$tmp" "$dir"
 trap - EXIT

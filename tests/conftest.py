@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 # Set before anything imports chromadb / langgraph / langsmith: tests never touch the network.
 OFFLINE_ENV = {
@@ -32,3 +35,55 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name, raising=False)
     for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+
+
+MODEL_GROUP = "model"
+"""The pytest-xdist group of every test file that runs the embedded model or llama-server."""
+
+_TESTS = Path(__file__).resolve().parent
+
+
+def test_group(nodeid: str) -> str:
+    """The group a test runs in under ``pytest -n 2 --dist loadgroup`` (``make test``).
+
+    Its file (module fixtures, a server or a loaded model, start once), except that every
+    file that uses the embedded model or llama-server is one group: two decoding jobs on two
+    cores would each take twice as long, and both would load 1.1 GB.
+    """
+    path = nodeid.split("::", 1)[0]
+    return MODEL_GROUP if _uses_model(path) else path
+
+
+@cache
+def _uses_model(path: str) -> bool:
+    try:
+        text = (_TESTS.parent / path).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return "local_model" in text or "llama_server" in text
+
+
+class _FileGroups:
+    """An xdist plugin: ``--dist loadgroup`` schedules by :func:`test_group`.
+
+    xdist's own loadgroup reads ``xdist_group`` marks by rewriting node ids, which pytest 9.2
+    no longer lets it do; this scheduler groups by file instead, so no mark is needed.
+    """
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") != "loadgroup":
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        class ByGroup(LoadScopeScheduling):  # type: ignore[misc]
+            def _split_scope(self, nodeid: str) -> str:
+                return test_group(nodeid)
+
+        return ByGroup(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Schedule by :func:`test_group` when pytest-xdist runs the suite."""
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_FileGroups(), "atom-file-groups")

@@ -8,7 +8,10 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import ChatGenerationChunk, GenerationChunk
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
@@ -40,7 +43,38 @@ FINISHED = frozenset({"done", "failed", "budget_exhausted", "rejected"})
 
 
 EventHandler = Callable[[str, Any], None]
-"""Receives ``("updates", {node: update})`` and ``("custom", event)`` while a run streams."""
+"""Receives ``("updates", {node: update})``, ``("custom", event)`` and ``("token", piece)``
+(:class:`TokenRelay`) while a run streams."""
+
+
+class TokenRelay(BaseCallbackHandler):
+    """Hands each piece a model decodes to an :data:`EventHandler` as ``("token", piece)``.
+
+    `piece` is ``{"run": model call id, "text": the piece, "last": whether the reply is over}``.
+    A plain callback handler, not a streaming one: a model that streams only for streaming
+    handlers (a served model) is called as before; the embedded model reports each piece
+    it decodes either way.
+    """
+
+    def __init__(self, on_event: EventHandler) -> None:
+        self.on_event = on_event
+
+    def on_llm_new_token(
+        self,
+        token: str | list[str | dict[str, Any]],
+        *,
+        chunk: GenerationChunk | ChatGenerationChunk | None = None,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        """A decoded piece."""
+        last = getattr(getattr(chunk, "message", None), "chunk_position", None) == "last"
+        text = token if isinstance(token, str) else ""
+        self.on_event("token", {"run": str(run_id), "text": text, "last": last})
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """The reply is over (also for a model that reported no piece)."""
+        self.on_event("token", {"run": str(run_id), "text": "", "last": True})
 
 
 @dataclass
@@ -86,9 +120,10 @@ def _stream(
         # the stream; invoking runs each step's single task inline.
         graph.invoke(payload, config, context=ctx)
         return
+    watched: RunnableConfig = {**config, "callbacks": [TokenRelay(on_event)]}
     for namespace, mode, chunk in graph.stream(
         payload,
-        config,
+        watched,
         context=ctx,
         stream_mode=["updates", "custom"],
         subgraphs=True,

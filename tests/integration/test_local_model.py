@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
@@ -56,6 +63,27 @@ def test_generates_text_and_reports_usage(model: LocalChatModel) -> None:
     usage = reply.usage_metadata
     assert usage is not None and usage["input_tokens"] > 5 and usage["output_tokens"] > 5
     assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+def test_a_reply_streams_token_by_token_the_first_piece_well_before_the_last(
+    model: LocalChatModel,
+) -> None:
+    prompt = [HumanMessage("Write a Python function that returns the square of x.")]
+    arrivals: list[tuple[float, AIMessageChunk]] = []
+    started = time.perf_counter()
+    for chunk in model.stream(prompt, max_tokens=64):
+        assert isinstance(chunk, AIMessageChunk)
+        arrivals.append((time.perf_counter() - started, chunk))
+    text = "".join(c.text for _, c in arrivals)
+    assert len(arrivals) > 10 and "def " in text
+    first, last = arrivals[0][0], arrivals[-1][0]
+    # Decoding 64 tokens takes seconds on 2 cores; the first piece comes after the prefill.
+    assert first < last / 2, (first, last)
+    final = arrivals[-1][1]
+    assert final.chunk_position == "last" and final.usage_metadata is not None
+    assert final.usage_metadata["output_tokens"] == len([c for _, c in arrivals if c.text])
+    # The same request invoked gives the same reply (greedy): streaming changes nothing.
+    assert model.invoke(prompt, max_tokens=64).text == text
 
 
 def test_bind_tools_yields_a_valid_call_of_a_bound_tool(model: LocalChatModel) -> None:

@@ -14,14 +14,24 @@ _VERDICT = {"passed": "[green]passed[/green]", "failed": "[red]failed[/red]"}
 
 
 class Progress:
-    """Prints the plan, each step/attempt, tool calls and verdicts as they happen."""
+    """Prints the plan, each step/attempt, tool calls and verdicts as they happen.
+
+    On a terminal, a model reply being decoded shows as one line that grows in place (its
+    pieces so far and its latest text), gone when the reply is over or anything is printed.
+    """
 
     def __init__(self, console: Console, *, verbose: bool = False) -> None:
         self.console = console
         self.verbose = verbose
+        self._growing: dict[str, tuple[int, str]] = {}  # model call -> (pieces, text so far)
+        self._shown = False
 
     def __call__(self, mode: str, chunk: Any) -> None:
         """An `EventHandler` for run_task / resume_run."""
+        if mode == "token" and isinstance(chunk, dict):
+            self._token(chunk)
+            return
+        self._clear()
         if mode == "updates" and isinstance(chunk, dict):
             for node, update in chunk.items():
                 if node == "planner" and isinstance(update, dict) and update.get("plan"):
@@ -63,6 +73,32 @@ class Progress:
             c.print(f"[bold]{chunk['status']}[/bold]: {escape(str(chunk.get('reason', '')))}")
         elif self.verbose and event:
             c.print(f"  [dim]{escape(str(chunk))}[/dim]")
+
+    def _token(self, piece: dict[str, Any]) -> None:
+        """One decoded piece: the reply's line, redrawn (terminals only)."""
+        run = str(piece.get("run", ""))
+        if piece.get("last"):
+            self._growing.pop(run, None)
+            self._clear()
+            return
+        if not self.console.is_terminal:
+            return
+        count, text = self._growing.get(run, (0, ""))
+        count, text = count + 1, (text + str(piece.get("text", "")))[-400:]
+        self._growing[run] = (count, text)
+        tail = " ".join(text.split())
+        room = max(self.console.width - 24, 10)
+        line = f"  … model: {count} tokens {tail[-room:]}"
+        self.console.file.write("\r\x1b[2K" + line[: self.console.width - 1])
+        self.console.file.flush()
+        self._shown = True
+
+    def _clear(self) -> None:
+        """Erase the growing reply's line before anything else is printed."""
+        if self._shown:
+            self.console.file.write("\r\x1b[2K")
+            self.console.file.flush()
+            self._shown = False
 
     def _plan(self, plan: dict[str, Any], revision: int) -> None:
         table = Table(title=f"Plan (revision {revision})", show_lines=False)

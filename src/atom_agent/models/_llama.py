@@ -45,6 +45,8 @@ class MeteredLlama(Llama):
         self._scratch = False
         self.prefilled_at = 0.0
         """When the current call's first batch (its prompt) was evaluated (``perf_counter``)."""
+        self.prompt_size = 0
+        self.generated = 0
 
     @contextmanager
     def stopping_with(self, criterion: Callable[[Any, Any], bool]) -> Iterator[None]:
@@ -70,13 +72,16 @@ class MeteredLlama(Llama):
         Also records ``without_prefix_cache``: the prompt tokens this call would compute if
         only the previous call's KV cache were reused (llama.cpp's own reuse), to set beside
         what it did compute (the KV contents after a call are its prompt and reply either
-        way, so the figure is exact, not an estimate).
+        way, so the figure is exact, not an estimate); and ``last_usage`` (prompt, completion
+        tokens), which a streamed completion does not report.
         """
         self.prefilled_at = 0.0
+        self.generated = 0
         prompt = kwargs.get("prompt", args[0] if args else None)
         if isinstance(prompt, list) and prompt:
             shared = Llama.longest_token_prefix(self._input_ids[: self.n_tokens].tolist(), prompt)
             self.without_prefix_cache = len(prompt) - min(shared, len(prompt) - 1)
+            self.prompt_size = len(prompt)
         if self._extra_stop is not None:
             given = kwargs.get("stopping_criteria") or []
             kwargs["stopping_criteria"] = StoppingCriteriaList([*given, self._extra_stop])
@@ -84,15 +89,43 @@ class MeteredLlama(Llama):
             return super().create_completion(*args, **kwargs)
         if isinstance(prompt, list) and prompt:
             self.without_prefix_cache = len(prompt)
+        if kwargs.get("stream"):
+            # Decoding happens as the chunks are read: the fresh start must wrap the reading.
+            return self._streamed_from_scratch(args, kwargs)
+        with self._fresh():
+            return super().create_completion(*args, **kwargs)
+
+    def _streamed_from_scratch(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Iterator[Any]:
+        with self._fresh():
+            yield from super().create_completion(*args, **kwargs)
+
+    @contextmanager
+    def _fresh(self) -> Iterator[None]:
+        """A call from the first token, no prefix restored; its state saved after it."""
         cache, self.cache = self.cache, None
         self.reset()  # type: ignore[no-untyped-call]
         try:
-            out = super().create_completion(*args, **kwargs)
+            yield
         finally:
             self.cache = cache
         if cache is not None and self.n_tokens:
             cache[self._input_ids[: self.n_tokens].tolist()] = self.save_state()
-        return out
+
+    @property
+    def last_usage(self) -> tuple[int, int]:
+        """(prompt, completion) tokens of the last completion, as its ``usage`` counts them."""
+        return self.prompt_size, self.generated
+
+    def generate(  # type: ignore[override]  # the same call, its keywords passed through
+        self, tokens: Sequence[int], **kwargs: Any
+    ) -> Iterator[int]:
+        """``Llama.generate``, counting the reply's tokens as ``create_completion`` does."""
+        for token in super().generate(tokens, **kwargs):
+            if not _c.llama_vocab_is_eog(self._model.vocab, token):
+                self.generated += 1
+            yield token
 
     def eval(self, tokens: Sequence[int]) -> None:
         """Evaluate `tokens` (recording how many)."""

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -33,6 +34,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool
+from langchain_core.utils.utils import LC_ID_PREFIX
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.v1 import BaseModel as BaseModelV1
 
@@ -90,8 +92,8 @@ class LocalChatModel(BaseChatModel):
     """Chat model over an embedded llama.cpp model (default: Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
 
     Supports ``bind_tools`` (JSON-schema-constrained tool calls), ``with_structured_output``,
-    sync and async calls (async runs in a worker thread), ``stream`` (the whole reply as one
-    chunk), stop sequences, and reports token usage.
+    sync and async calls (async runs in a worker thread), ``stream`` (a chunk per decoded
+    piece, see :meth:`_stream`), stop sequences, and reports token usage.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -242,22 +244,24 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        """The reply as one chunk, the last: ``invoke``'s reply, as an ``AIMessageChunk``.
+        """The reply as it is decoded: one chunk per decoded piece, the last one completing it.
 
-        A reply is not streamed token by token: a tool call is known once its JSON is
-        complete, and `stop_early` may cut a reply's end after it was decoded.
+        A plain reply's chunks carry its text. A reply that may still be cut where its tests
+        begin (`stop_early`) streams chunks without content while decoding, the last chunk
+        carrying its text. A tool call or structured reply is one chunk, the last: its JSON
+        is known once complete, and chunks of a reply cut off mid-JSON would add up to a
+        call of a tool named "" (LangChain re-parses added chunks). So the chunks always add
+        up to :meth:`_generate`'s reply. The last chunk carries the usage; a budget and the
+        early stops hold while decoding, as in ``invoke``.
         """
-        result = self._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-        message = cast(AIMessage, result.generations[0].message)
-        chunk = AIMessageChunk(
-            content=message.content,
-            tool_calls=message.tool_calls,
-            invalid_tool_calls=message.invalid_tool_calls,
-            usage_metadata=message.usage_metadata,
-            response_metadata=message.response_metadata,
-            chunk_position="last",
-        )
-        yield ChatGenerationChunk(message=chunk)
+        call = self._prepare(messages, stop, run_manager, kwargs)
+        decoded = _Decoded()
+        shown = _Shown(call)
+        for piece in self._pieces(call, decoded):
+            chunk = shown.chunk(piece)
+            if chunk is not None:
+                yield ChatGenerationChunk(message=chunk)
+        yield ChatGenerationChunk(message=shown.last(self._reply(call, decoded)))
 
     def _generate(
         self,
@@ -266,6 +270,44 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        """The reply; each decoded piece goes to the callbacks as it comes (``on_llm_new_token``).
+
+        The token is the piece as decoded (a progress view shows it); the chunk, when there
+        is one, is :meth:`_stream`'s, with the reply's own id: LangGraph's ``messages``
+        stream mode shows an ``invoke``'s reply growing from them, and they add up to it. A
+        tool call or structured reply has no chunk until it is over (LangGraph then sends
+        the whole reply).
+        """
+        call = self._prepare(messages, stop, run_manager, kwargs)
+        decoded = _Decoded()
+        reply_id = f"{LC_ID_PREFIX}-{run_manager.run_id}" if run_manager is not None else None
+        shown = _Shown(call, reply_id)
+        for piece in self._pieces(call, decoded):
+            if run_manager is not None:
+                chunk = shown.chunk(piece)
+                run_manager.on_llm_new_token(
+                    piece, chunk=ChatGenerationChunk(message=chunk) if chunk is not None else None
+                )
+        message = self._reply(call, decoded)
+        message.id = reply_id
+        if run_manager is not None and shown.sent_chunks:
+            last = ChatGenerationChunk(message=shown.last(message))
+            run_manager.on_llm_new_token("", chunk=last)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _prepare(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None,
+        run_manager: CallbackManagerForLLMRun | None,
+        kwargs: dict[str, Any],
+    ) -> _Call:
+        """The llama.cpp request of a call, its early stops and its share of the run's budget.
+
+        Raises:
+            ModelError: an option this model does not take, or a temperature out of range.
+        """
+        kwargs = dict(kwargs)
         tools: list[dict[str, Any]] = list(kwargs.pop("tools", None) or [])
         allowed = _allowed_tools(tools, kwargs.pop("tool_choice", None))
         kwargs.pop("ls_structured_output_format", None)
@@ -276,8 +318,8 @@ class LocalChatModel(BaseChatModel):
             raise ModelError(f"temperature must be within [0, 2], got {temperature}")
         if kwargs:
             raise ModelError(f"LocalChatModel got unsupported call options: {sorted(kwargs)}")
-
         chat = _render(messages, tools, allowed)
+        # What llama.cpp's create_chat_completion is given (a grammar option would go here).
         request: dict[str, Any] = {
             "messages": chat,
             "max_tokens": max_tokens,
@@ -287,7 +329,7 @@ class LocalChatModel(BaseChatModel):
         }
         if allowed is not None:
             request["response_format"] = {"type": "json_object", "schema": _reply_schema(allowed)}
-        llama, lock = self._engine()
+        llama, _ = self._engine()
         watching = self.stop_early and allowed is None
         watch = ReplyWatch(expecting=expecting_now(), names=names_now()) if watching else None
         # The run's budget (when it has one): never ask for more tokens than are left, and
@@ -305,75 +347,205 @@ class LocalChatModel(BaseChatModel):
         criteria = [_watching(llama, watch)] if watch is not None else []
         if limit is not None and limit.deadline is not None:
             criteria.append(limit.until_deadline())
-        started = time.perf_counter()
+        return _Call(chat, request, allowed, watch, limit, criteria)
+
+    def _pieces(self, call: _Call, decoded: _Decoded) -> Iterator[str]:
+        """Decode `call`, yielding each piece of text as it comes; `decoded` gets the rest.
+
+        The engine stays locked until the reply is over (one llama.cpp context decodes one
+        reply at a time); a consumer that stops early closes this generator, which unlocks it.
+
+        Raises:
+            ContextWindowError: the prompt does not fit the context window.
+        """
+        llama, lock = self._engine()
+        # A greedy code reply must not depend on what ran before (see models/_llama.py).
+        # A call with tools bound is a turn of a tool loop (or a structured reply): it
+        # continues the KV state of its conversation's previous turn instead of
+        # prefilling the whole conversation again on every call.
+        fresh = call.request["temperature"] == 0.0 and call.allowed is None
+        decoded.started = time.perf_counter()
         with lock:
             evaluated = getattr(llama, "evaluated", None)
             before = (len(evaluated), llama.restored) if evaluated is not None else (0, 0)
             stopping = (
-                llama.stopping_with(_any_of(criteria))
-                if criteria and hasattr(llama, "stopping_with")
+                llama.stopping_with(_any_of(call.criteria))
+                if call.criteria and hasattr(llama, "stopping_with")
                 else nullcontext()
             )
-            # A greedy code reply must not depend on what ran before (see models/_llama.py).
-            # A call with tools bound is a turn of a tool loop (or a structured reply): it
-            # continues the KV state of its conversation's previous turn instead of
-            # prefilling the whole conversation again on every call.
-            fresh = (
-                llama.from_scratch()
-                if temperature == 0.0 and allowed is None and hasattr(llama, "from_scratch")
-                else nullcontext()
-            )
+            scratch = llama.from_scratch() if fresh and hasattr(llama, "from_scratch") else None
             try:
-                with stopping, fresh:
-                    out = llama.create_chat_completion(**request)
+                with stopping, scratch or nullcontext():
+                    out = llama.create_chat_completion(**call.request, stream=True)
+                    if isinstance(out, dict):  # an engine that does not stream
+                        decoded.whole(out)
+                        yield decoded.text
+                    else:
+                        for chunk in out:
+                            piece = decoded.add(chunk)
+                            if piece:
+                                yield piece
             except ValueError as exc:  # llama.cpp checks the prompt's length before decoding
                 if "context window" in str(exc):
                     raise ContextWindowError(f"{exc} (n_ctx={self.n_ctx})") from exc
                 raise
-            # The first batch a call evaluates is the part of its prompt not in the KV cache.
-            batches = evaluated[before[0] :] if evaluated is not None else []
-            prefilled = batches[0] if batches else None
-            restored = (llama.restored - before[1]) if evaluated is not None else 0
-            without = int(getattr(llama, "without_prefix_cache", 0) or 0)
-        ended = time.perf_counter()
-        elapsed = ended - started
-        prefilled_at = float(getattr(llama, "prefilled_at", 0.0) or 0.0)
-        text: str = out["choices"][0]["message"].get("content") or ""
-        if watch is not None:
-            text = watch.reply(text)  # ended where its tests began: the block closed there
-        finish = out["choices"][0].get("finish_reason")
-        usage = out.get("usage") or {}
-        prompt_tokens = int(usage.get("prompt_tokens", 0))
-        completion_tokens = int(usage.get("completion_tokens", 0))
+            decoded.ended = time.perf_counter()
+            decoded.metered(llama, evaluated, before)
+
+    def _reply(self, call: _Call, decoded: _Decoded) -> AIMessage:
+        """The decoded reply as a message: parsed, with its usage and how it was made.
+
+        Raises:
+            BudgetExhaustedError: the run's budget cut the reply short.
+        """
+        text = decoded.text
+        if call.watch is not None:
+            text = call.watch.reply(text)  # ended where its tests began: the block closed there
+        elapsed = decoded.ended - decoded.started
         logger.info(
             "local model: %d prompt + %d completion tokens in %.1fs (finish=%s)",
-            prompt_tokens,
-            completion_tokens,
-            elapsed,
-            finish,
-        )
-        message = _parse_reply(text, allowed, finish)
+            decoded.prompt_tokens, decoded.completion_tokens, elapsed, decoded.finish,
+        )  # fmt: skip
+        message = _parse_reply(text, call.allowed, decoded.finish)
         message.usage_metadata = UsageMetadata(
-            input_tokens=prompt_tokens,
-            output_tokens=completion_tokens,
-            total_tokens=prompt_tokens + completion_tokens,
+            input_tokens=decoded.prompt_tokens,
+            output_tokens=decoded.completion_tokens,
+            total_tokens=decoded.prompt_tokens + decoded.completion_tokens,
         )
-        message.response_metadata = {
+        meta: dict[str, Any] = {
             "model_name": self.model_name,
-            "finish_reason": finish,
+            "finish_reason": decoded.finish,
             "duration_s": round(elapsed, 3),
         }
-        if prefilled is not None:
-            message.response_metadata["prefill_computed"] = prefilled
-            message.response_metadata["prefix_restored"] = restored
-            message.response_metadata["prefill_without_prefix_cache"] = without
-        if watch is not None and watch.reason:
-            message.response_metadata["ended_early"] = watch.reason
-        if prefilled_at > started:  # decoding time, prefill excluded
-            message.response_metadata["decode_s"] = round(ended - prefilled_at, 3)
-        if limit is not None:
-            limit.end(finish, message)  # raises when the budget cut the reply short
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        if decoded.prefilled is not None:
+            meta["prefill_computed"] = decoded.prefilled
+            meta["prefix_restored"] = decoded.restored
+            meta["prefill_without_prefix_cache"] = decoded.without
+        if call.watch is not None and call.watch.reason:
+            meta["ended_early"] = call.watch.reason
+        if decoded.prefilled_at > decoded.started:  # decoding time, prefill excluded
+            meta["decode_s"] = round(decoded.ended - decoded.prefilled_at, 3)
+        message.response_metadata = meta
+        if call.limit is not None:
+            call.limit.end(decoded.finish, message)  # raises when the budget cut the reply short
+        return message
+
+
+@dataclass
+class _Call:
+    """One call's request to llama.cpp, prepared (:meth:`LocalChatModel._prepare`)."""
+
+    chat: list[dict[str, Any]]
+    request: dict[str, Any]
+    """``create_chat_completion``'s arguments (``stream`` aside)."""
+    allowed: list[dict[str, Any]] | None
+    """The tools the reply may call (None: free text)."""
+    watch: ReplyWatch | None
+    limit: CallLimit | None
+    criteria: list[Callable[[Any, Any], bool]]
+    """llama.cpp stopping criteria: the watch's, the budget's deadline."""
+
+
+@dataclass
+class _Decoded:
+    """What decoding one reply gave: its text, how it ended, its tokens and timings."""
+
+    text: str = ""
+    finish: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    pieces: int = 0
+    started: float = 0.0
+    ended: float = 0.0
+    prefilled_at: float = 0.0
+    prefilled: int | None = None
+    """The prompt tokens computed (the rest came from a KV cache); None: not metered."""
+    restored: int = 0
+    without: int = 0
+    whole_usage: bool = False
+    """The usage came with the completion (an engine that does not stream)."""
+
+    def add(self, chunk: dict[str, Any]) -> str:
+        """Take one streamed chunk of llama.cpp; its new text ('' for none)."""
+        choice = (chunk.get("choices") or [{}])[0]
+        piece = str((choice.get("delta") or {}).get("content") or "")
+        self.text += piece
+        self.pieces += bool(piece)
+        self.finish = choice.get("finish_reason") or self.finish
+        return piece
+
+    def whole(self, out: dict[str, Any]) -> None:
+        """Take a completion that came whole (an engine that does not stream)."""
+        choice = out["choices"][0]
+        self.text = choice["message"].get("content") or ""
+        self.finish = choice.get("finish_reason")
+        usage = out.get("usage") or {}
+        self.prompt_tokens = int(usage.get("prompt_tokens", 0))
+        self.completion_tokens = int(usage.get("completion_tokens", 0))
+        self.pieces = 1
+        self.whole_usage = True
+
+    def metered(self, llama: Any, evaluated: list[int] | None, before: tuple[int, int]) -> None:
+        """Tokens and prefill figures from the engine (a streamed reply reports no usage)."""
+        self.prefilled_at = float(getattr(llama, "prefilled_at", 0.0) or 0.0)
+        usage = getattr(llama, "last_usage", None)
+        if not self.whole_usage:
+            # A streamed reply: the engine counted its tokens (MeteredLlama), else one a piece.
+            self.prompt_tokens, self.completion_tokens = (
+                usage if isinstance(usage, tuple) else (0, self.pieces)
+            )
+        if evaluated is None:
+            return
+        # The first batch a call evaluates is the part of its prompt not in the KV cache.
+        batches = evaluated[before[0] :]
+        self.prefilled = batches[0] if batches else None
+        self.restored = llama.restored - before[1]
+        self.without = int(getattr(llama, "without_prefix_cache", 0) or 0)
+
+
+class _Shown:
+    """The chunks of a reply as it is decoded, adding up to the reply (see ``_stream``)."""
+
+    def __init__(self, call: _Call, reply_id: str | None = None) -> None:
+        self.chunked = call.allowed is None
+        """A plain reply streams chunks; a tool call or structured reply only its last."""
+        self.shows_text = self.chunked and call.watch is None
+        """The pieces as decoded are the reply's text (nothing may cut its end)."""
+        self.reply_id = reply_id
+        self.sent = ""
+        self.sent_chunks = 0
+
+    def chunk(self, piece: str) -> AIMessageChunk | None:
+        """The chunk of one decoded piece: its text, nothing yet, or none (see ``_stream``)."""
+        if not self.chunked:
+            return None
+        self.sent_chunks += 1
+        content = piece if self.shows_text else ""
+        self.sent += content
+        return AIMessageChunk(content=content, id=self.reply_id)
+
+    def last(self, reply: AIMessage) -> AIMessageChunk:
+        """The chunk that completes the reply: what the others did not carry, and the usage."""
+        text = reply.content if isinstance(reply.content, str) else _text(reply.content)
+        rest = text[len(self.sent) :] if text.startswith(self.sent) else text
+        return AIMessageChunk(
+            content=rest,
+            id=self.reply_id,
+            tool_call_chunks=[
+                {
+                    "name": c["name"],
+                    "args": json.dumps(c["args"]),
+                    "id": c["id"],
+                    "index": i,
+                    "type": "tool_call_chunk",
+                }
+                for i, c in enumerate(reply.tool_calls)
+            ],  # fmt: skip
+            invalid_tool_calls=reply.invalid_tool_calls,
+            usage_metadata=reply.usage_metadata,
+            response_metadata=reply.response_metadata,
+            chunk_position="last",
+        )
 
 
 def _prompt_tokens(llama: Any, chat: list[dict[str, Any]]) -> int:

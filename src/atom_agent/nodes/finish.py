@@ -269,6 +269,10 @@ def _project_result(
     before = {"passed": len(project.baseline.passed), "failed": len(project.baseline.failed)}
     summary = hand_back(project.checkout, run.path, before, last)
     summary["steps"] = list(_step_verdicts(res.workspace, run, statuses))
+    # The run is over (finish is its last node: nothing resumes after it), so the branch is
+    # handed to the user: git checks a branch out in one worktree only.
+    if project.checkout.release() or project.checkout.released:
+        summary["worktree"] = None
     return summary
 
 

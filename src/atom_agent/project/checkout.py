@@ -9,6 +9,12 @@ result is the same branch and a patch. Every committed step is a commit on that 
 message carries ``Atom-Step`` / ``Atom-Attempt`` trailers: after a crash the branch, not the
 checkpoint, says what is committed (:meth:`Checkout.committed`), and :meth:`Checkout.reset`
 drops whatever an interrupted attempt left in the worktree.
+
+The branch is the user's once the run is over: a finished run removes its worktree
+(:meth:`Checkout.release`), since git lets a branch be checked out in one worktree only and
+``git switch atom/<run-id>`` in the user's repository would fail while the run's held it. The
+branch, its commits and its reflog stay in the user's repository; the worktree is kept only while
+the run can still be resumed (waiting for an answer, or interrupted).
 """
 
 from __future__ import annotations
@@ -110,9 +116,39 @@ class Checkout:
         """The checkout run.json recorded."""
         return cls(**data)
 
+    @property
+    def released(self) -> bool:
+        """The run's worktree is gone (:meth:`release`): the branch is read in the user's repo."""
+        return self.kind == "worktree" and not (Path(self.worktree) / ".git").exists()
+
+    def _at(self) -> tuple[Path, str]:
+        """Where to read the branch with git, and its name there.
+
+        The worktree and ``HEAD`` while it exists, else the user's repository and the branch.
+        """
+        if self.released:
+            return Path(self.repo), self.branch
+        return Path(self.worktree), "HEAD"
+
     def head(self) -> str:
         """The branch's current commit."""
-        return git(Path(self.worktree), "rev-parse", "HEAD").strip()
+        cwd, rev = self._at()
+        return git(cwd, "rev-parse", rev).strip()
+
+    def release(self) -> bool:
+        """Removes the run's git worktree, so the branch can be checked out in the user's repo.
+
+        For a copy (a folder that was not a git repository) the worktree is the only home of
+        the branch and stays. Returns whether a worktree was removed.
+
+        Raises:
+            WorkspaceError: git refused.
+        """
+        if self.kind != "worktree" or self.released:
+            return False
+        git(Path(self.repo), "worktree", "remove", "--force", self.worktree)
+        git(Path(self.repo), "worktree", "prune")
+        return True
 
     def reset(self) -> None:
         """Back to the branch's last commit: an interrupted attempt's edits and files go."""
@@ -135,7 +171,8 @@ class Checkout:
 
     def committed(self, trailers: dict[str, str]) -> str | None:
         """The branch commit carrying all of `trailers` (since `base`), or None."""
-        log = git(Path(self.worktree), "log", "--format=%H%x00%B%x01", f"{self.base}..HEAD")
+        cwd, rev = self._at()
+        log = git(cwd, "log", "--format=%H%x00%B%x01", f"{self.base}..{rev}")
         for entry in log.split("\x01"):
             sha, _, body = entry.strip().partition("\x00")
             if sha and all(f"{k}: {v}" in body for k, v in trailers.items()):
@@ -144,11 +181,13 @@ class Checkout:
 
     def diff_stat(self) -> str:
         """``git diff --stat`` of the branch against its base."""
-        return git(Path(self.worktree), "diff", "--stat", self.base, "HEAD").rstrip()
+        cwd, rev = self._at()
+        return git(cwd, "diff", "--stat", self.base, rev).rstrip()
 
     def patch(self) -> str:
         """The branch's change as one patch against its base (``git apply``-able)."""
-        return git(Path(self.worktree), "diff", "--binary", self.base, "HEAD")
+        cwd, rev = self._at()
+        return git(cwd, "diff", "--binary", self.base, rev)
 
 
 def open_checkout(repo: str | Path, worktree: Path, run_id: str) -> Checkout:
@@ -177,7 +216,12 @@ def open_checkout(repo: str | Path, worktree: Path, run_id: str) -> Checkout:
             if worktree.exists():  # a crash between mkdir and `worktree add`
                 shutil.rmtree(worktree)
             git(top, "worktree", "prune")
-            git(top, "worktree", "add", "--quiet", "-b", branch, str(worktree), base)
+            if git(top, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False):
+                # Released by a finish that a crash then undid: the branch is back in its
+                # worktree, its commits as they were.
+                git(top, "worktree", "add", "--quiet", str(worktree), branch)
+            else:
+                git(top, "worktree", "add", "--quiet", "-b", branch, str(worktree), base)
         base = _branch_base(worktree, branch)
         return Checkout(str(root), str(worktree), branch, base, "worktree", subdir)
     if not (worktree / ".git").exists():

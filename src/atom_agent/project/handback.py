@@ -53,12 +53,30 @@ def hand_back(
 def hand_back_markdown(summary: Mapping[str, Any], run_id: str) -> str:
     """The report.md section about the branch and the patch."""
     lines = ["## Result: a branch of your project", ""]
+    branch, repo, base = summary["branch"], summary["repo"], str(summary.get("base") or "")[:12]
+    where = (
+        f"in the run's checkout `{summary['worktree']}`"
+        if summary.get("worktree")
+        else "in your repository (the run's checkout is removed)"
+    )
     lines.append(
-        f"Branch `{summary['branch']}` in `{summary['worktree']}` "
-        f"(your project `{summary['repo']}` is untouched); the patch: `{summary['patch']}` "
-        "(`git apply` it, or "
+        f"Branch `{branch}` {where}; your project `{repo}` is otherwise untouched. "
+        f"The patch: `{summary['patch']}` (`git apply` it, or "
         f"`atom-agent runs export {run_id} DIR`)."
     )
+    if not summary.get("worktree"):
+        lines += [
+            "",
+            "Review and merge it in your repository:",
+            "",
+            "```",
+            f"cd {repo}",
+            f"git log --stat {base}..{branch}   # what the run committed, step by step",
+            f"git diff {base}...{branch}        # the whole change",
+            f"git switch {branch}               # or: git worktree add ../review {branch}",
+            f"git switch - && git merge {branch}  # take it into your branch",
+            "```",
+        ]
     stat = str(summary.get("diff_stat") or "").strip()
     lines += ["", "```", stat or "(no change committed)", "```", ""]
     before = summary.get("tests_before") or {}

@@ -236,6 +236,42 @@ def test_a_question_interrupts_and_the_answer_resumes_the_run(ctx: Context) -> N
     assert resume_run("q1", ctx, models=roles).status == "done"  # finished: nothing to do
 
 
+_ASK = {"name": "ask_user", "arguments": {"question": "Integers or floats?"}}
+
+
+@pytest.mark.parametrize(
+    "asks",
+    [
+        tool_call("ask_user", {"question": "Integers or floats?"}),
+        AIMessage(content=json.dumps(_ASK)),
+        AIMessage(content="```json\n" + json.dumps(_ASK) + "\n```"),
+        AIMessage(content="<tool_call>\n" + json.dumps(_ASK) + "\n</tool_call>"),
+    ],
+    ids=["tool call", "bare json", "fenced json", "tool_call tags"],
+)
+def test_an_unattended_run_never_ends_on_a_question(ctx: Context, asks: AIMessage) -> None:
+    # The model asks although nobody answers (the tool is not offered), then waits.
+    waits = AIMessage(content="I will wait for the answer.")
+    executor = ExecutorScript({("adder", 1): [asks, waits], ("adder", 2): passing_attempt()})
+    roles = models([Plan(steps=[step("adder")])], executor)
+    outcome = run_task("add", replace(ctx, ask_user=False), models=roles)
+
+    assert outcome.status == "done", outcome
+    assert outcome.question is None
+    assert all("ask_user" not in call.tool_names for call in roles["executor"].calls)
+    # The call was answered: decide yourself, and say what you assumed.
+    answered = [
+        m
+        for call in roles["executor"].calls
+        for m in call.messages
+        if getattr(m, "name", None) == "ask_user"
+    ]
+    assert answered and all("decide yourself" in str(m.content) for m in answered)
+    ws = Workspace(ctx.workspace)
+    first = ws.list_attempts(ws.step(ws.run(outcome.run_id), "adder"))[0]
+    assert ws.read_verdict(first).get("decision") != "ask_user"
+
+
 def test_resume_of_an_unknown_run_is_a_clear_error(ctx: Context) -> None:
     with pytest.raises(WorkspaceError):
         resume_run("no-such-run", ctx, models=models([], ExecutorScript({})))

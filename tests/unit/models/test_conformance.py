@@ -9,11 +9,12 @@ llama.cpp engine.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.messages import AIMessageChunk
 from langchain_core.tools import tool
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langchain_tests.unit_tests import ChatModelUnitTests
@@ -98,18 +99,21 @@ class TestScriptedChatModelUnit(ChatModelUnitTests):
 
 
 class _Engine:
-    """A llama.cpp stand-in: replies `text` and records each request."""
+    """A llama.cpp stand-in: streams `text` in pieces of 3 characters, records each request."""
 
     def __init__(self, text: str, finish: str = "stop") -> None:
         self.text, self.finish = text, finish
         self.requests: list[dict[str, Any]] = []
+        self.last_usage = (7, 3)  # as MeteredLlama counts a streamed reply's tokens
 
-    def create_chat_completion(self, **request: Any) -> dict[str, Any]:
+    def create_chat_completion(self, **request: Any) -> Iterator[dict[str, Any]]:
+        assert request.pop("stream") is True
         self.requests.append(request)
-        return {
-            "choices": [{"message": {"content": self.text}, "finish_reason": self.finish}],
-            "usage": {"prompt_tokens": 7, "completion_tokens": 3},
-        }
+        yield {"choices": [{"delta": {"role": "assistant"}, "finish_reason": None}]}
+        for i in range(0, len(self.text), 3):
+            piece = self.text[i : i + 3]
+            yield {"choices": [{"delta": {"content": piece}, "finish_reason": None}]}
+        yield {"choices": [{"delta": {}, "finish_reason": self.finish}]}
 
 
 def _on(engine: _Engine, **params: Any) -> LocalChatModel:
@@ -134,12 +138,47 @@ class _Listening(BaseCallbackHandler, _StreamingCallbackHandler):
         return output
 
 
-def test_stream_yields_the_reply_as_one_last_chunk_with_its_usage() -> None:
-    chunks = list(_on(_Engine("Hello!")).stream("hi"))
-    assert len(chunks) == 1 and isinstance(chunks[0], AIMessageChunk)
-    assert chunks[0].chunk_position == "last" and chunks[0].text == "Hello!"
-    assert chunks[0].usage_metadata == {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10}
-    assert chunks[0].response_metadata["model_name"]
+def _added(chunks: list[Any]) -> AIMessageChunk:
+    total = chunks[0]
+    for chunk in chunks[1:]:
+        total += chunk
+    assert isinstance(total, AIMessageChunk)
+    return total
+
+
+def test_stream_yields_a_chunk_per_decoded_piece_and_the_usage_last() -> None:
+    chunks = list(_on(_Engine("Hello, world")).stream("hi"))
+    assert all(isinstance(c, AIMessageChunk) for c in chunks)
+    assert [c.text for c in chunks] == ["Hel", "lo,", " wo", "rld", ""]
+    assert [c.usage_metadata for c in chunks[:-1]] == [None] * 4
+    last = chunks[-1]
+    assert last.chunk_position == "last" and last.response_metadata["model_name"]
+    assert last.usage_metadata == {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10}
+    assert _added(chunks).text == "Hello, world"
+
+
+def test_an_invoke_hands_each_piece_to_the_callbacks_as_chunks_of_the_reply() -> None:
+    pieces: list[tuple[str, Any]] = []
+
+    class Pieces(BaseCallbackHandler):
+        def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
+            chunk = kwargs.get("chunk")
+            pieces.append((token, chunk.message if chunk is not None else None))
+
+    reply = _on(_Engine("Hello, world")).invoke("hi", config={"callbacks": [Pieces()]})
+    assert [token for token, _ in pieces] == ["Hel", "lo,", " wo", "rld", ""]
+    # The chunks are the reply's: its id, adding up to it, the usage on the last.
+    chunks = [chunk for _, chunk in pieces]
+    assert {c.id for c in chunks} == {reply.id}
+    total = _added(chunks)
+    assert total.text == reply.text and total.usage_metadata == reply.usage_metadata
+    # A tool call's pieces come as tokens (a progress view shows them), with no chunk.
+    pieces.clear()
+    engine = _Engine('{"name": "write_file", "arguments": {"path": "a.py", "content": "x"}}')
+    bound = _on(engine).bind_tools([write_file], tool_choice="any")
+    call = bound.invoke("write a.py", config={"callbacks": [Pieces()]})
+    assert "".join(token for token, _ in pieces) == engine.text
+    assert {chunk for _, chunk in pieces} == {None} and call.tool_calls[0]["name"] == "write_file"
 
 
 def test_a_cut_off_tool_call_stays_invalid_when_streamed_or_listened_to() -> None:
@@ -177,8 +216,7 @@ def test_structured_output_of_a_pydantic_v1_schema_is_an_instance() -> None:
 def test_a_streamed_tool_call_is_a_tool_call() -> None:
     engine = _Engine('{"name": "write_file", "arguments": {"path": "a.py", "content": "x"}}')
     bound = _on(engine).bind_tools([write_file], tool_choice="any")
-    (chunk,) = bound.stream("write a.py")
-    assert isinstance(chunk, AIMessage | AIMessageChunk)
+    (chunk,) = bound.stream("write a.py")  # known once its JSON is complete
     assert [(c["name"], c["args"]) for c in chunk.tool_calls] == [
         ("write_file", {"path": "a.py", "content": "x"})
     ]

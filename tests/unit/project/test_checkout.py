@@ -76,3 +76,22 @@ def test_a_copy_keeps_the_files_its_gitignore_names(tmp_path: Path) -> None:
     assert co.kind == "copy"
     co.reset()
     assert (Path(co.worktree) / "version.py").read_text() == "version = '1.0'\n"
+
+
+def test_release_frees_the_branch_and_the_record_reads_it_from_the_users_repo(
+    repo: Path, tmp_path: Path
+) -> None:
+    co = open_checkout(repo, tmp_path / "ws" / "project", "r1")
+    (Path(co.worktree) / "a.py").write_text("x = 2\n")
+    sha = co.commit(["a.py"], "atom: change x", {"Atom-Step": "s1", "Atom-Attempt": "1"})
+    assert co.release() and co.released and not Path(co.worktree).exists()
+    assert not co.release()  # once only
+    # Read from the user's repository now: the same commit, patch and trailers.
+    assert co.head() == sha and "+x = 2" in co.patch() and "a.py" in co.diff_stat()
+    assert co.committed({"Atom-Step": "s1"}) == sha
+    other = tmp_path / "elsewhere"
+    _git(repo, "worktree", "add", "--quiet", str(other), "atom/r1")  # held by no worktree now
+    _git(repo, "worktree", "remove", str(other))
+    # A finish undone by a crash opens the checkout again: the branch as it was.
+    again = open_checkout(repo, tmp_path / "ws" / "project", "r1")
+    assert again == co and not again.released and again.head() == sha

@@ -51,14 +51,15 @@ def test_sigkill_after_the_first_commit_then_resume_commits_each_step_once(tmp_p
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
+    checkout = tmp_path / "ws" / "runs" / "k1" / "project"
+    assert (checkout / ".git").exists(), "a run that can be resumed keeps its checkout"
     resumed = subprocess.run([*cli, "resume", "k1", "--json"], env=env, capture_output=True,
                              text=True, timeout=300)  # fmt: skip
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert json.loads(resumed.stdout)["status"] == "done"
     assert _branch_log(repo, "k1") == ["atom: mul in calc/__init__.py",
                                        "atom: add in calc/__init__.py"]  # fmt: skip
-    checkout = tmp_path / "ws" / "runs" / "k1" / "project"
-    assert git(checkout, "status", "--porcelain") == ""
+    assert not checkout.exists(), "the finished run hands its branch back: no worktree holds it"
     assert git(repo, "status", "--porcelain") == ""
 
 

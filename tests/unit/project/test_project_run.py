@@ -9,6 +9,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from atom_agent import Context, run_task
+from atom_agent.cli import main
 from atom_agent.models.purpose import CallInfo
 from atom_agent.nodes.project.planner import task_test_command
 from atom_agent.testing import ScriptedChatModel
@@ -46,6 +47,40 @@ def test_two_steps_commit_on_the_runs_branch_and_the_project_is_untouched(tmp_pa
     step = tmp_path / "ws" / "runs" / outcome.run_id / "steps" / "2-mul"
     verdict = json.loads((step / "attempts" / "1" / "verdict.json").read_text())
     assert verdict["verified"] and len(verdict["checks"]["results"]) == 2
+
+
+def test_a_finished_run_hands_its_branch_to_the_users_repository(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = project(tmp_path / "proj")
+    outcome = run_task("Implement `calc.add` and `calc.mul` as their docstrings say.",
+                       ctx(tmp_path, repo), models=answers(add=GOOD_ADD, mul=GOOD_MUL))  # fmt: skip
+    assert outcome.status == "done", outcome.stop_reason
+    branch = f"atom/{outcome.run_id}"
+    run_dir = tmp_path / "ws" / "runs" / outcome.run_id
+    assert not (run_dir / "project").exists()
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    # Every way of looking at the branch works in the user's repository.
+    review = tmp_path / "review"
+    git(repo, "worktree", "add", "--quiet", str(review), branch)
+    assert "return a + b" in (review / "calc" / "__init__.py").read_text()
+    git(repo, "worktree", "remove", str(review))
+    git(repo, "switch", "--quiet", branch)
+    assert "return a * b" in (repo / "calc" / "__init__.py").read_text()
+    git(repo, "switch", "--quiet", "main")
+    git(repo, "merge", "--quiet", "--ff-only", branch)
+    assert "return a * b" in (repo / "calc" / "__init__.py").read_text()
+    # The record still reads the branch (now in the user's repository), and says how to merge.
+    deliverable = json.loads((run_dir / "run.json").read_text())["deliverable"]
+    assert (
+        deliverable["worktree"] is None
+        and deliverable["head"] == git(repo, "rev-parse", branch).strip()
+    )
+    assert "+    return a + b" in (run_dir / "result" / "project.patch").read_text()
+    assert main(["runs", "show", outcome.run_id, "--workspace", str(tmp_path / "ws")]) == 0
+    shown = capsys.readouterr().out
+    assert f"git merge {branch}" in shown and f"git switch {branch}" in shown
+    assert f"cd {repo}" in shown
 
 
 def test_a_change_that_breaks_a_passing_test_is_not_committed(tmp_path: Path) -> None:

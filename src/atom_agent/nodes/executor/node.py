@@ -57,7 +57,7 @@ from .steering import steering
 from .steering.chain import Steering
 from .steering.reask import REASKED
 from .steering.stop import without_stop
-from .tools import ask_user_tool, executor_tools
+from .tools import NoQuestions, ask_user_tool, executor_tools
 
 logger = logging.getLogger(__name__)
 
@@ -182,7 +182,8 @@ def _tool_path(
         kept = _keep_better(res, at, drafts)
         stopped = "; ".join(why for why in (stopped, kept) if why)
         messages = [*drafts.spent, *messages]
-    question = _question(messages)
+    # Only a run that offered the tool waits on a question: an unattended one decides itself.
+    question = _question(messages) if any(t.name == ASK_USER for t in at.tools) else None
     return _finish_attempt(
         res, state, at, drafts, messages, question, stopped, prompt.memory_reasons
     )
@@ -488,11 +489,13 @@ def attempt_agent(model: BaseChatModel, tools: Sequence[BaseTool], system: str =
     The tools are plain tools that read the attempt from the run's context; one agent serves
     every attempt, also concurrent ones (batch).
     """
+    ask = any(t.name == ASK_USER for t in tools)
     return create_agent(
         model,
         tools=list(tools),
-        system_prompt=system or executor_system(ask=any(t.name == ASK_USER for t in tools)),
-        middleware=[ToolCalls(), Steering(steering())],
+        system_prompt=system or executor_system(ask=ask),
+        # Outermost: an ask_user call that was not offered never reaches the tool node.
+        middleware=[*([] if ask else [NoQuestions()]), ToolCalls(), Steering(steering())],
         context_schema=AttemptContext,
         # An attempt is one unit: after a crash it restarts on its staging (files kept)
         # rather than resuming a half-finished conversation from a nested checkpoint.

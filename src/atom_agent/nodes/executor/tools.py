@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
 from pydantic import Field
 
 from atom_agent.errors import ConfigError
 from atom_agent.prompts import prompt_text, register
+from atom_agent.telemetry import emit
 from atom_agent.tools.code import CODE_TOOLS
 from atom_agent.tools.files import FILE_TOOLS
 from atom_agent.tools.memory import MEMORY_TOOLS
@@ -88,3 +94,48 @@ def executor_tools(setting: str, *, ask_user: bool = True) -> list[BaseTool]:
     if not ask_user:
         chosen.discard(ASK_USER)
     return [t for t in EXECUTOR_TOOLS if t.name in chosen]
+
+
+NOBODY_ANSWERS = (
+    "Nobody answers questions in this run: decide yourself, state what you assumed in a "
+    "comment in impl.py, and go on with the step."
+)
+"""What an ask_user call gets when the tool is not offered (an unattended run)."""
+
+
+class NoQuestions(AgentMiddleware[Any, Any, Any]):
+    """In an unattended run, an ask_user call (offered or not) is answered: decide yourself.
+
+    A small model calls ask_user although it was not offered (or writes the call as text,
+    which the loop recovers as a call); a generic "unknown tool" error would leave it asking
+    again. The reply is an error result, so the attempt goes on and never ends on a question.
+    """
+
+    def _reply(self, request: ToolCallRequest) -> ToolMessage | None:
+        call = request.tool_call
+        if call.get("name") != ASK_USER:
+            return None
+        question = str((call.get("args") or {}).get("question") or "")[:300]
+        emit("executor.unanswered_question", question=question)
+        return ToolMessage(
+            content=json.dumps({"error": NOBODY_ANSWERS}),
+            tool_call_id=str(call.get("id") or ""),
+            name=ASK_USER,
+            status="error",
+        )
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """The decide-yourself reply for ask_user; any other call as it was."""
+        return self._reply(request) or handler(request)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async :meth:`wrap_tool_call`."""
+        return self._reply(request) or await handler(request)
