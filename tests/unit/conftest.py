@@ -46,6 +46,7 @@ STARTS_PROCESSES = frozenset(
         "graph/test_loops.py",
         "graph/test_memory_flow.py",
         "graph/test_outcome.py",
+        "graph/test_own_tests.py",
         "graph/test_prompt_override.py",
         "graph/test_recorded_exchanges.py",
         "graph/test_resume_payloads.py",

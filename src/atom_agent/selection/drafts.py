@@ -153,8 +153,8 @@ def write_drafts(
 
     `own`: the step's own tests from earlier attempts. With the tests the draft wrote after
     its code they are ``drafts.own``; they run on every candidate after the contract's checks
-    (``drafts.own_run``), save those a check the task states contradicts (the task wins). A witness's tests are not
-    read: the candidates before it never ran them.
+    (``drafts.own_run``), save those a check the task states contradicts (the task wins). A
+    witness's tests are not read: the candidates before it never ran them.
     """
     drafts = Drafts(messages=[HumanMessage(prompt)])
     runs: list[Check] = list(checks)

@@ -1,5 +1,7 @@
-"""The one order of candidates by execution: honest code, the task's checks, the tests kept,
-the contract's checks, the drafts' own tests.
+"""The one order of candidates by execution: honest code first, then the checks, the drafts' tests.
+
+Honest code (no gaming finding), then the task's checks, the tests kept, the contract's checks,
+and last the drafts' own tests.
 
 Every place that chooses code ranks with :func:`rank`: an attempt's drafts
 (:mod:`~atom_agent.selection.pool`), candidate zero's whole-task samples and the floor

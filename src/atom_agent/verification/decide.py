@@ -93,7 +93,9 @@ def decide(evidence: Evidence) -> Decision:
     if passed:
         action, committed_on = "commit", "all checks"
         if overruled:
-            reasons.append("passed over failing checks a stronger one outranks: " + "; ".join(overruled))
+            reasons.append(
+                "passed over failing checks a stronger one outranks: " + "; ".join(overruled)
+            )
     elif failures >= e.max_attempts and e.task_checks_ok and not e.missing and not e.gaming:
         action, committed_on = "commit", "task checks"
         disagree = "; ".join(e.model_disagrees) or "none of its checks fail"

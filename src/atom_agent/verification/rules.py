@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from atom_agent.checks.contract import SIGNATURE_CRITERION
-from atom_agent.checks.gaming import GAMING_CRITERION
 from atom_agent.checks.extract import ARROWS, TASK_CRITERION
+from atom_agent.checks.gaming import GAMING_CRITERION
 from atom_agent.state import Check
 
 ERROR_CRITERION = "the errors the task states are raised"
