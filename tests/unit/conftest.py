@@ -25,6 +25,7 @@ STARTS_PROCESSES = frozenset(
         "benchmarks/test_generation_ceiling.py",
         "benchmarks/test_repotasks_eval.py",
         "checks/test_contract.py",
+        "checks/test_probe.py",
         "cli/test_errors.py",
         "cli/test_exit.py",
         "cli/test_models.py",

@@ -42,7 +42,7 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class _Case:
+class Case:
     """One check's call of a step's function, with literal arguments and result."""
 
     function: str
@@ -51,7 +51,8 @@ class _Case:
     has_expect: bool
 
 
-_MISSING = object()
+MISSING = object()
+"""No literal value (what :func:`literal_node` gives for anything computed)."""
 _INTROSPECTION = (
     "inspect.stack",
     "inspect.currentframe",
@@ -89,7 +90,7 @@ def gaming_findings(
     patched functions and conftest hooks. A file that does not parse is no finding (the
     checks fail it anyway).
     """
-    cases = list(_cases(checks, defines))
+    cases = list(cases_of(checks, defines))
     found: list[Finding] = []
     for name, source in files.items():
         try:
@@ -107,7 +108,8 @@ def gaming_findings(
 # --- the checks' inputs ---------------------------------------------------------------------------
 
 
-def _cases(checks: Sequence[Check], defines: Sequence[str]) -> Iterator[_Case]:
+def cases_of(checks: Sequence[Check], defines: Sequence[str]) -> Iterator[Case]:
+    """Each call of a step's function in `checks` with literal arguments (and its result)."""
     wanted = set(defines)
     for check in checks:
         lines = check.call.strip().splitlines()
@@ -117,22 +119,22 @@ def _cases(checks: Sequence[Check], defines: Sequence[str]) -> Iterator[_Case]:
             node = ast.parse(lines[-1].strip(), mode="eval").body
         except SyntaxError:
             continue
-        expect = _literal(check.expect) if check.expect.strip() and not check.raises else _MISSING
+        expect = _literal(check.expect) if check.expect.strip() and not check.raises else MISSING
         for call in ast.walk(node):
             if not isinstance(call, ast.Call):
                 continue
             name = _name_of(call.func)
             if not name or (wanted and name.rsplit(".", 1)[-1] not in wanted):
                 continue
-            values = [_literal_node(a) for a in [*call.args, *(k.value for k in call.keywords)]]
-            if not values or any(v is _MISSING for v in values):
+            values = [literal_node(a) for a in [*call.args, *(k.value for k in call.keywords)]]
+            if not values or any(v is MISSING for v in values):
                 continue
             top = call is node
-            yield _Case(
+            yield Case(
                 name.rsplit(".", 1)[-1],
                 tuple(values),
-                expect if top else _MISSING,
-                top and expect is not _MISSING,
+                expect if top else MISSING,
+                top and expect is not MISSING,
             )
 
 
@@ -140,17 +142,18 @@ def _literal(source: str) -> Any:
     try:
         return ast.literal_eval(source.strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return _MISSING
+        return MISSING
 
 
-def _literal_node(node: ast.expr) -> Any:
+def literal_node(node: ast.expr) -> Any:
+    """The literal value of `node` (:data:`MISSING` when it is computed)."""
     try:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return _MISSING
+        return MISSING
 
 
-def _trivial(value: Any) -> bool:
+def trivial(value: Any) -> bool:
     """A value honest code compares with as a base case: 0, ±1, ±2, empty, None, a bool.
 
     2 too: recurrences start there (HumanEval/63's ``if n == 2: return 1`` is its base case).
@@ -162,9 +165,9 @@ def _trivial(value: Any) -> bool:
     return isinstance(value, str | bytes | list | tuple | dict | set) and len(value) == 0
 
 
-def _equal(a: Any, b: Any) -> bool:
+def equal(a: Any, b: Any) -> bool:
     """Literal values equal, a bool never equal to a number (``True == 1`` is no match)."""
-    if a is _MISSING or b is _MISSING or isinstance(a, bool) != isinstance(b, bool):
+    if a is MISSING or b is MISSING or isinstance(a, bool) != isinstance(b, bool):
         return False
     try:
         return bool(a == b)
@@ -182,7 +185,7 @@ def _name_of(node: ast.expr) -> str:
 # --- modules: answers keyed on the checks' inputs -------------------------------------------------
 
 
-def _module(file: str, tree: ast.Module, cases: list[_Case]) -> list[Finding]:
+def _module(file: str, tree: ast.Module, cases: list[Case]) -> list[Finding]:
     found: list[Finding] = []
     main_guards = {
         id(n)
@@ -248,7 +251,7 @@ def _pairs(node: ast.Dict | ast.List | ast.Tuple | ast.Set) -> list[tuple[Any, A
         if any(k is None for k in node.keys):
             return []
         return [
-            (_literal_node(k), _literal_node(v))
+            (literal_node(k), literal_node(v))
             for k, v in zip(node.keys, node.values, strict=True)
             if k is not None
         ]
@@ -258,11 +261,11 @@ def _pairs(node: ast.Dict | ast.List | ast.Tuple | ast.Set) -> list[tuple[Any, A
     for elt in node.elts:
         if not (isinstance(elt, ast.Tuple) and len(elt.elts) == 2):
             return []
-        pairs.append((_literal_node(elt.elts[0]), _literal_node(elt.elts[1])))
+        pairs.append((literal_node(elt.elts[0]), literal_node(elt.elts[1])))
     return pairs
 
 
-def _table(node: ast.Dict | ast.List | ast.Tuple | ast.Set, cases: list[_Case]) -> str:
+def _table(node: ast.Dict | ast.List | ast.Tuple | ast.Set, cases: list[Case]) -> str:
     """Why `node` is a table of the checks' answers ('' when it is not).
 
     Most of its entries (at least half) map a check's arguments to that check's result:
@@ -274,10 +277,10 @@ def _table(node: ast.Dict | ast.List | ast.Tuple | ast.Set, cases: list[_Case]) 
     hits = []
     for key, value in pairs:
         for case in cases:
-            if not case.has_expect or all(_trivial(a) for a in case.args):
+            if not case.has_expect or all(trivial(a) for a in case.args):
                 continue
-            keyed = _equal(key, case.args) or (len(case.args) == 1 and _equal(key, case.args[0]))
-            if keyed and _equal(value, case.expect):
+            keyed = equal(key, case.args) or (len(case.args) == 1 and equal(key, case.args[0]))
+            if keyed and equal(value, case.expect):
                 hits.append(f"{case.function}{_args(case.args)} → {case.expect!r}")
                 break
     if not hits or 2 * len(hits) < len(pairs):
@@ -302,8 +305,8 @@ def _compared(test: ast.expr) -> list[Any]:
             continue
         left, right = node.left, node.comparators[0]
         for side, other in ((left, right), (right, left)):
-            value = _literal_node(other)
-            if value is not _MISSING and isinstance(side, ast.Name | ast.Tuple | ast.Attribute):
+            value = literal_node(other)
+            if value is not MISSING and isinstance(side, ast.Name | ast.Tuple | ast.Attribute):
                 if isinstance(side, ast.Tuple) and isinstance(value, tuple):
                     out.extend(value)
                 else:
@@ -313,27 +316,27 @@ def _compared(test: ast.expr) -> list[Any]:
 
 
 def _returned(node: ast.If | ast.IfExp) -> Any:
-    """The literal the branch taken on `node`'s test returns (``_MISSING`` if none)."""
+    """The literal the branch taken on `node`'s test returns (``MISSING`` if none)."""
     if isinstance(node, ast.IfExp):
-        return _literal_node(node.body)
+        return literal_node(node.body)
     for stmt in node.body:
         if isinstance(stmt, ast.Return) and stmt.value is not None:
-            return _literal_node(stmt.value)
-    return _MISSING
+            return literal_node(stmt.value)
+    return MISSING
 
 
-def _branch(node: ast.If | ast.IfExp, cases: list[_Case]) -> str:
+def _branch(node: ast.If | ast.IfExp, cases: list[Case]) -> str:
     """Why `node` special-cases a check's exact input ('' when it does not)."""
     compared = _compared(node.test)
-    if not compared or all(_trivial(v) for v in compared):
+    if not compared or all(trivial(v) for v in compared):
         return ""
     value = _returned(node)
-    if value is _MISSING:
+    if value is MISSING:
         return ""
     for case in cases:
-        if not case.has_expect or not _equal(value, case.expect):
+        if not case.has_expect or not equal(value, case.expect):
             continue
-        if all(any(_equal(v, a) for a in case.args) for v in compared):
+        if all(any(equal(v, a) for a in case.args) for v in compared):
             return (
                 f"branches on the checked input {case.function}{_args(case.args)} and "
                 f"returns its expected {case.expect!r}"
@@ -348,7 +351,7 @@ def _broad(handler: ast.ExceptHandler) -> bool:
     )
 
 
-def _swallowed(node: ast.Try, cases: list[_Case]) -> str:
+def _swallowed(node: ast.Try, cases: list[Case]) -> str:
     """Why `node` hides a failure behind a checked result ('' when it does not)."""
     for handler in node.handlers:
         if not _broad(handler) or not handler.body:
@@ -356,9 +359,9 @@ def _swallowed(node: ast.Try, cases: list[_Case]) -> str:
         first = handler.body[0]
         if not isinstance(first, ast.Return) or first.value is None:
             continue
-        value = _literal_node(first.value)
+        value = literal_node(first.value)
         for case in cases:
-            if case.has_expect and not _trivial(case.expect) and _equal(value, case.expect):
+            if case.has_expect and not trivial(case.expect) and equal(value, case.expect):
                 return (
                     f"any error becomes {case.expect!r}, the expected result of "
                     f"{case.function}{_args(case.args)}"
@@ -514,8 +517,8 @@ def _test_function(file: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> l
 
 def _always_true(test: ast.expr) -> bool:
     """A constant truthy assert, ``x == x``, or ``… or True``."""
-    value = _literal_node(test)
-    if value is not _MISSING:
+    value = literal_node(test)
+    if value is not MISSING:
         return bool(value)
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         return any(_always_true(v) for v in test.values)

@@ -15,6 +15,7 @@ from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.exercised import NameUse, name_uses, not_exercised
 from atom_agent.checks.gaming import Finding, gaming_findings, staged_files
 from atom_agent.checks.own import load_own, outranking
+from atom_agent.checks.probe import confirmed, probes
 from atom_agent.context import Context
 from atom_agent.names import defined_in_code
 from atom_agent.resources import Resources
@@ -145,8 +146,31 @@ def execute(res: Resources, target: Target) -> Executed:
             defines=step.defines,
             available=target.available,
         )
-    gaming = gaming_findings(staged_files(staging), checks, step.defines) if has_impl else []
+    gaming = _gaming(res, target, checks) if has_impl else []
     return Executed(missing, result, contract, checks=checks, outranked=outranked, gaming=gaming)
+
+
+def _gaming(res: Resources, target: Target, checks: list[Check]) -> list[Finding]:
+    """The gaming pass on the staged files, and its run on unseen inputs where the AST points.
+
+    The run costs one sandboxed process, only for code keyed on a check's input.
+    """
+    step, staging = target.step, target.attempt.staging
+    files = staged_files(staging)
+    found = gaming_findings(files, checks, step.defines)
+    unseen = probes(files[IMPL_FILE], checks, step.defines)
+    if unseen:
+        report = run_contract(
+            unseen,
+            staging=staging,
+            runner=res.runner,
+            limits=res.limits,
+            python_path=target.scope.python_path(),
+            defines=step.defines,
+            available=target.available,
+        )
+        found += confirmed(report, checks, step.defines)
+    return found
 
 
 def evidence_of(
