@@ -14,7 +14,7 @@ from pathlib import Path
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.exercised import NameUse, name_uses, not_exercised
 from atom_agent.checks.gaming import Finding, gaming_findings, staged_files
-from atom_agent.checks.own import load_own, outranking
+from atom_agent.checks.own import load_own, merged, outranking, own_checks
 from atom_agent.checks.probe import confirmed, probes
 from atom_agent.context import Context
 from atom_agent.names import defined_in_code
@@ -120,7 +120,7 @@ def execute(res: Resources, target: Target) -> Executed:
     gave), but it is set aside: where the task and a model's test disagree, the task wins.
     """
     step, staging = target.step, target.attempt.staging
-    own = load_own(target.attempt.path)
+    own = merged(step.checks, load_own(target.attempt.path), _extra_tests(staging, step.defines))
     checks = [*step.checks, *own]
     outranked = {
         len(step.checks) + k: by.describe()
@@ -148,6 +148,19 @@ def execute(res: Resources, target: Target) -> Executed:
         )
     gaming = _gaming(res, target, checks) if has_impl else []
     return Executed(missing, result, contract, checks=checks, outranked=outranked, gaming=gaming)
+
+
+def _extra_tests(staging: Path, defines: list[str]) -> list[Check]:
+    """Own tests the tool loop wrote beside the step's checks (``test_*.py`` but test.py).
+
+    test.py is the step's checks, staged read-only, or the model's tests run as they are; a
+    test file of its own next to them is read back like a draft's tests.
+    """
+    found: list[Check] = []
+    for path in sorted(staging.glob("test*.py")):
+        if path.name != TEST_FILE and path.is_file():
+            found += own_checks(path.read_text(encoding="utf-8", errors="replace"), defines)
+    return found
 
 
 def _gaming(res: Resources, target: Target, checks: list[Check]) -> list[Finding]:
