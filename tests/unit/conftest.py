@@ -40,6 +40,7 @@ STARTS_PROCESSES = frozenset(
         "graph/test_context_window.py",
         "graph/test_deliverable.py",
         "graph/test_end_to_end.py",
+        "graph/test_gaming_run.py",
         "graph/test_hostile_calls.py",
         "graph/test_inputs.py",
         "graph/test_keyed_on_structure.py",
