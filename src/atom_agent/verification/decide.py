@@ -64,8 +64,8 @@ class Decision:
     committed_on: CommittedOn = ""
     """``all checks`` (passed) or ``task checks`` (the task's own checks after every attempt)."""
     overruled: tuple[str, ...] = ()
-    """Failing checks the commit goes over, each with what outranks it (or, on the task's
-    checks, that only the task's checks back the commit)."""
+    """Failing checks set aside, each with what outranks it; on a commit on the task's checks
+    also every failing check and test of the model the commit goes over."""
 
 
 def decide(evidence: Evidence) -> Decision:
