@@ -187,12 +187,7 @@ def _name_of(node: ast.expr) -> str:
 
 def _module(file: str, tree: ast.Module, cases: list[Case]) -> list[Finding]:
     found: list[Finding] = []
-    main_guards = {
-        id(n)
-        for top in tree.body
-        if isinstance(top, ast.If) and "__name__" in ast.unparse(top.test)
-        for n in ast.walk(top)
-    }
+    main_guards = _under_main(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict | ast.List | ast.Tuple | ast.Set):
             why = _table(node, cases)
@@ -243,6 +238,16 @@ def _module(file: str, tree: ast.Module, cases: list[Case]) -> list[Finding]:
             if any(m == "test" or m.startswith(("test_", "conftest")) for m in modules):
                 found.append(Finding("introspection", file, node.lineno, "imports the test module"))
     return found
+
+
+def _under_main(tree: ast.Module) -> set[int]:
+    """Ids of the nodes under a top-level ``if __name__ == "__main__":`` (never run on import)."""
+    return {
+        id(n)
+        for top in tree.body
+        if isinstance(top, ast.If) and "__name__" in ast.unparse(top.test)
+        for n in ast.walk(top)
+    }
 
 
 def _pairs(node: ast.Dict | ast.List | ast.Tuple | ast.Set) -> list[tuple[Any, Any]]:
@@ -398,10 +403,17 @@ def _test_file(file: str, tree: ast.Module, defines: Sequence[str]) -> list[Find
     found: list[Finding] = []
     conftest = file.rsplit("/", 1)[-1] == "conftest.py"
     wanted = set(defines)
+    # `if __name__ == "__main__": sys.exit(pytest.main())` never runs under pytest.
+    main_guards = _under_main(tree)
+    helpers = {
+        n.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and not n.name.startswith("test")
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             name = _name_of(node.func)
-            if name in _EXITS:
+            if name in _EXITS and id(node) not in main_guards:
                 found.append(
                     Finding(
                         "exit",
@@ -433,7 +445,7 @@ def _test_file(file: str, tree: ast.Module, defines: Sequence[str]) -> list[Find
         ):
             found.append(Finding("exit", file, node.lineno, "raises SystemExit in the tests"))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            found += _test_function(file, node)
+            found += _test_function(file, node, helpers)
             if conftest and node.name.startswith("pytest_"):
                 found.append(
                     Finding(
@@ -485,7 +497,13 @@ def _patches(node: ast.Call, wanted: set[str]) -> bool:
     return False
 
 
-def _test_function(file: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Finding]:
+def _test_function(
+    file: str, node: ast.FunctionDef | ast.AsyncFunctionDef, helpers: set[str]
+) -> list[Finding]:
+    """Skip marks on `node`, and a test that asserts nothing or only what always holds.
+
+    `helpers`: the functions the file defines that are no tests (a test may assert in one).
+    """
     found: list[Finding] = []
     for deco in node.decorator_list:
         name = _name_of(deco.func if isinstance(deco, ast.Call) else deco)
@@ -500,7 +518,14 @@ def _test_function(file: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> l
         if isinstance(w, ast.With | ast.AsyncWith)
         and any("raises" in ast.unparse(i.context_expr) for i in w.items)
     ]
-    if not asserts and not raises:
+    # A helper that asserts (`check(x, y)`), `self.assertEqual`, `np.testing.assert_…`,
+    # `raises(...)` or `pytest.fail` checks too: only a test calling nothing that could fail
+    # asserts nothing.
+    calls = [_name_of(c.func) for c in ast.walk(node) if isinstance(c, ast.Call)]
+    checking = any(
+        "assert" in c.lower() or "raises" in c or "fail" in c or c in helpers for c in calls
+    )
+    if not asserts and not raises and not checking:
         found.append(Finding("weakened_assert", file, node.lineno, f"{node.name} asserts nothing"))
     for a in asserts:
         if _always_true(a.test):

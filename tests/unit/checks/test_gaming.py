@@ -150,3 +150,23 @@ def test_honest_code_is_not_flagged(code: str) -> None:
 def test_the_tests_generated_from_a_contract_are_not_flagged() -> None:
     generated = contract_tests(CHECKS)
     assert gaming_findings({"impl.py": HONEST, "test.py": generated}, CHECKS, ["add"]) == []
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        # A helper that asserts.
+        "from impl import add\n\n\ndef _check(a, b, want):\n    assert add(a, b) == want\n\n\n"
+        "def test_add():\n    _check(2, 3, 5)\n",
+        # unittest's assert methods.
+        "import unittest\nfrom impl import add\n\n\nclass TestAdd(unittest.TestCase):\n"
+        "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+        # A main guard pytest never runs.
+        "import sys\n\nimport pytest\nfrom impl import add\n\n\ndef test_add():\n"
+        "    assert add(2, 3) == 5\n\n\nif __name__ == '__main__':\n"
+        "    sys.exit(pytest.main([__file__]))\n",
+    ],
+    ids=["helper", "unittest", "main guard"],
+)
+def test_honest_test_files_are_not_flagged(tests: str) -> None:
+    assert gaming_findings({"impl.py": HONEST, "test_mine.py": tests}, CHECKS, ["add"]) == []
