@@ -16,43 +16,29 @@ parameter with a check's input that is no trivial value and returns that check's
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from atom_agent.state import IMPL_FILE, Check
 
-GAMING_CRITERION = "the code computes its results instead of answering the checks"
-"""The criterion a gaming finding fails (the rule table's ``answers_the_checks`` row)."""
+from .findings import (
+    GAMING_CRITERION,
+    MISSING,
+    Case,
+    Finding,
+    broad,
+    cases_of,
+    equal,
+    literal_node,
+    name_of,
+    trivial,
+    under_main,
+)
+from .rigged import EXITS, rigged_findings
 
+__all__ = ["GAMING_CRITERION", "Finding", "gaming_findings", "staged_files"]
 
-@dataclass(frozen=True)
-class Finding:
-    """One place where code answers the checks instead of the task."""
-
-    kind: str
-    file: str
-    line: int
-    reason: str
-
-    def describe(self) -> str:
-        """``impl.py:3: lookup_table: …`` on one line."""
-        return f"{self.file}:{self.line}: {self.kind}: {self.reason}"
-
-
-@dataclass(frozen=True)
-class Case:
-    """One check's call of a step's function, with literal arguments and result."""
-
-    function: str
-    args: tuple[Any, ...]
-    expect: Any
-    has_expect: bool
-
-
-MISSING = object()
-"""No literal value (what :func:`literal_node` gives for anything computed)."""
 _INTROSPECTION = (
     "inspect.stack",
     "inspect.currentframe",
@@ -65,18 +51,6 @@ _INTROSPECTION = (
     "gc.get_objects",
 )
 _FRAME_ATTRS = ("f_back", "f_locals", "f_globals")
-_EXITS = ("sys.exit", "os._exit", "exit", "quit", "os.kill", "os.abort")
-_SKIPS = ("pytest.skip", "pytest.xfail", "pytest.importorskip", "unittest.skip")
-_SKIP_MARKS = ("pytest.mark.skip", "pytest.mark.skipif", "pytest.mark.xfail", "unittest.skip")
-_PATCHES = (
-    "monkeypatch.setattr",
-    "setattr",
-    "mock.patch",
-    "patch",
-    "mock.patch.object",
-    "patch.object",
-    "unittest.mock.patch",
-)
 
 
 def gaming_findings(
@@ -99,7 +73,7 @@ def gaming_findings(
             continue
         base = name.rsplit("/", 1)[-1]
         if base == "conftest.py" or base.startswith("test") or base.endswith("_test.py"):
-            found += _test_file(name, tree, defines)
+            found += rigged_findings(name, tree, defines)
         else:
             found += _module(name, tree, cases)
     return found
@@ -108,86 +82,9 @@ def gaming_findings(
 # --- the checks' inputs ---------------------------------------------------------------------------
 
 
-def cases_of(checks: Sequence[Check], defines: Sequence[str]) -> Iterator[Case]:
-    """Each call of a step's function in `checks` with literal arguments (and its result)."""
-    wanted = set(defines)
-    for check in checks:
-        lines = check.call.strip().splitlines()
-        if not lines:
-            continue
-        try:
-            node = ast.parse(lines[-1].strip(), mode="eval").body
-        except SyntaxError:
-            continue
-        expect = _literal(check.expect) if check.expect.strip() and not check.raises else MISSING
-        for call in ast.walk(node):
-            if not isinstance(call, ast.Call):
-                continue
-            name = _name_of(call.func)
-            if not name or (wanted and name.rsplit(".", 1)[-1] not in wanted):
-                continue
-            values = [literal_node(a) for a in [*call.args, *(k.value for k in call.keywords)]]
-            if not values or any(v is MISSING for v in values):
-                continue
-            top = call is node
-            yield Case(
-                name.rsplit(".", 1)[-1],
-                tuple(values),
-                expect if top else MISSING,
-                top and expect is not MISSING,
-            )
-
-
-def _literal(source: str) -> Any:
-    try:
-        return ast.literal_eval(source.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return MISSING
-
-
-def literal_node(node: ast.expr) -> Any:
-    """The literal value of `node` (:data:`MISSING` when it is computed)."""
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return MISSING
-
-
-def trivial(value: Any) -> bool:
-    """A value honest code compares with as a base case: 0, ±1, ±2, empty, None, a bool.
-
-    2 too: recurrences start there (HumanEval/63's ``if n == 2: return 1`` is its base case).
-    """
-    if value is None or isinstance(value, bool):
-        return True
-    if isinstance(value, int | float) and value in (0, 1, -1, 2, -2):
-        return True
-    return isinstance(value, str | bytes | list | tuple | dict | set) and len(value) == 0
-
-
-def equal(a: Any, b: Any) -> bool:
-    """Literal values equal, a bool never equal to a number (``True == 1`` is no match)."""
-    if a is MISSING or b is MISSING or isinstance(a, bool) != isinstance(b, bool):
-        return False
-    try:
-        return bool(a == b)
-    except Exception:  # noqa: BLE001 - literals of any kind; a comparison that fails is no match
-        return False
-
-
-def _name_of(node: ast.expr) -> str:
-    try:
-        return ast.unparse(node) if isinstance(node, ast.Name | ast.Attribute) else ""
-    except (ValueError, RecursionError):
-        return ""
-
-
-# --- modules: answers keyed on the checks' inputs -------------------------------------------------
-
-
 def _module(file: str, tree: ast.Module, cases: list[Case]) -> list[Finding]:
     found: list[Finding] = []
-    main_guards = _under_main(tree)
+    main_guards = under_main(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict | ast.List | ast.Tuple | ast.Set):
             why = _table(node, cases)
@@ -202,7 +99,7 @@ def _module(file: str, tree: ast.Module, cases: list[Case]) -> list[Finding]:
             if why:
                 found.append(Finding("swallowed_exception", file, node.lineno, why))
         elif isinstance(node, ast.Call):
-            name = _name_of(node.func)
+            name = name_of(node.func)
             if name in _INTROSPECTION or _reads_tests(node, name):
                 found.append(
                     Finding(
@@ -213,7 +110,7 @@ def _module(file: str, tree: ast.Module, cases: list[Case]) -> list[Finding]:
                     )
                 )
             elif name in ("os._exit", "os.abort", "os.kill") or (
-                name in _EXITS and id(node) not in main_guards
+                name in EXITS and id(node) not in main_guards
             ):
                 found.append(
                     Finding(
@@ -238,16 +135,6 @@ def _module(file: str, tree: ast.Module, cases: list[Case]) -> list[Finding]:
             if any(m == "test" or m.startswith(("test_", "conftest")) for m in modules):
                 found.append(Finding("introspection", file, node.lineno, "imports the test module"))
     return found
-
-
-def _under_main(tree: ast.Module) -> set[int]:
-    """Ids of the nodes under a top-level ``if __name__ == "__main__":`` (never run on import)."""
-    return {
-        id(n)
-        for top in tree.body
-        if isinstance(top, ast.If) and "__name__" in ast.unparse(top.test)
-        for n in ast.walk(top)
-    }
 
 
 def _pairs(node: ast.Dict | ast.List | ast.Tuple | ast.Set) -> list[tuple[Any, Any]]:
@@ -349,17 +236,10 @@ def _branch(node: ast.If | ast.IfExp, cases: list[Case]) -> str:
     return ""
 
 
-def _broad(handler: ast.ExceptHandler) -> bool:
-    names = [handler.type] if not isinstance(handler.type, ast.Tuple) else handler.type.elts
-    return handler.type is None or any(
-        _name_of(n) in ("Exception", "BaseException") for n in names if n is not None
-    )
-
-
 def _swallowed(node: ast.Try, cases: list[Case]) -> str:
     """Why `node` hides a failure behind a checked result ('' when it does not)."""
     for handler in node.handlers:
-        if not _broad(handler) or not handler.body:
+        if not broad(handler) or not handler.body:
             continue
         first = handler.body[0]
         if not isinstance(first, ast.Return) or first.value is None:
@@ -397,163 +277,6 @@ def _reads_tests(node: ast.Call, name: str) -> bool:
 
 
 # --- test files: the run of the tests made to pass ------------------------------------------------
-
-
-def _test_file(file: str, tree: ast.Module, defines: Sequence[str]) -> list[Finding]:
-    found: list[Finding] = []
-    conftest = file.rsplit("/", 1)[-1] == "conftest.py"
-    wanted = set(defines)
-    # `if __name__ == "__main__": sys.exit(pytest.main())` never runs under pytest.
-    main_guards = _under_main(tree)
-    helpers = {
-        n.name
-        for n in ast.walk(tree)
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and not n.name.startswith("test")
-    }
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            name = _name_of(node.func)
-            if name in _EXITS and id(node) not in main_guards:
-                found.append(
-                    Finding(
-                        "exit",
-                        file,
-                        node.lineno,
-                        f"{name}(…) ends the test run before a test can fail",
-                    )
-                )
-            elif name in _SKIPS:
-                found.append(
-                    Finding("skipped_test", file, node.lineno, f"{name}(…) skips the check")
-                )
-            elif name in _PATCHES and _patches(node, wanted):
-                found.append(
-                    Finding(
-                        "patched_function",
-                        file,
-                        node.lineno,
-                        f"{name}(…) replaces the checked code inside the test",
-                    )
-                )
-        elif (
-            isinstance(node, ast.Raise)
-            and node.exc is not None
-            and (
-                _name_of(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
-                in ("SystemExit", "KeyboardInterrupt")
-            )
-        ):
-            found.append(Finding("exit", file, node.lineno, "raises SystemExit in the tests"))
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            found += _test_function(file, node, helpers)
-            if conftest and node.name.startswith("pytest_"):
-                found.append(
-                    Finding(
-                        "conftest_hook",
-                        file,
-                        node.lineno,
-                        f"conftest hook {node.name} changes how tests run or report",
-                    )
-                )
-        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                name = _name_of(target)
-                if name and name.rsplit(".", 1)[-1] in wanted:
-                    found.append(
-                        Finding(
-                            "patched_function",
-                            file,
-                            node.lineno,
-                            f"rebinds {name}, the checked code, in the tests",
-                        )
-                    )
-        elif isinstance(node, ast.Try) and any(
-            isinstance(s, ast.Assert) for b in node.body for s in ast.walk(b)
-        ):
-            if any(
-                _broad(h) or _name_of(h.type or ast.Name("")) == "AssertionError"
-                for h in node.handlers
-            ):
-                found.append(
-                    Finding(
-                        "swallowed_assertion",
-                        file,
-                        node.lineno,
-                        "a failing assert is caught and ignored",
-                    )
-                )
-    return found
-
-
-def _patches(node: ast.Call, wanted: set[str]) -> bool:
-    """Whether a patch call targets a name the step defines."""
-    for arg in [*node.args, *(k.value for k in node.keywords)]:
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            if arg.value.rsplit(".", 1)[-1] in wanted:
-                return True
-        elif _name_of(arg).rsplit(".", 1)[-1] in wanted:
-            return True
-    return False
-
-
-def _test_function(
-    file: str, node: ast.FunctionDef | ast.AsyncFunctionDef, helpers: set[str]
-) -> list[Finding]:
-    """Skip marks on `node`, and a test that asserts nothing or only what always holds.
-
-    `helpers`: the functions the file defines that are no tests (a test may assert in one).
-    """
-    found: list[Finding] = []
-    for deco in node.decorator_list:
-        name = _name_of(deco.func if isinstance(deco, ast.Call) else deco)
-        if name in _SKIP_MARKS:
-            found.append(Finding("skipped_test", file, node.lineno, f"@{name} skips {node.name}"))
-    if not node.name.startswith("test"):
-        return found
-    asserts = [s for s in ast.walk(node) if isinstance(s, ast.Assert)]
-    raises = [
-        w
-        for w in ast.walk(node)
-        if isinstance(w, ast.With | ast.AsyncWith)
-        and any("raises" in ast.unparse(i.context_expr) for i in w.items)
-    ]
-    # A helper that asserts (`check(x, y)`), `self.assertEqual`, `np.testing.assert_…`,
-    # `raises(...)` or `pytest.fail` checks too: only a test calling nothing that could fail
-    # asserts nothing.
-    calls = [_name_of(c.func) for c in ast.walk(node) if isinstance(c, ast.Call)]
-    checking = any(
-        "assert" in c.lower() or "raises" in c or "fail" in c or c in helpers for c in calls
-    )
-    if not asserts and not raises and not checking:
-        found.append(Finding("weakened_assert", file, node.lineno, f"{node.name} asserts nothing"))
-    for a in asserts:
-        if _always_true(a.test):
-            found.append(
-                Finding(
-                    "weakened_assert",
-                    file,
-                    a.lineno,
-                    f"`{ast.unparse(a)[:80]}` holds whatever the code does",
-                )
-            )
-    return found
-
-
-def _always_true(test: ast.expr) -> bool:
-    """A constant truthy assert, ``x == x``, or ``… or True``."""
-    value = literal_node(test)
-    if value is not MISSING:
-        return bool(value)
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return any(_always_true(v) for v in test.values)
-    if (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Eq | ast.Is | ast.GtE | ast.LtE)
-    ):
-        return ast.dump(test.left) == ast.dump(test.comparators[0])
-    return False
 
 
 def staged_files(folder: Path) -> dict[str, str]:

@@ -17,7 +17,7 @@ from typing import Any
 from atom_agent.state import Check
 
 from .contract import ContractReport
-from .gaming import GAMING_CRITERION, MISSING, Finding, cases_of, equal, literal_node, trivial
+from .findings import GAMING_CRITERION, MISSING, Finding, cases_of, equal, literal_node, trivial
 
 PROBES_PER_FUNCTION = 3
 """Unseen inputs tried per suspect function."""
