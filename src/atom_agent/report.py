@@ -88,6 +88,11 @@ def _evidence_section(step_id: str, verdict: dict[str, Any]) -> str:
     cross = verdict.get("cross_examination") or {}
     for s in cross.get("suspect_checks") or []:
         lines.append(f"- suspect check: `{s.get('check', '')[:200]}` — {s.get('reason', '')}")
+    # What ran and failed is reported as failed, with what outranked it: never silently.
+    for item in verdict.get("overruled") or []:
+        lines.append(f"- **failed, outranked** — {str(item)[:400]}")
+    for item in verdict.get("gaming") or []:
+        lines.append(f"- **answers the checks** — {str(item)[:300]}")
     return "\n".join(lines)
 
 

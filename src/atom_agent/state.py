@@ -51,9 +51,10 @@ class Check(BaseModel):
     criterion: str = Field(
         default="", description="the acceptance criterion this check proves (verbatim)"
     )
-    origin: Literal["task", "planner", "user"] = Field(
+    origin: Literal["task", "planner", "user", "own"] = Field(
         default="planner",
-        description="who wrote it: stated in the task (extracted by code), the planner, or a user",
+        description="who wrote it: stated in the task (extracted by code), the planner, a user, "
+        "or the executor's own tests (the asserts a draft wrote after its code)",
     )
     clause: str = Field(
         default="", description="the id of the task's clause this check executes ('' if none)"

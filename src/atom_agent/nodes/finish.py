@@ -349,7 +349,9 @@ def _verification(res: Resources, run: RunRef, statuses: Mapping[str, str]) -> s
     criteria: list[dict[str, Any]] = []
     idle: list[str] = []
     on_task: list[str] = []
+    over: list[str] = []
     for step_id, verdict in final_verdicts(res.workspace, run, statuses):
+        over += [f"{step_id}: {o}" for o in verdict.get("overruled") or []]
         criteria += shown_criteria(verdict)
         idle += not_exercised(verdict.get("names") or [])
         if verdict.get("committed_on") == "task checks":
@@ -362,6 +364,8 @@ def _verification(res: Resources, run: RunRef, statuses: Mapping[str, str]) -> s
             f"committed on the task's checks only, the model's contract disagreeing: "
             f"{', '.join(on_task)}"
         )
+    if over:  # what ran and failed, each with the check that outranked it
+        summary += ("; " if summary else "") + "failing checks outranked: " + "; ".join(over)
     return summary
 
 

@@ -111,7 +111,8 @@ def test_one_check_the_task_states_outranks_any_number_of_the_models(tmp_path: P
     checks = [task, *model]
     right = _report(BOTH, checks, tmp_path, "right")  # passes the task's check only
     wrong = _report(BROKEN_SUB, checks, tmp_path, "wrong")  # passes the model's three only
-    assert rank(right) == (1, 0, 1) and rank(wrong) == (0, 0, 3)
+    # (honest, task, kept, passed, own): no gaming, no own tests here.
+    assert rank(right) == (1, 1, 0, 1, 0) and rank(wrong) == (1, 0, 0, 3, 0)
     drafts = Drafts(
         candidates=[
             Candidate(k=0, source=BROKEN_SUB, temperature=0.0, informed=False, report=wrong),

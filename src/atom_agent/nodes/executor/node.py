@@ -18,6 +18,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from atom_agent.budget import now
 from atom_agent.checks.contract import check_problems, contract_tests
+from atom_agent.checks.own import load_own, save_own
 from atom_agent.context import Context
 from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.models.purpose import calling, for_attempt
@@ -553,10 +554,14 @@ def _draft(res: Resources, state: State, at: _Attempt) -> tuple[Drafts, dict[str
         witnesses=at.profile.cross_samples,
         first=first,
         drawn=_task_samples(res, state, first),
+        own=[c for a in _earlier(res.workspace, at) for c in load_own(a.path)],
     )
+    # The reflector runs the same own tests on the staged code (and says which it set aside).
+    save_own(attempt.path, drafts.own)
     incumbent = _incumbent(res.workspace, at)
     if incumbent is not None:
-        drafts.consider(incumbent, folder=attempt.path / "candidates", checks=checks,
+        drafts.consider(incumbent, folder=attempt.path / "candidates",
+                        checks=[*checks, *drafts.own_run],
                         defines=step.defines, available=at.available,
                         python_path=scope.python_path()[1:], runner=res.runner,
                         limits=res.limits)  # fmt: skip
@@ -596,6 +601,8 @@ def _record_drafts(attempt: AttemptRef, prompt: str, drafts: Drafts) -> None:
             ],
             "kept": best.k if best is not None else None,
             "suspect": {str(i): why for i, why in drafts.suspect.items()},
+            "own_tests": [c.describe() for c in drafts.own],
+            "gaming": {str(c.k): c.gaming for c in drafts.candidates if c.gaming},
         },
     )
 
@@ -624,6 +631,11 @@ def _candidate_zero(plain: str | None, defines: list[str]) -> str | None:
     if not plain or not defines:
         return None
     return plain if set(defines) <= set(defined_in_code(plain)) else None
+
+
+def _earlier(workspace: Workspace, at: _Attempt) -> list[AttemptRef]:
+    """The step's attempts before this one."""
+    return [a for a in workspace.list_attempts(at.step_ref) if a.n < at.attempt.n]
 
 
 def _incumbent(workspace: Workspace, at: _Attempt) -> str | None:
