@@ -8,6 +8,9 @@ Arms, one model loaded once, each in its own workspace ``<workspace>/<arm>/``:
 - plain: one plain call per task (``selection.candidates.ask_plain``), the floor;
 - told: one plain call per task of the oracle's ``told`` stream (the rules in force written
   before each task), what the model does when simply told;
+- zero: memory on, one plain call per task: the stream's tasks in order share one memory
+  project, each task's rules are remembered and the rules in force ride in its text
+  (``nodes.rules.carry_rules``), as the agent's first call (candidate zero) asks it;
 - off: the agent, every task with its own memory (``--isolated-memory``);
 - on: the agent, the stream's tasks in order sharing one memory project (one per stream).
 
@@ -38,10 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from atom_agent.batch import BatchOptions, run_batch  # noqa: E402
 from atom_agent.context import Context  # noqa: E402
 from atom_agent.nodes.planner import task_names  # noqa: E402
+from atom_agent.nodes.rules import carry_rules  # noqa: E402
 from atom_agent.resources import Resources  # noqa: E402
 from atom_agent.selection.candidates import ask_plain  # noqa: E402
 
-ARMS = ("plain", "told", "off", "on")
+ARMS = ("plain", "told", "zero", "off", "on")
 
 
 def _rows(path: Path) -> dict[str, dict[str, Any]]:
@@ -76,6 +80,39 @@ def plain_arm(res: Resources, stream: Path, ws: Path, stem: str) -> dict[str, di
             out.write(json.dumps(row) + "\n")
         done[key] = row
         print(f"{ws.name} {key}: {row['tokens']} tokens, {row['seconds']} s", flush=True)
+    return done
+
+
+def zero_arm(res: Resources, stream: Path, ws: Path, stem: str, ctx: Context) -> dict[str, Any]:
+    """Memory on, one plain call per task: rules remembered and carried as a run carries them."""
+    path = ws / "results.jsonl"
+    done = _rows(path)
+    task_res = res.for_context(ctx.replace(workspace=str(ws), project_id=f"streams.zero.{stem}"))
+    model = res.model("executor")
+    for item in _tasks(stream):
+        key = f"{stem}.{item['id']}"
+        if key in done:
+            continue
+        t0 = time.monotonic()
+        text, info = carry_rules(task_res, key, item["task"])
+        answer = ask_plain(model, text, task_names(text))
+        usage = getattr(answer.reply, "usage_metadata", None) or {}
+        run = ws / "runs" / key
+        folder = run / "steps" / "step1" / "committed" / "artifacts"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "impl.py").write_text(answer.source, encoding="utf-8")
+        (run / "run.json").write_text(json.dumps({"task": item["task"], "rules": info}, indent=1))
+        row = {"id": key, "tokens": int(usage.get("total_tokens", 0)),
+               "seconds": round(time.monotonic() - t0, 2),
+               "carried": len(info.get("carried", []))}  # fmt: skip
+        with path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(row) + "\n")
+        done[key] = row
+        print(
+            f"zero {key}: {row['tokens']} tokens, {row['seconds']} s, "
+            f"{row['carried']} rules carried",
+            flush=True,
+        )
     return done
 
 
@@ -169,21 +206,25 @@ def main() -> None:
                   **{"ask_user": False, **json.loads(args.settings)})  # fmt: skip
     rows: dict[str, dict[str, dict[str, Any]]] = {arm: {} for arm in arms}
     scored: dict[str, list[dict[str, Any]]] = {arm: [] for arm in arms}
-    carried: dict[str, list[int]] = {arm: [0, 0] for arm in arms if arm in ("off", "on")}
+    carried: dict[str, list[int]] = {arm: [0, 0] for arm in arms if arm in ("zero", "off", "on")}
     with Resources(ctx) as res:
-        for stream in streams:
-            told = told_dir / stream.name
+        for stream in streams:  # the told streams first: every arm reads them in order
             text = subprocess.run([sys.executable, str(oracle), "told", str(stream)],
                                   capture_output=True, text=True, check=True).stdout  # fmt: skip
-            told.write_text(text)
-            for arm in arms:
-                ws = root / arm
-                ws.mkdir(parents=True, exist_ok=True)
+            (told_dir / stream.name).write_text(text)
+        # Arm by arm over every stream, so a stopped evaluation has whole arms (and resumes).
+        for arm in arms:
+            ws = root / arm
+            ws.mkdir(parents=True, exist_ok=True)
+            for stream in streams:
                 if arm in ("plain", "told"):
-                    source = stream if arm == "plain" else told
+                    source = stream if arm == "plain" else told_dir / stream.name
                     rows[arm] |= plain_arm(res, source, ws, stream.stem)
+                elif arm == "zero":
+                    rows[arm] |= zero_arm(res, stream, ws, stream.stem, ctx)
                 else:
                     rows[arm] |= agent_arm(res, stream, ws, stream.stem, ctx, shared=arm == "on")
+                if arm in carried:
                     ids = [t["id"] for t in _tasks(stream)]
                     good, total, notes = carried_in_force(ws, stream.stem, ids)
                     carried[arm][0] += good
