@@ -54,7 +54,12 @@ from atom_agent.verification.outcomes import outcome_checks
 from atom_agent.verification.properties import PROPERTY_CRITERION, property_checks
 from atom_agent.verification.rules import Fired, search, unique
 from atom_agent.verification.signatures import closing_paren, signature_checks, stated_signatures
-from atom_agent.verification.standing import standing_checks
+from atom_agent.verification.standing import (
+    MESSAGE_NAMES_ARGUMENT,
+    Signature,
+    message_check,
+    standing_checks,
+)
 
 __all__ = [
     "CODE_CRITERIA",
@@ -125,7 +130,7 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
                 rules=list(dict.fromkeys(r for f in fresh for r in f.rules)),
             )
         )
-    clauses = _with_standing_rules(task, clauses, names)
+    clauses = _with_standing_rules(task, clauses, names, _signatures(task, stated, examples))
     # Examples code reads only from the whole text (doctest blocks, code): a clause of their own.
     calls = {c.call for cl in clauses for c in cl.checks}
     rest = [
@@ -147,11 +152,33 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
     return clauses
 
 
-def _with_standing_rules(task: str, clauses: list[Clause], names: Sequence[str]) -> list[Clause]:
+def _signatures(
+    task: str, stated: Mapping[str, Stated], examples: Mapping[str, list[str]]
+) -> dict[str, Signature]:
+    """The functions the task states, for the checks its standing rules state over calls."""
+    own = own_task(task)
+    found: dict[str, Signature] = {}
+    for sig in stated.values():
+        if sig.owner or sig.name[:1].isupper():
+            continue
+        returns = re.search(rf"\b{re.escape(sig.name)}\([^)]*\)\s*->\s*([\w\[\], .]+)", own)
+        found[sig.name] = Signature(
+            name=sig.name, params=sig.params, annotations=sig.annotations,
+            defaults=sig.defaults, example=tuple(examples.get(sig.name) or ()),
+            returns=returns[1].strip() if returns else "",
+        )  # fmt: skip
+    return found
+
+
+def _with_standing_rules(
+    task: str, clauses: list[Clause], names: Sequence[str], signatures: Mapping[str, Signature]
+) -> list[Clause]:
     """The project's rules (carried, or stated in the task) with the checks they state.
 
     The block's heading is no clause; a clause that is (part of) a rule gets the checks that
-    rule states over the task's functions (:func:`standing_checks`), once per rule.
+    rule states over the task's functions (:func:`standing_checks`), once per rule; a rule that
+    an error's message starts with the argument's name also checks each call the other checks
+    expect to raise (:func:`message_check`).
     """
     rules = [
         *carried_rules(task),
@@ -168,9 +195,14 @@ def _with_standing_rules(task: str, clauses: list[Clause], names: Sequence[str])
         extra: list[Check] = []
         if rule is not None and rule not in done:
             done.add(rule)
+            built = standing_checks(rule, functions, signatures)
+            if MESSAGE_NAMES_ARGUMENT.search(rule):
+                raising = [c for cl in clauses for c in cl.checks if c.raises] + built
+                built += [m for c in raising
+                          if (sig := signatures.get(c.call.split("(")[0].strip())) is not None
+                          and (m := message_check(c, sig)) is not None]  # fmt: skip
             extra = [c.model_copy(update={"clause": clause.id})
-                     for c in standing_checks(rule, functions)
-                     if not check_problems(c, defines=names)]  # fmt: skip
+                     for c in built if not check_problems(c, defines=names)]  # fmt: skip
         if extra:
             clause = clause.model_copy(update={
                 "checks": [*clause.checks, *extra],

@@ -10,7 +10,13 @@ from atom_agent.checks.contract import run_contract
 from atom_agent.rule_text import RULES_HEADER, with_rules
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.verification.clauses import task_clauses
-from atom_agent.verification.standing import RULE_CRITERION, standing_checks
+from atom_agent.verification.standing import (
+    MESSAGE_NAMES_ARGUMENT,
+    RULE_CRITERION,
+    Signature,
+    message_check,
+    standing_checks,
+)
 
 RUNNER = default_runner()
 LIMITS = Limits(timeout_s=30)
@@ -98,3 +104,60 @@ def test_a_section_that_must_name_each_parameter_fails_when_one_is_missing(tmp_p
     missing = KEEPS.replace("        factor: the multiplier.\n", "")
     assert set(_run(tmp_path, missing, SECTION)) == {"failed"}
     assert set(_run(tmp_path, missing, "Every docstring has a 'Params:' section.")) == {"passed"}
+
+
+CALLS_KEEP = """
+def pick(items: list, count: int = 1):
+    if count < 0:
+        raise KeyError("count: must not be negative")
+    return tuple(items[:count])
+"""
+CALLS_BREAK = """
+def pick(items: list, count: int = 1):
+    items.append(0)
+    if count < 0:
+        raise ValueError("must not be negative")
+    return items[:count]
+"""
+PICK = Signature(name="pick", params=("items", "count"), annotations=("list", "int"),
+                 defaults=(None, "1"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "From now on a negative count raises KeyError.",
+        "Every function of this project returns several values as a tuple, never as a list.",
+        "From now on functions never modify the lists they are given.",
+    ],
+)
+def test_rules_about_calls_check_a_valid_call_changed_as_the_rule_says(
+    tmp_path: Path, rule: str
+) -> None:
+    checks = standing_checks(rule, ["pick"], {"pick": PICK})
+    assert len(checks) == 1
+    for source, want in ((CALLS_KEEP, "passed"), (CALLS_BREAK, "failed")):
+        staging = tmp_path / want
+        staging.mkdir(exist_ok=True)
+        (staging / "impl.py").write_text(source)
+        report = run_contract(checks, staging=staging, runner=RUNNER, limits=LIMITS,
+                              defines=["pick"])  # fmt: skip
+        assert [r.status == "passed" for r in report.results] == [want == "passed"]
+
+
+def test_an_error_message_rule_checks_the_changed_argument_leads_the_message(
+    tmp_path: Path,
+) -> None:
+    (raising,) = standing_checks("From now on a negative count raises KeyError.", ["pick"],
+                                 {"pick": PICK})  # fmt: skip
+    check = message_check(raising, PICK)
+    assert check is not None and MESSAGE_NAMES_ARGUMENT.search(
+        "an invalid argument raises ValueError whose message starts with the argument's name"
+    )
+    for source, want in ((CALLS_KEEP, "passed"), (CALLS_BREAK, "failed")):
+        staging = tmp_path / want
+        staging.mkdir(exist_ok=True)
+        (staging / "impl.py").write_text(source)
+        report = run_contract([check], staging=staging, runner=RUNNER, limits=LIMITS,
+                              defines=["pick"])  # fmt: skip
+        assert [r.status == "passed" for r in report.results] == [want == "passed"]
