@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import textwrap
 from pathlib import Path
@@ -77,14 +78,17 @@ def files_project(root: Path, files: dict[str, str], *, with_git: bool = True) -
 
 
 def answers(**defs: str) -> ScriptedChatModel:
-    """A model that answers an edit of the step for `name` (``1-name``) with defs[name].
+    """A model that answers an edit of the step for `name` with defs[name].
 
-    It reads what the call is for from its metadata (purpose, step), never the prompt.
+    It reads what the call is for from its metadata (purpose, step), never the prompt: a
+    project step's id is its number and the target's name (``2-set-in``, ``1-box-size``).
     """
 
     def respond(messages: list[BaseMessage], info: CallInfo) -> str:
+        target = info.step.partition("-")[2]
         for name, source in defs.items():
-            if info.purpose == "project_edit" and info.step.partition("-")[2] == name:
+            slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+            if info.purpose == "project_edit" and (target == slug or target.endswith("-" + slug)):
                 return "```python\n" + textwrap.dedent(source) + "```"
         return "no idea"
 
