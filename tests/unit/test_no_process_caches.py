@@ -17,6 +17,8 @@ CONTAINERS = {"dict", "OrderedDict", "defaultdict", "set", "list", "WeakValueDic
 ALLOWED = {
     # tool → OpenAI schema: a pure function of the tool's name, description and argument model
     ("models/tool_schemas.py", "_CACHE"),
+    # the built-in prompt texts, registered by their modules at import: constants, never a run's
+    ("prompts.py", "_DEFAULTS"),
     # what this machine's kernel and binaries can do (probed once; they do not change)
     ("sandbox/bubblewrap.py", "probe_bubblewrap"),
     ("sandbox/bubblewrap.py", "_python_binds"),  # the interpreter's and pytest's install paths

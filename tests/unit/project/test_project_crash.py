@@ -73,6 +73,10 @@ def test_a_reflector_rerun_after_its_commit_finds_the_commit_and_commits_nothing
     outcome = run_task("Implement `calc.add` as its docstring says.", context, models=model)
     assert outcome.status == "done"
     before = _branch_log(repo, outcome.run_id)
+    # A process that died before finish left the run's worktree; this run finished and removed
+    # it (the branch is the user's), so put it back as the crashed run would have had it.
+    checkout = tmp_path / "ws" / "runs" / outcome.run_id / "project"
+    git(repo, "worktree", "add", "-q", str(checkout), f"atom/{outcome.run_id}")
     with Resources(context, models=model) as res:
         graph = build_graph(res, checkpointer=res.checkpointer)
         config: Any = {"configurable": {"thread_id": outcome.run_id}}
