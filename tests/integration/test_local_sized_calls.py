@@ -11,7 +11,6 @@ from atom_agent.verification.contracts import (
     ask_contract,
     contract_max_tokens,
     contract_size,
-    covered_clauses,
 )
 
 pytestmark = [pytest.mark.local_model, pytest.mark.integration]
@@ -33,7 +32,7 @@ def model() -> LocalChatModel:
 def test_a_grammar_constrained_contract_reply_ends_before_its_cap(model: LocalChatModel) -> None:
     plan = finalize_plan(single_step_plan(TASK), TASK)
     (step,) = plan.steps
-    most = contract_size(len(covered_clauses(plan, step)))
+    most = contract_size(plan, step)
     ledger = CallLedger()
     with recording(ledger):
         reply, checks = ask_contract(model, TASK, plan, step)

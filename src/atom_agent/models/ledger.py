@@ -85,8 +85,7 @@ class CallLedger(ModelCallHandler):
             self._open[run_id] = (purpose, time.monotonic())
 
     def ended(self, run_id: UUID, replies: list[AIMessage], error: BaseException | None) -> None:
-        """Count the call, its tokens (a failed call's when it carries its reply), its seconds,
-        and whether it ran to its cap."""
+        """Count the call: its tokens (a failed call's too), seconds, and whether it hit its cap."""
         with self._lock:
             opened = self._open.pop(run_id, None)
             cap = self._caps.pop(run_id, None)

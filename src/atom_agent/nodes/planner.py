@@ -279,7 +279,7 @@ def plan_max_tokens(most: int) -> int:
     chars = PLAN_TEXT_CHARS
     prose = chars["title"] + chars["description"]
     prose += PLAN_LISTS["acceptance_criteria"] * chars["criterion"]
-    names = (PLAN_LISTS["defines"] * chars["name"] + (1 + PLAN_LISTS["depends_on"]) * chars["id"])
+    names = PLAN_LISTS["defines"] * chars["name"] + (1 + PLAN_LISTS["depends_on"]) * chars["id"]
     step = prose / PROSE_CHARS_PER_TOKEN + names / NAME_CHARS_PER_TOKEN + STEP_JSON_TOKENS
     rationale = chars["title"] / PROSE_CHARS_PER_TOKEN
     return math.ceil(PLAN_JSON_TOKENS + rationale + most * step)
@@ -613,10 +613,12 @@ MAX_UNPLANNED_CHARS = 2000
 """Longest task planned as one step by code when it asks for more than one unit."""
 _ORDERED = re.compile(
     r"\bstep\s*\d|^\s*\d+[.)]\s|(?:^|[.;:]\s+)(?:first|then|next|finally|afterwards|after that)\b"
-    r"|\bbuilds? on\b|\bon top of\b|\bin terms of\b",
+    r"|\bbuil(?:ds?|t) on\b|\bon top of\b|\bin terms of\b"
+    r"|\b(?:uses?|using|calls?|calling)\s+(?:them|both|these|those|the others?)\b",
     re.IGNORECASE | re.MULTILINE,
 )
-"""How a task orders its parts: numbered steps, "first … then …", one built on another."""
+"""How a task orders its parts: numbered steps, "first … then …", one built on (or using)
+others."""
 
 
 def one_step_task(task: str) -> bool:

@@ -30,6 +30,7 @@ from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import SHAPE_CRITERIA, check_problems
 from atom_agent.checks.exercised import referenced_names
 from atom_agent.models.purpose import calling
+from atom_agent.models.stopping import code_replies
 from atom_agent.models.structured import complete_items, invoke_sized
 from atom_agent.names import named_in_text
 from atom_agent.replies import extract_code
@@ -81,14 +82,22 @@ REPLY_TOKENS = 32
 CONTRACT_SCHEMA_NAME = "Tests"
 
 
-def contract_size(clauses: int) -> int:
-    """Tests a contract covering `clauses` clauses may hold (two each, within the bounds)."""
+def contract_size(plan: Plan, step: PlanStep) -> int:
+    """How many tests `step`'s contract may hold.
+
+    Two per clause it gives a test each (:func:`skeleton_clauses`), within the bounds; else
+    six (its normal and edge cases and its errors).
+    """
+    clauses = len(skeleton_clauses(plan, step))
     return min(MOST_TESTS, max(FEWEST_TESTS, 2 * clauses)) if clauses else MOST_TESTS - 2
 
 
 def contract_schema(clause_ids: list[str], most: int) -> dict[str, Any]:
-    """The JSON schema of a contract reply: at most `most` one-line tests, each tied to one of
-    `clause_ids` when there are any; every string bounded, so the reply's end is bounded."""
+    """The JSON schema of a contract reply: at most `most` one-line tests.
+
+    Each is tied to one of `clause_ids` when there are any; every string is bounded, so the
+    reply's length is.
+    """
     item: dict[str, Any] = {
         "type": "object",
         "properties": {
@@ -181,9 +190,10 @@ def ask_contract(
     wrote a fenced block instead) is read as asserts, tied to clauses by test name.
     """
     offered = covered_clauses(plan, step)
-    most = contract_size(len(offered))
+    most = contract_size(plan, step)
     ids = [c.id for c in offered]
-    with calling("contract"):
+    # A model that answers in text anyway (a fenced block) is ended where its block does.
+    with calling("contract"), code_replies("tests", ()):
         reply = invoke_sized(
             model,
             CONTRACT_SCHEMA_NAME,
@@ -336,7 +346,7 @@ def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
         else CONTRACT_CASES
     )
     classes = [n for n in step.defines if _is_class(n)]
-    most = contract_size(len(offered))
+    most = contract_size(plan, step)
     return CONTRACT_TASK.format(
         task=task.strip(),
         step=scope,
@@ -349,8 +359,11 @@ def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
 
 
 def covered_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
-    """The clauses a step's contract covers, each named by its tests: those a test file would
-    give a test each (:func:`skeleton_clauses`), else the open ones, results first."""
+    """The clauses a step's contract covers, each named by the tests that check it.
+
+    Those a test file would give a test each (:func:`skeleton_clauses`), else the open ones,
+    results first.
+    """
     return skeleton_clauses(plan, step) or open_clauses(plan, step)[:MAX_SKELETON_TESTS]
 
 

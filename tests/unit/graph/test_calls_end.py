@@ -112,7 +112,9 @@ def test_a_task_of_unordered_names_is_one_step_planned_without_a_call(tmp_path: 
     assert one_step_task(UNORDERED)
     assert not one_step_task(ORDERED)
     assert not one_step_task("Write add(a, b). Then write sub(a, b) and mul(a, b).")
-    assert not one_step_task("Write alpha(x), beta(x), gamma(x), delta(x) and omega(x), each returning x.")
+    assert not one_step_task(
+        "Write alpha(x), beta(x), gamma(x), delta(x) and omega(x), each returning x."
+    )
     planner = _planner(None, [])
     outcome = _run(tmp_path, UNORDERED, planner, "step1")
     assert outcome.status == "done"
