@@ -174,12 +174,12 @@ def _one_step_reason(res: Resources, state: State, zero: _Zero | None) -> str | 
         return None
     if res.ctx.max_plan_steps == 1 or single_unit(state["task"]):
         return "initial plan"
-    if one_step_task(state["task"]):
-        emit("plan.one_step_task", run_id=state["run_id"])
-        return "initial plan: one step, the task asks for a few names of one module, unordered"
     if zero is not None and zero.meets_task:
         emit("plan.plain_meets_task", run_id=state["run_id"])
         return "initial plan: one step, the plain answer meets every check the task states"
+    if one_step_task(state["task"]):
+        emit("plan.one_step_task", run_id=state["run_id"])
+        return "initial plan: one step, the task asks for a few names of one module, unordered"
     return None
 
 
