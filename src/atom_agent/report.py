@@ -118,13 +118,14 @@ def calls_table(calls: dict[str, dict[str, float]]) -> list[str]:
     lines = [
         "## Model calls by purpose",
         "",
-        "| purpose | calls | tokens in | tokens out | seconds |",
-        "|---|---|---|---|---|",
+        "| purpose | calls | tokens in | tokens out | seconds | hit their cap |",
+        "|---|---|---|---|---|---|",
     ]
     for purpose, row in sorted(calls.items(), key=lambda kv: -kv[1].get("seconds", 0.0)):
         lines.append(
             f"| {purpose} | {int(row.get('calls', 0))} | {int(row.get('input_tokens', 0))} | "
-            f"{int(row.get('output_tokens', 0))} | {row.get('seconds', 0.0):.1f} |"
+            f"{int(row.get('output_tokens', 0))} | {row.get('seconds', 0.0):.1f} | "
+            f"{int(row.get('capped', 0))} |"
         )
     return [*lines, ""]
 

@@ -326,7 +326,8 @@ def _add_usage(left: dict[str, float], right: dict[str, float]) -> dict[str, flo
 
 
 CallRows = dict[str, dict[str, float]]
-"""Model calls by purpose: ``{purpose: {"calls", "input_tokens", "output_tokens", "seconds"}}``
+"""Model calls by purpose: ``{purpose: {"calls", "input_tokens", "output_tokens", "seconds",
+"capped"}}``, ``capped`` the calls that ran to their ``max_tokens``
 (:mod:`atom_agent.models.ledger`)."""
 
 

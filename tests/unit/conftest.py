@@ -36,6 +36,7 @@ STARTS_PROCESSES = frozenset(
         "graph/test_broken_calls.py",
         "graph/test_budget_calls.py",
         "graph/test_budgets_and_shape.py",
+        "graph/test_calls_end.py",
         "graph/test_candidate_zero.py",
         "graph/test_cli_run.py",
         "graph/test_context_precedence.py",

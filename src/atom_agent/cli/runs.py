@@ -106,7 +106,8 @@ ORIGIN_OF = {
 def calls_summary(ws: Workspace, prefix: str = "") -> dict[str, Any]:
     """Over the runs whose id starts with `prefix`: what each purpose of a call cost and won.
 
-    Per purpose (run.json ``calls``): calls, tokens, seconds. Per candidate origin (each
+    Per purpose (run.json ``calls``): calls, tokens, seconds, and the calls that ran to their
+    ``max_tokens`` (``capped``, a total over the runs, not per run). Per candidate origin (each
     attempt's drafts.json): candidates drawn, with code, that met the step's checks, that were
     kept, and that *decided* (kept, with no earlier candidate of the attempt passing as many
     checks: without it the attempt would have handed back something worse).
@@ -175,8 +176,13 @@ def _calls(args: argparse.Namespace) -> int:
         return 0
     n = summary["runs"] or 1
     console = Console()
-    table = Table(title=f"Model calls by purpose over {summary['runs']} runs (per run)")
-    for column in ("purpose", "calls", "tokens", "seconds", "candidates", "met", "kept", "decided"):
+    table = Table(
+        title=f"Model calls by purpose over {summary['runs']} runs (per run; capped: the calls "
+        "that ran to their max_tokens, in all)"
+    )
+    columns = ("purpose", "calls", "tokens", "seconds", "capped", "candidates", "met", "kept",
+               "decided")  # fmt: skip
+    for column in columns:
         table.add_column(column)
     sources = dict(summary["sources"])
     for purpose, row in sorted(
@@ -186,12 +192,12 @@ def _calls(args: argparse.Namespace) -> int:
         tokens = row.get("input_tokens", 0) + row.get("output_tokens", 0)
         table.add_row(
             purpose, f"{row.get('calls', 0) / n:.1f}", f"{tokens / n:.0f}",
-            f"{row.get('seconds', 0) / n:.1f}",
+            f"{row.get('seconds', 0) / n:.1f}", str(int(row.get("capped", 0))),
             *(str(won.get(k, "–")) for k in ("drawn", "met", "kept", "decided")),
         )  # fmt: skip
     for origin, won in sources.items():  # candidates no call wrote (an earlier attempt's best)
         counts = (str(won.get(k, 0)) for k in ("drawn", "met", "kept", "decided"))
-        table.add_row(origin, "–", "–", "–", *counts)
+        table.add_row(origin, "–", "–", "–", "–", *counts)
     console.print(table)
     return 0
 
@@ -224,7 +230,8 @@ def register(subparsers: Any) -> None:
         "calls",
         help="what each kind of model call cost and won, over a set of runs",
         description="Per purpose of a model call (plan, contract, plain answer, draft, "
-        "witness, tool loop, ...): calls, tokens and seconds per run; and per "
+        "witness, tool loop, ...): calls, tokens and seconds per run, and the calls that ran "
+        "to their max_tokens; and per "
         "kind of candidate: how many were drawn, met the step's checks, were kept, and "
         "decided the outcome (kept, with no earlier candidate as good).",
     )

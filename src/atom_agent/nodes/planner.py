@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 from atom_agent.checks.contract import ContractReport
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.purpose import calling
-from atom_agent.models.structured import StructuredReply, invoke_structured
+from atom_agent.models.structured import SizedReply, StructuredReply, invoke_sized
 from atom_agent.names import (
     STANDALONE,
     called_names,
@@ -185,6 +186,9 @@ def _one_step_reason(res: Resources, state: State, zero: _Zero | None) -> str | 
     if zero is not None and zero.meets_task:
         emit("plan.plain_meets_task", run_id=state["run_id"])
         return "initial plan: one step, the plain answer meets every check the task states"
+    if one_step_task(state["task"]):
+        emit("plan.one_step_task", run_id=state["run_id"])
+        return "initial plan: one step, the task asks for a few names of one module, unordered"
     return None
 
 
@@ -213,14 +217,92 @@ def _ask_for_plan(
     An invalid plan is not sent back to the model: the fallback (the task as one step, or on
     a replan the last valid plan) costs no call, and no measured plan call was invalid.
     """
+    most = min(res.ctx.max_plan_steps, PLAN_STEPS_PER_REPLY)
     with calling("plan", "PLANNER_REPLAN" if replan_text else "PLANNER_TASK"):
-        reply = invoke_structured(
-            res.structured("planner", ProposedPlan), _plan_request(res, state, replan_text)
+        sized = invoke_sized(
+            res.model("planner"),
+            ProposedPlan.__name__,
+            plan_schema(most),
+            _plan_request(res, state, replan_text),
+            max_tokens=plan_max_tokens(most),
+            description="the plan",
         )
+    reply = _as_structured(sized)
     plan, problems = _validated(res, state["task"], committed, reply)
     if plan is None:
         emit("plan.invalid", run_id=state["run_id"], problems=problems)
     return plan, problems, [reply.raw] if reply.raw is not None else []
+
+
+PLAN_STEPS_PER_REPLY = 6
+"""Steps one plan reply may hold (``max_plan_steps`` when lower): the plan's schema bounds
+every list and text in it, so its reply ends where the plan does, within a ``max_tokens``
+sized to what the schema admits (:func:`plan_max_tokens`)."""
+PLAN_TEXT_CHARS = {"id": 32, "title": 60, "description": 240, "criterion": 100, "name": 40}
+"""Longest text of each kind in a plan reply (the schema's ``maxLength``)."""
+PLAN_LISTS = {"acceptance_criteria": 3, "defines": 5, "depends_on": 3}
+"""Most items of each list of a step."""
+PROSE_CHARS_PER_TOKEN = 3.0
+NAME_CHARS_PER_TOKEN = 2.0
+"""Characters per token, counted low: of a plan's prose, and of its ids and names."""
+STEP_JSON_TOKENS = 48
+"""Tokens of a step's JSON around its texts (keys, quotes, brackets)."""
+PLAN_JSON_TOKENS = 64
+"""Tokens of a plan's JSON around its steps, its rationale included."""
+
+
+def plan_schema(most: int) -> dict[str, Any]:
+    """The JSON schema of a plan reply of at most `most` steps, every list and text bounded."""
+
+    def text(kind: str) -> dict[str, Any]:
+        return {"type": "string", "maxLength": PLAN_TEXT_CHARS[kind]}
+
+    def names(key: str, kind: str) -> dict[str, Any]:
+        return {"type": "array", "items": text(kind), "maxItems": PLAN_LISTS[key]}
+
+    step = {
+        "type": "object",
+        "properties": {
+            "id": {**text("id"), "minLength": 1},
+            "title": text("title"),
+            "description": text("description"),
+            "acceptance_criteria": {**names("acceptance_criteria", "criterion"), "minItems": 1},
+            "depends_on": names("depends_on", "id"),
+            "defines": names("defines", "name"),
+        },
+        "required": ["id", "title", "description", "acceptance_criteria", "depends_on",
+                     "defines"],
+    }  # fmt: skip
+    return {
+        "type": "object",
+        "properties": {
+            "steps": {"type": "array", "items": step, "minItems": 1, "maxItems": most},
+            "rationale": text("title"),
+        },
+        "required": ["steps", "rationale"],
+    }
+
+
+def plan_max_tokens(most: int) -> int:
+    """``max_tokens`` of a plan reply of at most `most` steps: what :func:`plan_schema` admits."""
+    chars = PLAN_TEXT_CHARS
+    prose = chars["title"] + chars["description"]
+    prose += PLAN_LISTS["acceptance_criteria"] * chars["criterion"]
+    names = PLAN_LISTS["defines"] * chars["name"] + (1 + PLAN_LISTS["depends_on"]) * chars["id"]
+    step = prose / PROSE_CHARS_PER_TOKEN + names / NAME_CHARS_PER_TOKEN + STEP_JSON_TOKENS
+    rationale = chars["title"] / PROSE_CHARS_PER_TOKEN
+    return math.ceil(PLAN_JSON_TOKENS + rationale + most * step)
+
+
+def _as_structured(sized: SizedReply) -> StructuredReply:
+    """A plan reply as the plan's parser reads it: the plan, or why there is none."""
+    if sized.data is None:
+        why = "the reply held no JSON object" if not sized.text else "the reply was cut off"
+        return StructuredReply(None, sized.raw, why)
+    try:
+        return StructuredReply(ProposedPlan.model_validate(sized.data), sized.raw)
+    except ValidationError as exc:
+        return StructuredReply(None, sized.raw, f"ValidationError: {exc}")
 
 
 def _validated(
@@ -532,6 +614,56 @@ def single_unit(task: str) -> bool:
         return len(functions) == 1
     standalone = [n for n in functions if re.search(STANDALONE.format(n=re.escape(n)), task)]
     return len(classes) == 1 and not standalone
+
+
+MAX_UNPLANNED_NAMES = 4
+"""Most names a task may ask for and still be one step planned by code (none ordered)."""
+MAX_UNPLANNED_CHARS = 2000
+"""Longest task planned as one step by code when it asks for more than one unit."""
+_ORDERED = re.compile(
+    r"\bstep\s*\d|^\s*\d+[.)]\s|(?:^|[.;:]\s+)(?:first|then|next|finally|afterwards|after that)\b"
+    r"|\bbuil(?:ds?|t) on\b|\bon top of\b|\bin terms of\b"
+    r"|\b(?:uses?|using|calls?|calling)\s+(?:them|both|these|those|the others?)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""How a task orders its parts: numbered steps, "first … then …", one built on (or using)
+others."""
+
+
+def one_step_task(task: str) -> bool:
+    """Whether `task` is one step, planned by code: no plan call is worth its seconds.
+
+    One function or class (:func:`single_unit`); or a few names (at most
+    :data:`MAX_UNPLANNED_NAMES`, one class at most) of the one module, in a task of at most
+    :data:`MAX_UNPLANNED_CHARS` that orders nothing: no numbered steps or "first … then …",
+    and no name said to use another. Such a task's plan is the task; asked, a small model
+    restates it as one step, at the cost of a long reply.
+    """
+    if single_unit(task):
+        return True
+    names = task_names(task)
+    if not names or len(names) > MAX_UNPLANNED_NAMES or len(task) > MAX_UNPLANNED_CHARS:
+        return False
+    if sum(1 for n in names if n[:1].isupper() and not n.endswith(_NOT_UNITS)) > 1:
+        return False
+    return not _ORDERED.search(task) and not _uses_another(task, names)
+
+
+_NOT_UNITS = ("Error", "Exception", "Warning")
+"""Classes that are no unit of work of their own: an exception a module defines."""
+
+
+def _uses_another(task: str, names: list[str]) -> bool:
+    """Whether the task says one of `names` uses, calls or is built from another."""
+    for a in names:
+        for b in names:
+            if a != b and re.search(
+                rf"\b{re.escape(a)}\b[^.;]*\b(?:uses?|using|calls?|calling|via|reuses?)\s+"
+                rf"`?{re.escape(b)}\b",
+                task,
+            ):
+                return True
+    return False
 
 
 def finalize_plan(plan: Plan, task: str, *, committed: list[PlanStep] | None = None) -> Plan:

@@ -1,28 +1,37 @@
 """The planner's second job: a contract for every step, before any code is written.
 
-The planner model is asked, per step with a name that no runnable value check uses, for pytest
-asserts in a fenced block (the format a small model writes best, and cheap: no JSON schema to
-fill) or, where the task states the step's behaviour in prose, for a test file to complete with
-one empty test per open clause (:func:`skeleton_clauses`); code reads them back into checks
-(:mod:`atom_agent.checks.asserts`) and validates them against what the step defines. The call
-that writes the contract never sees code, and the call that writes code never sees the contract
-until a check fails: the two stay independent.
+The planner model is asked, per step with a name that no runnable value check uses, for a short
+list of tests as JSON: each one line of pytest (``assert f(x) == y``, ``with pytest.raises(E):
+f(x)``, a class's scenario joined by ``;``: the format a small model writes best), tied to the
+task's clause it covers where the task states the step's behaviour in prose
+(:func:`skeleton_clauses`). The list's schema bounds it (how many tests, how long each), so
+the reply ends where the list does: under a grammar on the embedded model, as
+``response_format`` on an OpenAI-compatible server, as the model's structured output elsewhere
+(:func:`~atom_agent.models.structured.invoke_sized`); its ``max_tokens`` is sized to what the
+schema admits, and a reply cut short anyway keeps its complete tests. Code reads the tests back
+into checks (:mod:`atom_agent.checks.asserts`) and validates them against what the step
+defines. A model that answers in text instead (a fenced block of asserts, or the test file) is
+read as before. The call that writes the contract never sees code, and the call that writes
+code never sees the contract until a check fails: the two stay independent.
 """
 
 from __future__ import annotations
 
 import ast
 import logging
+import math
 import re
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import SHAPE_CRITERIA, check_problems
 from atom_agent.checks.exercised import referenced_names
-from atom_agent.models.purpose import for_attempt
-from atom_agent.models.sampling import sample
+from atom_agent.models.purpose import calling, for_attempt
+from atom_agent.models.stopping import code_replies
+from atom_agent.models.structured import complete_items, invoke_sized
 from atom_agent.names import named_in_text
 from atom_agent.prompts import prompt_text, register
 from atom_agent.replies import extract_code
@@ -36,54 +45,32 @@ CONTRACT_TASK = register(
     "CONTRACT_TASK",
     """\
 {task}
-{step}{clauses}
-Before any code exists, write the tests for {names}: 4 to 8 pytest `assert` lines with concrete \
-inputs and the exact expected results, worked out carefully from the task. Cover the normal \
-case, edge cases, and the errors it must raise (`with pytest.raises(...)`).{scenario} Reply with \
-one ```python block, nothing else.""",
-)
-
-CONTRACT_SKELETON = register(
-    "CONTRACT_SKELETON",
-    """\
-{task}
 {step}
-Before any code exists, complete these tests of {names}. Each test checks the one statement of \
-the task in its docstring: {how}, and assert the exact result each call returns \
-(`with pytest.raises(...)` where the statement says it raises), worked out carefully from the \
-task. Write only the tests, not {names} itself. Reply with the whole test file in one ```python \
-block, nothing else.
-
-```python
-{skeleton}
-```""",
+Before any code exists, write the tests for {names}: {fewest} to {most} tests, each one line of \
+Python with concrete inputs and the exact expected result, worked out carefully from the task: \
+`assert <call> == <result>`, or `with pytest.raises(<Error>): <call>` for an error it must \
+raise.{cover}{scenario}
+Reply with the tests as JSON.""",
 )
-"""A contract's test per open clause to complete, the clause as its docstring.
 
-Asked for "the tests" of a long class description, a small model writes the class instead
-(session 17: five of six replies; session 20: a class again, and the functions
-again for three function tasks); a test file to complete, one function per statement
-(HumanEval's shape: a docstring to write a body for), is what it completes."""
-
-SKELETON_CLASS = register(
-    "SKELETON_CLASS", "create the object, call its methods in order with concrete arguments"
+CONTRACT_CASES = register(
+    "CONTRACT_CASES",
+    " Cover the normal case, edge cases, and the errors it must raise.",
 )
-SKELETON_FUNCTIONS = register("SKELETON_FUNCTIONS", "call {names} with concrete arguments")
-"""How a skeleton's tests call the code: scenarios on an object, or calls of functions."""
 
 CONTRACT_CLAUSES = register(
     "CONTRACT_CLAUSES",
     """
-Statements of the task no test covers yet (cover each one):
-{clauses}
-""",
+Cover each statement of the task below with one or two tests, the statement's id as the \
+test's `clause`:
+{clauses}""",
 )
 
 CONTRACT_SCENARIO = register(
     "CONTRACT_SCENARIO",
-    """ For a class, write each \
-test as a short scenario on one object: create it, call its methods in order, and assert what \
-each call returns or raises.""",
+    """ For a class, each test is a short scenario on one object, its \
+statements on the one line separated by `;`: create it, call its methods in order, and assert \
+what the last call returns or raises.""",
 )
 
 CONTRACT_STEP = register(
@@ -96,6 +83,64 @@ The tests are for one step of a larger plan: {title}
 
 CONTRACT_TEMPERATURE = 0.0
 
+TEST_CHARS = 200
+"""Longest test line of a contract reply (the schema's ``maxLength``): a class's scenario of
+a few calls fits; a test that does not is not one a reader checks at a glance."""
+FEWEST_TESTS = 4
+MOST_TESTS = 8
+"""Tests one contract reply may hold: two per clause it covers, within these."""
+CHARS_PER_TOKEN = 2.0
+"""Characters per token of a test line, counted low (digits and brackets are a token each)."""
+ITEM_TOKENS = 16
+"""Tokens of one test's JSON around its line (``{"clause": "c12", "test": "…"}, ``)."""
+REPLY_TOKENS = 32
+"""Tokens of the reply's JSON around its tests (on the embedded model, the call's wrapper)."""
+CONTRACT_SCHEMA_NAME = "Tests"
+
+
+def contract_size(plan: Plan, step: PlanStep) -> int:
+    """How many tests `step`'s contract may hold.
+
+    Two per clause it gives a test each (:func:`skeleton_clauses`), within the bounds; else
+    six (its normal and edge cases and its errors).
+    """
+    clauses = len(skeleton_clauses(plan, step))
+    return min(MOST_TESTS, max(FEWEST_TESTS, 2 * clauses)) if clauses else MOST_TESTS - 2
+
+
+def contract_schema(clause_ids: list[str], most: int) -> dict[str, Any]:
+    """The JSON schema of a contract reply: at most `most` one-line tests.
+
+    Each is tied to one of `clause_ids` when there are any; every string is bounded, so the
+    reply's length is.
+    """
+    item: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "test": {"type": "string", "minLength": 1, "maxLength": TEST_CHARS},
+        },
+        "required": ["test"],
+    }
+    if clause_ids:  # the clause first: the test is written knowing what it covers
+        item["properties"] = {"clause": {"enum": clause_ids}, **item["properties"]}
+        item["required"] = ["clause", "test"]
+    return {
+        "type": "object",
+        "properties": {
+            "tests": {"type": "array", "items": item, "minItems": 1, "maxItems": most},
+        },
+        "required": ["tests"],
+    }
+
+
+def contract_max_tokens(most: int) -> int:
+    """``max_tokens`` of a contract reply of at most `most` tests: what its schema admits.
+
+    Every test's line is at most :data:`TEST_CHARS` long, so the reply's structure ends
+    before this many tokens, and the call ends where its list does, not on its cap.
+    """
+    return REPLY_TOKENS + most * (math.ceil(TEST_CHARS / CHARS_PER_TOKEN) + ITEM_TOKENS)
+
 
 def write_contracts(
     model: BaseChatModel, task: str, plan: Plan, *, skip: set[str] | None = None
@@ -103,7 +148,7 @@ def write_contracts(
     """`plan` with a contract for each step with a name no runnable value check uses.
 
     (:func:`unchecked`; steps in `skip` are left as they are.) Returns the plan and the model's
-    replies (for usage). A reply without usable asserts leaves its step with the checks it had
+    replies (for usage). A reply without usable tests leaves its step with the checks it had
     (none: the step then relies on its tests).
     """
     spent: list[AIMessage] = []
@@ -120,18 +165,12 @@ def write_contracts(
             steps.append(step)
             available += step.defines
             continue
-        request: list[BaseMessage] = [HumanMessage(contract_prompt(task, plan, step))]
-        with for_attempt(step.id, 0):  # the step's, before any attempt at it
-            reply = sample(model, request, CONTRACT_TEMPERATURE, purpose="contract",
-                           code_only="tests")  # fmt: skip
-        spent.append(reply)
         # The model's checks prove the step's one prose criterion (the others are code's).
         prose = [c for c in step.acceptance_criteria if c not in CODE_CRITERIA]
         criterion = prose[0] if len(prose) == 1 else ""
-        source = extract_code(reply.text, tests=True)
-        found = checks_from_tests(source, criterion=criterion)
-        by_clause = clause_tests(source, [c.id for c in plan.clauses], criterion=criterion)
-        found = [c.model_copy(update={"clause": by_clause.get(c.describe(), "")}) for c in found]
+        reply, found = ask_contract(model, task, plan, step, criterion=criterion)
+        if reply is not None:
+            spent.append(reply)
         have = {c.describe() for c in step.checks}
         usable = [
             placed(c, task, plan.clauses)
@@ -154,6 +193,61 @@ def write_contracts(
         steps.append(step.model_copy(update={"checks": [*step.checks, *kept]}))
         available += step.defines
     return Plan(steps=steps, rationale=plan.rationale, clauses=plan.clauses), spent
+
+
+def ask_contract(
+    model: BaseChatModel, task: str, plan: Plan, step: PlanStep, *, criterion: str = ""
+) -> tuple[AIMessage | None, list[Check]]:
+    """One contract call for `step`: the model's reply and the checks its tests state.
+
+    The reply is a list of tests bounded by :func:`contract_schema` and sized by
+    :func:`contract_max_tokens`; one cut short keeps its complete tests
+    (:func:`~atom_agent.models.structured.complete_items`). A reply in text (a model that
+    wrote a fenced block instead) is read as asserts, tied to clauses by test name.
+    """
+    offered = covered_clauses(plan, step)
+    most = contract_size(plan, step)
+    ids = [c.id for c in offered]
+    # A model that answers in text anyway (a fenced block) is ended where its block does.
+    # The step's call, before any attempt at it.
+    with calling("contract"), for_attempt(step.id, 0), code_replies("tests", ()):
+        reply = invoke_sized(
+            model,
+            CONTRACT_SCHEMA_NAME,
+            contract_schema(ids, most),
+            [HumanMessage(contract_prompt(task, plan, step))],
+            max_tokens=contract_max_tokens(most),
+            description="the tests, each one line of pytest",
+        )
+    items = (reply.data or {}).get("tests") if reply.data is not None else None
+    if not isinstance(items, list):
+        items = complete_items(reply.text, "tests")
+    if items or reply.data is not None:
+        return reply.raw, tests_as_checks(items[:most], ids, criterion=criterion)
+    # No JSON at all: a model that answered in its own format (a fenced block of tests).
+    source = extract_code(reply.text, tests=True)
+    found = checks_from_tests(source, criterion=criterion)
+    by_clause = clause_tests(source, [c.id for c in plan.clauses], criterion=criterion)
+    found = [c.model_copy(update={"clause": by_clause.get(c.describe(), "")}) for c in found]
+    return reply.raw, found
+
+
+def tests_as_checks(items: list[Any], clause_ids: list[str], *, criterion: str = "") -> list[Check]:
+    """The checks a contract reply's tests state, each tied to its clause when it names one.
+
+    Each test is one line of pytest, read as the body of a test function (so a scenario's
+    statements before its assert are its setup); a line that does not parse states nothing.
+    """
+    found: dict[str, Check] = {}
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("test"), str):
+            continue
+        clause = str(item.get("clause") or "")
+        body = item["test"].strip()
+        for check in checks_from_tests(f"def test_it():\n    {body}\n", criterion=criterion):
+            tied = check.model_copy(update={"clause": clause if clause in clause_ids else ""})
+            found.setdefault(tied.describe(), tied)
+    return list(found.values())
 
 
 MAX_CHECKS = 10
@@ -197,7 +291,7 @@ _QUOTED_RESULT = re.compile(
 
 
 def quotes_a_result(text: str) -> bool:
-    """Whether a clause states a concrete result (``show() returns 'a / b'``, ``-> [1, 2]``)."""
+    """Whether a clause states a concrete result (``render() returns 'a | b'``, ``-> [1, 2]``)."""
     return bool(_QUOTED_RESULT.search(text))
 
 
@@ -232,8 +326,8 @@ def wants_contract(plan: Plan, step: PlanStep, missing: list[str]) -> bool:
     clause about it has no check (a class's behaviour lives in prose: state across calls,
     ordering rules, edge cases; ClassEval); when an unchecked clause quotes a result; and
     when the task writes a function of the step out in prose and a clause stating what it
-    does has no check (:func:`skeleton_clauses`): one worked example of ``initials`` does not
-    check that it skips extra spaces or keeps one letter per word.
+    does has no check (:func:`skeleton_clauses`): one worked example of ``slugify`` does not
+    check that it collapses runs of punctuation or strips hyphens.
     """
     if missing:
         return True
@@ -249,10 +343,11 @@ def _is_class(name: str) -> bool:
 
 
 def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
-    """The contract request of one step: the task, the step, and what it defines.
+    """The contract request of one step: the task, the step, what it defines, what to cover.
 
-    A class step with clauses no check covers gets a test file to complete, one test per
-    clause (:func:`skeleton_clauses`); any other step is asked for asserts.
+    The clauses it covers (:func:`covered_clauses`) are listed with their ids, for each test
+    to name the one it checks; a step without any is asked for its normal and edge cases
+    and its errors.
     """
     scope = (
         ""
@@ -261,37 +356,34 @@ def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
             title=step.title, description=step.description.strip()
         )
     )
-    skeleton = skeleton_clauses(plan, step)
-    if skeleton:
-        classes = [n for n in step.defines if _is_class(n)]
-        names = ", ".join(classes or step.defines)
-        return prompt_text("CONTRACT_SKELETON").format(
-            task=task.strip(),
-            step=scope,
-            names=names,
-            how=prompt_text("SKELETON_CLASS")
-            if classes
-            else prompt_text("SKELETON_FUNCTIONS").format(names=names),
-            skeleton=skeleton_file(step.defines, skeleton),
-        )
-    opened = open_clauses(plan, step)
-    clauses = (
+    offered = covered_clauses(plan, step)
+    cover = (
         prompt_text("CONTRACT_CLAUSES").format(
-            clauses="\n".join(f"- {' '.join(c.text.split())[:200]}" for c in opened[:8])
+            clauses="\n".join(f"- {c.id}: {' '.join(c.text.split())[:300]}" for c in offered)
         )
-        if opened
-        else ""
+        if offered
+        else prompt_text("CONTRACT_CASES")
     )
-    scenario = (
-        prompt_text("CONTRACT_SCENARIO") if any(n[:1].isupper() for n in step.defines) else ""
-    )
+    classes = [n for n in step.defines if _is_class(n)]
+    most = contract_size(plan, step)
     return prompt_text("CONTRACT_TASK").format(
         task=task.strip(),
         step=scope,
-        clauses=clauses,
-        names=", ".join(step.defines),
-        scenario=scenario,
+        names=", ".join(classes or step.defines),
+        fewest=min(FEWEST_TESTS, most),
+        most=most,
+        cover=cover,
+        scenario=prompt_text("CONTRACT_SCENARIO") if classes else "",
     )
+
+
+def covered_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
+    """The clauses a step's contract covers, each named by the tests that check it.
+
+    Those a test file would give a test each (:func:`skeleton_clauses`), else the open ones,
+    results first.
+    """
+    return skeleton_clauses(plan, step) or open_clauses(plan, step)[:MAX_SKELETON_TESTS]
 
 
 MAX_SKELETON_TESTS = 8
@@ -318,19 +410,6 @@ def skeleton_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
         return []
     stating = [c for c in open_clauses(plan, step) if states_behaviour(c.text)]
     return stating[:MAX_SKELETON_TESTS]
-
-
-def skeleton_file(defines: list[str], clauses: list[Clause]) -> str:
-    """A test file to complete: the step's names imported, one empty test per clause.
-
-    Each test is named after its clause (``test_c5``) and has the clause as its docstring, so
-    what the model writes in it is read back as that clause's checks (:func:`clause_tests`).
-    """
-    lines = ["import pytest", f"from impl import {', '.join(defines)}", ""]
-    for clause in clauses:
-        text = " ".join(clause.text.split())[:400].replace('"""', "'''").replace("\\", "/")
-        lines += ["", f"def test_{clause.id}():", f'    """{text}"""', ""]
-    return "\n".join(lines).rstrip() + "\n"
 
 
 def clause_tests(source: str, ids: list[str], *, criterion: str = "") -> dict[str, str]:

@@ -107,6 +107,8 @@ SAMPLED = (
     "Write add(a, b) that returns the sum and sub(a, b) that returns the difference, "
     "e.g. add(2, 3) == 5 and sub(5, 3) == 2."
 )
+ORDERED = "First: " + SAMPLED
+"""The same task, ordered: its plan takes a call (a task of unordered names would get none)."""
 WRONG_BOTH = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a + b\n"
 
 
@@ -328,7 +330,7 @@ def test_no_call_starts_after_the_time_limit_and_the_plain_answer_is_handed_back
     # starts at 40 s, its second is not asked.
     roles = _one_step(timed_plain)
     ctx = Context(workspace=str(tmp_path / "ws"), model_profile="small", run_time_factor=5)
-    outcome = run_task(SAMPLED, ctx, models=roles)
+    outcome = run_task(ORDERED, ctx, models=roles)
 
     assert counts(roles) == {"planner": 1, "executor": 4}
     assert outcome.status == "budget_exhausted"

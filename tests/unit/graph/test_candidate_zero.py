@@ -293,7 +293,9 @@ def test_a_class_contract_completes_a_test_per_clause_and_catches_a_wrong_plain_
         for c in models["planner"].calls  # type: ignore[attr-defined]
         if c.info.purpose == "contract"
     ]
-    assert "complete these tests of Tally" in contract and "def test_c4():" in contract
+    # Asked for a list of tests naming their clauses; a reply that is a test file whose tests
+    # are named after the clauses is read all the same.
+    assert "write the tests for Tally" in contract and "- c4: top() -> str returns" in contract
     ws = Workspace(ctx.workspace)
     run = ws.run(outcome.run_id)
     plan = read_json(run.plan_json)["revisions"][-1]["plan"]

@@ -112,7 +112,7 @@ def test_exhausted_attempts_trigger_a_replan_that_keeps_committed_steps(tmp_path
 
     assert outcome.status == "done", outcome
     assert outcome.step_status == {"base": "committed", "easier": "committed"}
-    planning = [c for c in planner_models["planner"].calls if c.tool_names]  # not contracts
+    planning = [c for c in planner_models["planner"].calls if c.info.purpose == "plan"]
     replan_prompt = str(planning[1].messages[-1].content)
     assert "- base: Step base" in replan_prompt  # committed steps are listed to keep
     assert "step 'hard' (Step hard) failed 1 attempts" in replan_prompt
@@ -148,7 +148,7 @@ def test_a_planner_that_never_gives_a_valid_plan_leaves_the_task_as_one_step(
     both = ADD_IMPL + "\n\ndef sub(a, b):\n    return a - b\n"  # the stated signatures hold
     executor = ExecutorScript({("step1", 1): passing_attempt(impl=both)})
     roles = models([no_criteria], executor)  # an invalid plan is not sent back
-    outcome = run_task("Write add(a, b) and sub(a, b).", ctx, models=roles)
+    outcome = run_task("First write add(a, b). Then write sub(a, b).", ctx, models=roles)
 
     assert outcome.status == "done", outcome
     assert outcome.step_status == {"step1": "committed"}
@@ -200,7 +200,7 @@ def test_a_replan_with_invalid_plans_continues_on_the_old_plan_and_commits(
     assert outcome.status == "done", outcome
     assert outcome.step_status == {"base": "committed", "hard": "committed"}
     # the plan, then the invalid one, which is not sent back
-    assert len([c for c in roles["planner"].calls if c.tool_names]) == 2
+    assert len([c for c in roles["planner"].calls if c.info.purpose == "plan"]) == 2
     prompt = executor.prompts[("hard", 4)]
     assert "Earlier attempts failed: step 'hard' (Step hard) failed 2 attempts" in prompt
     ws = Workspace(ctx.workspace)
@@ -323,7 +323,7 @@ def test_a_one_step_replan_merges_the_models_steps(tmp_path) -> None:  # type: i
     roles = models([Plan(steps=[code, tests])], executor)
     outcome = run_task("add", ctx, models=roles)
     assert outcome.status == "done" and outcome.step_status.get("code") == "committed"
-    planning = [c for c in roles["planner"].calls if c.tool_names]  # not contracts
+    planning = [c for c in roles["planner"].calls if c.info.purpose == "plan"]
     assert len(planning) == 1  # the replan, merged rather than re-asked
     prompt = executor.prompts[("code", 1)]
     assert "- add(2, 3) == 5\n- tests cover negatives" in prompt

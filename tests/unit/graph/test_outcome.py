@@ -128,7 +128,7 @@ def test_code_meeting_the_tasks_checks_is_committed_unverified_when_attempts_are
     adder = step("adder", criteria=["add(2, 3) == 6"], defines=["add"])
     plan = Plan(steps=[adder.model_copy(update={"checks": [wrong]})])
     roles = _without_witnesses(plan)
-    task = "Write add(a, b) and sub(a, b).\n\n>>> add(1, 1)\n2\n"
+    task = "First write add(a, b). Then write sub(a, b).\n\n>>> add(1, 1)\n2\n"
     outcome = run_task(task, ctx, models=roles)
 
     assert outcome.step_status == {"adder": "committed"}
@@ -150,7 +150,7 @@ def test_code_meeting_the_tasks_checks_is_committed_unverified_when_attempts_are
 
 
 THREE = (
-    "Write add(a, b), sub(a, b) and mul(a, b): add(2, 3) == 5, sub(5, 3) == 2 and "
+    "First write add(a, b), then sub(a, b) and mul(a, b): add(2, 3) == 5, sub(5, 3) == 2 and "
     "mul(2, 3) == 6. Include pytest tests."
 )
 # One plain call gets add and sub right and mul wrong: better than a package of add alone.

@@ -27,7 +27,8 @@ from atom_agent.workspace import Workspace
 
 from .scripts import BAD_TEST, ExecutorScript, models, read, run_tests, step, write
 
-TASK = "Write add(a, b) and sub(a, b)."
+TASK = "First write add(a, b). Then write sub(a, b)."
+"""Ordered: the planner is asked (a task of unordered names is one step planned by code)."""
 BOTH = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 BROKEN_SUB = BOTH.replace("return a - b", "return b - a")
 WORSE = "def add(a, b):\n    return 0\n\n\ndef sub(a, b):\n    return 0\n"

@@ -21,7 +21,7 @@ from atom_agent.models.purpose import CallInfo
 from atom_agent.nodes.planner import finalize_plan, single_step_plan
 from atom_agent.nodes.reflector import node as reflector_node
 from atom_agent.state import Check, Plan, PlanStep, plan_problems
-from atom_agent.testing import ScriptedChatModel
+from atom_agent.testing import ScriptedChatModel, tool_call
 from atom_agent.verification.contracts import contract_prompt, unchecked, write_contracts
 from atom_agent.workspace import Workspace
 
@@ -278,7 +278,8 @@ def test_a_one_function_task_gets_its_contract_from_test_code_the_planner_wrote(
 
     assert outcome.status == "done", outcome
     (contract_call,) = roles["planner"].calls  # no plan asked for: one function is one step
-    assert contract_call.tool_names == []
+    # Asked for a bounded list of tests; a reply in text (a test file) is read all the same.
+    assert contract_call.tool_names == ["Tests"]
     verdict = verdict_of(ctx, outcome.run_id, "step1")
     assert verdict["contract"]["summary"] == "3 passed, 0 failed"  # the signature, and two
     assert {c["status"] for c in verdict["criteria"]} == {"verified"}
@@ -307,10 +308,11 @@ def test_a_replan_reopens_the_committed_step_the_evidence_implicates(tmp_path) -
     )
     roles = models([Plan(steps=[core, use]), Plan(steps=[core, use])], script)
     roles["executor"] = ScriptedChatModel(respond=drafter(["no code here"], then=script))
-    outcome = run_task("Write a Matrix class and a function double_det(m).", ctx, models=roles)
+    task = "Write a Matrix class. Then write a function double_det(m) that uses Matrix."
+    outcome = run_task(task, ctx, models=roles)
 
     assert outcome.status == "done", outcome
-    planning = [c for c in roles["planner"].calls if c.tool_names]
+    planning = [c for c in roles["planner"].calls if c.info.purpose == "plan"]
     replan = str(planning[1].messages[-1].content)
     assert "The evidence implicates committed step 'core'" in replan
     assert "no attribute 'det'" in replan
@@ -450,28 +452,26 @@ def test_a_class_or_a_stated_result_without_a_check_gets_a_contract() -> None:
     opened = open_clauses(plan, only)
     assert opened and quotes_a_result(opened[0].text)  # the worked example first
 
-    # The class's contract is a test file to complete: one test per open clause, the clause
-    # its docstring, the worked example first.
-    reply = (
-        "def test_c4():\n"
-        "    t = Table(['name', 'qty'])\n"
-        "    t.add_row('apple', 3)\n"
-        "    t.add_row('kiwi', 12)\n"
-        "    assert t.render() == 'name  | qty\\n------+----\\napple |   3\\nkiwi  |  12'\n"
-        "def test_c3():\n"
-        "    t = Table(['a'])\n"
-        "    assert t.render() == 'a\\n-'\n"
-        "    assert t.render().count('\\n') == 1\n"
-        "    assert len(t.render()) == 3\n"  # a third assert of one clause: over the cap
-    )
-    model = planner_model([], contracts=[reply])
+    # The class's contract is a list of one-line tests, each naming the open clause it checks
+    # (listed with their ids, the worked example first).
+    tests = [
+        {"clause": "c4", "test": "t = Table(['name', 'qty']); t.add_row('apple', 3); "
+         "t.add_row('kiwi', 12); "
+         "assert t.render() == 'name  | qty\\n------+----\\napple |   3\\nkiwi  |  12'"},
+        {"clause": "c3", "test": "t = Table(['a']); assert t.render() == 'a\\n-'"},
+        {"clause": "c3", "test": "t = Table(['a']); assert t.render().count('\\n') == 1"},
+        # a third test of one clause: over the cap
+        {"clause": "c3", "test": "t = Table(['a']); assert len(t.render()) == 3"},
+    ]  # fmt: skip
+    model = ScriptedChatModel(responses=[tool_call("Tests", {"tests": tests})])
     plan, replies = write_contracts(model, table, plan)
     assert len(replies) == 1
     prompt = str(model.calls[0].messages[-1].content)
-    skeleton = prompt[prompt.index("```python") :]
-    assert "from impl import Table" in skeleton
-    assert skeleton.index("def test_c4():") < skeleton.index("def test_c3():")
-    assert '    """A table without rows renders only its header line and dash line."""' in skeleton
+    assert prompt.index("- c4: Example:") < prompt.index(
+        "- c3: A table without rows renders only its header line and dash line."
+    )
+    enum = model.calls[0].tools[0]["function"]["parameters"]["properties"]["tests"]["items"]
+    assert enum["properties"]["clause"]["enum"] == [c.id for c in opened]  # the example first
     (scenario,) = [c for c in plan.steps[0].checks if "add_row" in c.call]
     assert scenario.origin == "task"  # it restates the task's example: never suspect
     assert scenario.clause == "c4"
@@ -500,4 +500,4 @@ def test_a_class_or_a_stated_result_without_a_check_gets_a_contract() -> None:
     assert not unchecked(only.defines, only.checks)  # the example checks slugify
     assert wants_contract(plan, only, [])
     prompt = contract_prompt(slug, plan, only)
-    assert '    """Write slugify(text: str) -> str that lowercases, replaces every run' in prompt
+    assert ": Write slugify(text: str) -> str that lowercases, replaces every run" in prompt

@@ -1,4 +1,4 @@
-"""A step's contract as a test file to complete: which steps get one, which checks are kept."""
+"""A step's contract, a test per clause: which steps get one, which checks are kept."""
 
 from __future__ import annotations
 
@@ -73,8 +73,8 @@ def test_functions_stated_in_prose_get_a_test_per_statement_and_code_tasks_asser
     plan, step = _one_step(task, ["merge_intervals"])
     assert [c.id for c in skeleton_clauses(plan, step)] == ["c1", "c2"]
     prompt = contract_prompt(task, plan, step)
-    assert "call merge_intervals with concrete arguments" in prompt
-    assert '    """An interval with start > end raises ValueError."""' in prompt
+    assert "- c2: An interval with start > end raises ValueError." in prompt
+    assert "4 to 4 tests" in prompt
     # The same function given as code (HumanEval's shape): its statements are in the code.
     code = (
         "Complete the Python function `merge_intervals` below, with pytest tests.\n\n"
@@ -83,4 +83,5 @@ def test_functions_stated_in_prose_get_a_test_per_statement_and_code_tasks_asser
     )
     plan, step = _one_step(code, ["merge_intervals"])
     assert skeleton_clauses(plan, step) == []
-    assert "4 to 8 pytest `assert` lines" in contract_prompt(code, plan, step)
+    prompt = contract_prompt(code, plan, step)
+    assert "4 to 6 tests" in prompt and "- c1: Complete the Python function" in prompt
