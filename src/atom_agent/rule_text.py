@@ -200,19 +200,25 @@ def norm_words(text: str) -> str:
 
 
 def with_rules(task: str, block: str) -> str:
-    """The run's task text: the user's task, then the rules block (if any)."""
-    return f"{task.rstrip()}\n\n{block}" if block else task
+    """The run's task text: the rules block (if any), a blank line, then the user's task.
+
+    The project's rules come first, as context a request is read in (the way a repository's
+    conventions file precedes the request to an agent); the task's own words end the text.
+    """
+    return f"{block}\n\n{task.lstrip()}" if block else task
 
 
 def own_task(task: str) -> str:
     """The user's own words of a run's task text (the rules block removed)."""
-    head, sep, _ = task.partition(f"\n\n{RULES_HEADER}")
-    return head if sep else task
+    if not task.startswith(RULES_HEADER):
+        return task
+    _, sep, rest = task.partition("\n\n")
+    return rest if sep else ""
 
 
 def carried_rules(task: str) -> list[str]:
     """The rules a run's task text carries, one per line of its block."""
-    _, sep, block = task.partition(f"\n\n{RULES_HEADER}")
-    if not sep:
+    if not task.startswith(RULES_HEADER):
         return []
+    block = task.partition("\n\n")[0]
     return [ln[2:].strip() for ln in block.splitlines() if ln.startswith("- ")]

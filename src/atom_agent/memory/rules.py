@@ -194,5 +194,5 @@ def rules_block(rules: Iterable[MemoryRecord], budget_tokens: int) -> tuple[str,
     chosen.sort(key=lambda r: (r.created_at, r.id))
     if not chosen:
         return "", []
-    lines = "\n".join(f"- {r.content}" for r in chosen)
+    lines = "\n".join(f"- {' '.join(r.content.split())}" for r in chosen)  # one line each
     return f"{RULES_HEADER}\n{lines}", [r.id for r in chosen]

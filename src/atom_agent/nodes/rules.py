@@ -62,7 +62,7 @@ def carried_block(info: dict[str, Any]) -> str:
     ids = [i for i in info.get("carried") or [] if i in words]
     if not ids:
         return ""
-    return RULES_HEADER + "\n" + "\n".join(f"- {words[i]}" for i in ids)
+    return RULES_HEADER + "\n" + "\n".join(f"- {' '.join(words[i].split())}" for i in ids)
 
 
 def _sources(res: Resources, task: str) -> list[tuple[str, str, bool]]:
