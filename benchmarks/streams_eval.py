@@ -135,13 +135,18 @@ def agent_arm(
 
 
 def carried_in_force(ws: Path, stem: str, ids: list[str]) -> tuple[int, int, list[str]]:
-    """Later tasks whose run carried every rule earlier runs left in force, and no other."""
+    """Later tasks whose run carried every rule in force and no other.
+
+    In force: what earlier runs of the stream stated, less what they or this task superseded.
+    """
     stated: list[str] = []
     superseded: set[str] = set()
     good, total, notes = 0, 0, []
     for i, task_id in enumerate(ids):
         run_json = ws / "runs" / f"{stem}.{task_id}" / "run.json"
         info = json.loads(run_json.read_text()).get("rules") or {} if run_json.exists() else {}
+        # What this task's own words changed is no longer in force for it either.
+        superseded |= {s["id"] for s in info.get("superseded") or []}
         if i > 0:
             total += 1
             want = [r for r in stated if r not in superseded]
@@ -151,7 +156,6 @@ def carried_in_force(ws: Path, stem: str, ids: list[str]) -> tuple[int, int, lis
             else:
                 notes.append(f"{task_id}: carried {len(got)}, in force {len(want)}")
         stated += list(info.get("stated") or [])
-        superseded |= {s["id"] for s in info.get("superseded") or []}
     return good, total, notes
 
 
