@@ -84,8 +84,6 @@ def batch_models() -> dict[str, ScriptedChatModel]:
     """
     import time
 
-    from langchain_core.messages import BaseMessage
-
     latency = float(os.environ.get("ATOM_TEST_LATENCY", "0"))
     lessons = bool(os.environ.get("ATOM_TEST_LESSONS"))
     script = ExecutorScript({}, default=passing_attempt)
