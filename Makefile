@@ -95,11 +95,13 @@ demo: deps
 	  case $$code in 0|1|4) ;; *) exit $$code;; esac
 	$(BIN)/python scripts/demo_check.py demo_workspace
 
+# Lint includes the leakage check: nothing of ../shared (our development sets) in src/.
 lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy src
 	$(BIN)/lint-imports --no-logo
+	$(BIN)/python scripts/check_leakage.py
 
 # Two workers (pytest-xdist): each test file runs on one of them, and every test of the embedded
 # model or llama-server on the same one (tests/conftest.py), so two decoding jobs never overlap.

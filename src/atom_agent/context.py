@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
+import json
 import math
 import os
 import types
@@ -147,24 +149,40 @@ class Context:
     """Memories below this confidence are not recalled into prompts (0–1)."""
     memory_promotion_threshold: float = field(default=0.7, metadata=_doc("Promotion threshold."))
     """Working-memory candidates at or above this importance are promoted to long-term (0–1)."""
+    rules_token_budget: int = field(
+        default=600, metadata=_doc("Tokens of project rules carried by every call; 0: none.")
+    )
+    """The project's standing rules (user conventions in force) ride in the task text of every
+    call that writes code, within this many tokens (newest rules first; 0 carries none)."""
 
+    prompts: Mapping[str, str] = field(
+        default_factory=dict, metadata=_doc("Prompts replaced by name: {NAME: text}.")
+    )
+    """Your text for any named prompt (``PLANNER_SYSTEM``, ``DRAFT_TASK``, …; the names are
+    :func:`atom_agent.prompts.names`, listed with the profiles that send them in
+    docs/prompts.md). The built-in text's ``{placeholders}`` are filled in yours too; other
+    braces stay as written. The report names the replaced prompts the run sent, and those it
+    never sent. ``ATOM_PROMPTS`` takes a JSON object."""
     executor_prompt: str = field(
         default="", metadata=_doc("Executor system prompt; empty = the built-in one.")
     )
-    """Your system prompt for the executor's tool loop, replacing the built-in one. Where it
-    says ``{ambiguity}``, the built-in line on questions goes (ask the user, or decide when
-    nobody can answer). The report says that it was replaced."""
+    """Shorthand for ``prompts={"EXECUTOR_SYSTEM": …}``: your system prompt for the executor's
+    tool loop (``{ambiguity}`` in it becomes the line on questions)."""
     planner_prompt: str = field(
         default="", metadata=_doc("Planner system prompt; empty = the built-in one.")
     )
-    """Your system prompt for the planner, replacing the built-in one; ``{max_steps}`` in it
-    becomes ``max_plan_steps``. The plan's JSON schema is sent as before (the reply must still
-    fit it). The report says that it was replaced. Runs in your own project (``repo``) use
-    their own project prompts, not these two."""
+    """Shorthand for ``prompts={"PLANNER_SYSTEM": …}``: your system prompt for the planner
+    (``{max_steps}`` in it becomes ``max_plan_steps``; the plan's JSON schema is sent as
+    before)."""
 
-    def replaced_prompts(self) -> list[str]:
-        """The roles whose system prompt the user replaced (for run.json and the report)."""
-        return [r for r in ("planner", "executor") if getattr(self, f"{r}_prompt").strip()]
+    def prompt_replacements(self) -> dict[str, str]:
+        """Every prompt the user replaced, by name (the two shorthands included)."""
+        given = {k: v for k, v in self.prompts.items() if v.strip()}
+        for name, text in (("EXECUTOR_SYSTEM", self.executor_prompt),
+                           ("PLANNER_SYSTEM", self.planner_prompt)):  # fmt: skip
+            if text.strip():
+                given[name] = text
+        return given
 
     executor_tools: str = field(
         default="", metadata=_doc("Executor tools: comma list, 'all', or empty = auto.")
@@ -193,6 +211,7 @@ class Context:
         _check_range(self, "memory_recall_limit", 0, 50)
         _check_range(self, "memory_min_confidence", 0.0, 1.0)
         _check_range(self, "memory_promotion_threshold", 0.0, 1.0)
+        _check_range(self, "rules_token_budget", 0, 20000)
         if self.model_profile.strip() not in ("", "small", "standard"):
             raise ConfigError(
                 f"model_profile: {self.model_profile!r} is not small, standard or empty (auto)"
@@ -257,10 +276,8 @@ class Context:
         """
         base = cls.from_env(env)
         hints = _CONTEXT_TYPES
-        fields = [
-            (f.name, hints[f.name], field(default=getattr(base, f.name), metadata=f.metadata))
-            for f in dataclasses.fields(cls)
-        ]
+        fields = [(f.name, hints[f.name], _default(getattr(base, f.name), f.metadata))
+                  for f in dataclasses.fields(cls)]  # fmt: skip
         namespace = {"__doc__": cls.__doc__, "__module__": cls.__module__}
         made = dataclasses.make_dataclass(
             cls.__name__, fields, bases=(cls,), frozen=True, kw_only=True, namespace=namespace
@@ -270,6 +287,13 @@ class Context:
     def replace(self, **changes: Any) -> Self:
         """A copy with `changes` applied (validated again)."""
         return dataclasses.replace(self, **changes)
+
+
+def _default(value: Any, metadata: Mapping[str, Any]) -> Any:
+    """A field defaulting to `value`; a mapping (``prompts``) by a factory, each its own copy."""
+    if isinstance(value, Mapping):
+        return field(default_factory=lambda: dict(value), metadata=metadata)
+    return field(default=value, metadata=metadata)
 
 
 _CONTEXT_TYPES = typing.get_type_hints(Context)
@@ -302,8 +326,17 @@ def _convert(var: str, raw: str, hint: Any) -> Any:
             return float(text)
         if base is str:
             return raw
+        if typing.get_origin(base) in (dict, Mapping, collections.abc.Mapping):
+            value = json.loads(text or "{}")
+            if not isinstance(value, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+            ):
+                raise ValueError("expected a JSON object of strings")
+            return value
     except ValueError as exc:
-        detail = str(exc) if base is bool else f"expected {base.__name__}"
+        detail = (
+            str(exc) if base is bool or not isinstance(base, type) else f"expected {base.__name__}"
+        )
         raise ConfigError(f"{var}={raw!r}: {detail}") from None
     raise ConfigError(f"{var}: unsupported field type {hint!r}")  # a new field type needs a case
 

@@ -24,6 +24,7 @@ from atom_agent.nodes.project import (
     make_project_reflector,
 )
 from atom_agent.nodes.reflector import make_reflector
+from atom_agent.prompts import in_use
 from atom_agent.resources import Resources
 from atom_agent.state import InputState, State
 
@@ -103,6 +104,7 @@ def build_graph(
         store: a LangGraph store (e.g. atom_agent's Chroma store adapter), passed through.
     """
     ctx = resources.ctx
+    resources.prompts.check()  # every sender is imported by now: the registry is complete
     # A run on a project (``ctx.repo``) has its own planner, executor and reflector: the same
     # flow over a checkout of the project instead of a new package (nodes/project/).
     on_project = bool(ctx.repo)
@@ -110,19 +112,19 @@ def build_graph(
     executor = make_project_executor if on_project else make_executor
     reflector = make_project_reflector if on_project else make_reflector
     builder = StateGraph(State, context_schema=type(ctx), input_schema=InputState)
-    builder.add_node("start", _unprobed(make_start(resources)))
+    # Each node reads the run's prompts (replacements, what was sent) while it runs.
+    node = functools.partial(_node, resources)
+    builder.add_node("start", node(make_start(resources)))
     # Every model call of these three is checked against the run's budgets before it is
     # made; a refused call ends the node cleanly and the run goes to finish.
     salvage = None if on_project else functools.partial(plain_written, resources)
-    builder.add_node(
-        "planner", _unprobed(within_budget("planner", planner(resources), ctx, salvage))
-    )
-    builder.add_node("approve_plan", _unprobed(make_approve_plan(resources)))
+    builder.add_node("planner", node(within_budget("planner", planner(resources), ctx, salvage)))
+    builder.add_node("approve_plan", node(make_approve_plan(resources)))
     builder.add_node("select_step", select_step)
-    builder.add_node("executor", _unprobed(within_budget("executor", executor(resources), ctx)))
+    builder.add_node("executor", node(within_budget("executor", executor(resources), ctx)))
     builder.add_node("ask_user", ask_user)
-    builder.add_node("reflector", _unprobed(within_budget("reflector", reflector(resources), ctx)))
-    builder.add_node("finish", _unprobed(make_finish(resources)))
+    builder.add_node("reflector", node(within_budget("reflector", reflector(resources), ctx)))
+    builder.add_node("finish", node(make_finish(resources)))
     builder.add_edge(START, "start")
     builder.add_edge("start", "planner")
     builder.add_conditional_edges(
@@ -149,6 +151,22 @@ def _routed(router: Callable[[State, Context], str], ctx: Context) -> Callable[[
 
     route.__name__ = router.__name__
     return route
+
+
+def _node(res: Resources, node: Callable[..., Any]) -> Callable[..., Any]:
+    """`node` reading the run's prompts while it runs (:func:`atom_agent.prompts.prompt_text`).
+
+    A context variable, so a sender deep in a check or a tool needs no Context to read its
+    prompt; LangGraph runs each node, and each tool, in a copy of the caller's context. The
+    result is :func:`_unprobed`.
+    """
+
+    @functools.wraps(node)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with in_use(res.prompts):
+            return node(*args, **kwargs)
+
+    return _unprobed(run)
 
 
 def _unprobed(node: Callable[..., Any]) -> Callable[..., Any]:

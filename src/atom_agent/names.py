@@ -55,7 +55,7 @@ def named_in_text(text: str) -> list[str]:
     """Functions and classes a task or step description names, in order of first mention.
 
     ``def f``/``class C``, calls written as ``f(x)`` or ``f(x: int) -> str``, backticked
-    names, and "a Matrix class". Builtins, keywords and names seen only as attributes
+    names, and "a Polygon class". Builtins, keywords and names seen only as attributes
     (``self.x(``, ``re.sub(``) are left out.
     """
     found: dict[str, None] = {}
@@ -64,7 +64,7 @@ def named_in_text(text: str) -> list[str]:
         for match in pattern.finditer(text):
             name = match.group(1)
             if pattern is _DEF and match.group(0).startswith("class") and not name[:1].isupper():
-                continue  # "a TextBuffer class that holds …": prose, not `class that`
+                continue  # "a LineEditor class that keeps …": prose, not `class that`
             if is_public(name) and not name.isupper():
                 found.setdefault(name, None)
     # Keep the order of first mention in the text.
@@ -115,9 +115,9 @@ def free_names(source: str) -> list[str]:
 
 
 def without_shorthands(names: list[str]) -> list[str]:
-    """`names` without shorthands of longer names (``decode`` beside ``rle_decode``).
+    """`names` without shorthands of longer names (``decode`` beside ``hex_decode``).
 
-    Tasks write properties in short (``decode(encode(s)) == s``); a shorthand is not something
+    Tasks write properties in short (``decode(encode(b)) == b``); a shorthand is not something
     to define, and a check of it could never pass.
     """
     return [n for n in names if shorthand_of(n, names) is None]

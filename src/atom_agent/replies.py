@@ -70,6 +70,23 @@ def without_tests(source: str) -> str:
     return kept if _parses(kept) and kept.strip() else source
 
 
+def written_tests(source: str) -> str:
+    """The tests a model put after its code in `source` ('' when none, or it does not parse).
+
+    The complement of :func:`without_tests`: the statements it leaves out, with the imports of
+    `source` before them so the tests still name what they use.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return ""
+    tests = [node for node in tree.body if _is_test(node)]
+    if not any(not isinstance(n, ast.Import | ast.ImportFrom) for n in tests):
+        return ""
+    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    return "\n".join(ast.unparse(n) for n in dict.fromkeys([*imports, *tests])) + "\n"
+
+
 def _is_test(node: ast.stmt) -> bool:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and any(
         _of_pytest(d) for d in node.decorator_list
@@ -176,7 +193,7 @@ def complete_from_task(code: str, task: str, defines: Sequence[str]) -> str:
 def with_stated_functions(code: str, defines: Sequence[str]) -> str:
     """`code` with a module-level copy of each name in `defines` it has only as a method.
 
-    A small model often puts a function the task asks for ("a transfer(src, dst, amount)
+    A small model often puts a function the task asks for ("a convert(value, unit)
     function") inside the class it writes beside it. A method that never reads ``self`` (or a
     static method) is that function: it is copied to module level without its ``self``
     parameter and its decorators, and the class keeps its method. Methods that use ``self``,

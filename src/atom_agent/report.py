@@ -88,6 +88,11 @@ def _evidence_section(step_id: str, verdict: dict[str, Any]) -> str:
     cross = verdict.get("cross_examination") or {}
     for s in cross.get("suspect_checks") or []:
         lines.append(f"- suspect check: `{s.get('check', '')[:200]}` — {s.get('reason', '')}")
+    # What ran and failed is reported as failed, with what outranked it: never silently.
+    for item in verdict.get("overruled") or []:
+        lines.append(f"- **failed, outranked** — {str(item)[:400]}")
+    for item in verdict.get("gaming") or []:
+        lines.append(f"- **answers the checks** — {str(item)[:300]}")
     return "\n".join(lines)
 
 
@@ -137,13 +142,15 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         + (f" — {state['stop_reason']}" if state.get("stop_reason") else ""),
         "",
     ]
-    replaced = info.get("prompts_replaced") or []
-    if replaced:
-        lines += [f"**Prompts:** the user's system prompt replaced the built-in one of the "
-                  f"{' and the '.join(replaced)}", ""]  # fmt: skip
+    replaced, unsent = info.get("prompts_replaced") or [], info.get("prompts_unsent") or []
+    if replaced or unsent:
+        said = [f"yours replaced {', '.join(replaced)}"] if replaced else []
+        said += [f"given but not sent in this run: {', '.join(unsent)}"] if unsent else []
+        lines += [f"**Prompts:** {'; '.join(said)}", ""]
     if state.get("budget"):
         lines += [f"**Budget:** {budget_line(state['budget'])}", ""]
     lines += calls_table(state.get("calls") or {})
+    lines += rule_lines(info.get("rules") or {})
     raw_plan = state.get("plan")
     if not raw_plan:
         lines.append("No plan was made.")
@@ -249,6 +256,32 @@ def clause_lines(plan: Plan, clauses: dict[str, Any]) -> list[str]:
             f"| {clause.id}: {text} | {clause.kind} | {checks.get(clause.id, 0)} | {label} |"
         )
     return lines
+
+
+RULE_STATUS = {
+    "verified": "verified (a check read from it ran and held)",
+    "failed": "failed (a check read from it ran and did not hold)",
+    "carried": "carried (in every prompt; no check of it ran)",
+}
+
+
+def rule_lines(info: dict[str, Any]) -> list[str]:
+    """The project's rules this run applied: carried from earlier runs or stated in its task."""
+    applied = info.get("applied") or []
+    superseded = info.get("superseded") or []
+    if not applied and not superseded:
+        return []
+    lines = ["## Project rules", ""]
+    for rule in applied:
+        origin = "stated in this task" if rule.get("origin") == "stated" else "stated earlier"
+        status = RULE_STATUS.get(str(rule.get("status")), str(rule.get("status")))
+        content = " ".join(str(rule.get("content") or "").split())
+        content = content if len(content) <= 200 else content[:200] + "…"
+        lines.append(f"- `{rule.get('id')}` {content} — {origin}; {status}")
+    for change in superseded:
+        by = f", replaced by `{change['by']}`" if change.get("by") else " (withdrawn)"
+        lines.append(f"- `{change.get('id')}` superseded by this task{by}")
+    return [*lines, ""]
 
 
 def memory_lines(state: dict[str, Any]) -> list[str]:

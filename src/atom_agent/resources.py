@@ -30,6 +30,7 @@ from atom_agent.errors import ConfigError
 from atom_agent.memory import MemoryManager
 from atom_agent.models import load_chat_model, resolve_default_model
 from atom_agent.models.structured import with_schema_computed_once
+from atom_agent.prompts import Prompts
 from atom_agent.sandbox import Limits, SandboxRunner, default_runner
 from atom_agent.workspace import Workspace
 
@@ -129,6 +130,8 @@ class Resources:
         self.ctx = ctx
         self.workspace = Workspace(Path(ctx.workspace).expanduser())
         self.limits = Limits.from_context(ctx)
+        self.prompts = Prompts(ctx.prompt_replacements())
+        """The run's prompts: the user's replacements, and which prompts the run sent."""
         self._shared = _Shared(models, runner, cache)
         self._root = True
         self._memo: dict[Hashable, Any] = {}
@@ -145,6 +148,7 @@ class Resources:
         derived.ctx = ctx
         derived.workspace = Workspace(Path(ctx.workspace).expanduser())
         derived.limits = Limits.from_context(ctx)
+        derived.prompts = Prompts(ctx.prompt_replacements())
         derived._shared = self._shared
         derived._root = False
         derived._memo = {}

@@ -37,12 +37,12 @@ class Check(BaseModel):
     """
 
     call: str = Field(
-        description="a Python expression calling the step's code, e.g. \"slugify('A b')\"; "
+        description="a Python expression calling the step's code, e.g. \"initials('ada b')\"; "
         "setup statements may come first, one per line, the last line is the expression"
     )
     expect: str = Field(
         default="",
-        description="a Python expression for the expected result, e.g. \"'a-b'\" "
+        description="a Python expression for the expected result, e.g. \"'AB'\" "
         "(empty when `raises` is set)",
     )
     raises: str = Field(
@@ -51,9 +51,10 @@ class Check(BaseModel):
     criterion: str = Field(
         default="", description="the acceptance criterion this check proves (verbatim)"
     )
-    origin: Literal["task", "planner", "user"] = Field(
+    origin: Literal["task", "planner", "user", "own"] = Field(
         default="planner",
-        description="who wrote it: stated in the task (extracted by code), the planner, or a user",
+        description="who wrote it: stated in the task (extracted by code), the planner, a user, "
+        "or the executor's own tests (the asserts a draft wrote after its code)",
     )
     clause: str = Field(
         default="", description="the id of the task's clause this check executes ('' if none)"
@@ -360,10 +361,12 @@ class State(TypedDict, total=False):
     """Failed attempts per step id (questions to the user do not count)."""
     decision: Literal["commit", "retry", "replan", "fail"] | None
     """The reflector's last decision, for routing."""
+    rules: list[str]
+    """The ids of the project rules the run's task text carries (earlier ones, then its own)."""
     used_memories: list[str]
     """Ids of the long-term memories in the current attempt's prompt (reinforced on pass)."""
     used_memory_reasons: dict[str, str]
-    """Why each of `used_memories` is in the prompt (id → ``shares name rle_decode``)."""
+    """Why each of `used_memories` is in the prompt (id → ``shares name hex_decode``)."""
     memories_written: Annotated[list[str], operator.add]
     """Ids of the long-term memories this run wrote."""
     learned: Annotated[list[dict[str, Any]], operator.add]

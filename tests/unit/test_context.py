@@ -41,6 +41,18 @@ def test_from_env_converts_types() -> None:
     assert ctx.workspace == "/tmp/ws"
 
 
+def test_prompts_come_as_a_json_object_and_the_shorthands_join_them() -> None:
+    ctx = Context.from_env(
+        {"ATOM_PROMPTS": '{"PLAIN_TASK": "Solve: {task}"}', "ATOM_PLANNER_PROMPT": "Plan."}
+    )
+    assert ctx.prompts == {"PLAIN_TASK": "Solve: {task}"}
+    assert ctx.prompt_replacements() == {"PLAIN_TASK": "Solve: {task}", "PLANNER_SYSTEM": "Plan."}
+    # A server's context schema takes the environment's prompts as each Context's own copy.
+    served = Context.with_env_defaults({"ATOM_PROMPTS": '{"DRAFT_TASK": "Draft."}'})
+    first, second = served(), served()
+    assert first.prompts == {"DRAFT_TASK": "Draft."} and first.prompts is not second.prompts
+
+
 def test_optional_fields_accept_none_words() -> None:
     assert Context.from_env({"ATOM_MAX_TOKENS": ""}).max_tokens is None
     assert Context.from_env({"ATOM_MAX_WALL_SECONDS": "none"}).max_wall_seconds is None
@@ -55,6 +67,7 @@ def test_optional_fields_accept_none_words() -> None:
         ({"ATOM_MAX_ATTEMPTS": "0"}, "ATOM_MAX_ATTEMPTS='0': 0 is out of range"),
         ({"ATOM_MEMORY_MIN_CONFIDENCE": "1.5"}, "ATOM_MEMORY_MIN_CONFIDENCE='1.5'"),
         ({"ATOM_SANDBOX_MEMORY_MB": "-1"}, "ATOM_SANDBOX_MEMORY_MB='-1'"),
+        ({"ATOM_PROMPTS": '["PLAIN_TASK"]'}, "ATOM_PROMPTS='[\"PLAIN_TASK\"]': expected a JSON"),
     ],
 )
 def test_from_env_errors_name_the_variable(env: dict[str, str], message: str) -> None:

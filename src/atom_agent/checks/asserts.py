@@ -20,9 +20,9 @@ from atom_agent.state import Check
 def checks_from_tests(source: str, *, criterion: str = "") -> list[Check]:
     """The checks the asserts of `source` state (unparsable source gives none).
 
-    Tests after code that does not parse are not read: on the devtasks the model that wrote
-    the syntax error also wrote wrong expected values, and reading them cost d-rpn four more
-    calls for the same commit (docs/measurements.md, session 17).
+    Tests after code that does not parse are not read: on our development tasks the model that
+    wrote the syntax error also wrote wrong expected values, and reading them cost one task four
+    more calls for the same commit (docs/measurements.md, session 17).
     """
     try:
         tree = ast.parse(source)

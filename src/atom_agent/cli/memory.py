@@ -11,9 +11,11 @@ from typing import Any
 
 from atom_agent.context import Context
 from atom_agent.environment import check_workspace
-from atom_agent.errors import ConfigError
+from atom_agent.errors import ConfigError, InvalidInputError
 from atom_agent.memory import MemoryManager, MemoryRecord
-from atom_agent.memory.records import MEMORY_TYPES
+from atom_agent.memory.records import MAX_CONTENT_CHARS, MEMORY_TYPES, MemoryType
+from atom_agent.memory.rules import record_rules
+from atom_agent.rule_text import StatedRule, states_change
 from atom_agent.session import SessionContext
 
 Handler = Callable[[MemoryManager, SessionContext, argparse.Namespace], int]
@@ -46,6 +48,18 @@ def register(subparsers: Any) -> None:
     recall.add_argument("--all", action="store_true", help="include forgotten memories")
     show = action("show", _show, "one memory and its supersession history")
     show.add_argument("memory_id")
+    add = actions.add_parser(
+        "add",
+        help="remember a rule or fact you state (default: a project convention)",
+        description="Remember what you state, in your words, as a memory with source 'user'. A "
+        "convention that changes an earlier one ('... instead of ...') supersedes it; every "
+        "later run carries the conventions in force to each call that writes code.",
+    )
+    _shared_options(add, default=argparse.SUPPRESS)
+    # The text is checked before the store is opened: bad input touches nothing.
+    add.set_defaults(func=lambda args: _run(args, _add, prepare=_check_add))
+    add.add_argument("text", help="what to remember, in your words")
+    add.add_argument("--type", default="convention", choices=MEMORY_TYPES)
     forget = action("forget", _forget, "soft-delete a memory")
     forget.add_argument("memory_id")
     forget.add_argument("--reason")
@@ -121,6 +135,9 @@ def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
         flag = " [forgotten]" if r.superseded else ""
         print(f"{r.id}  {r.type.value:<14} {r.confidence:.2f}  {r.created_at:%Y-%m-%d %H:%M}{flag}")
         print(f"    {r.content}")
+        if r.superseded:
+            by = f"superseded by {r.superseded_by}" if r.superseded_by else "withdrawn"
+            print(f"    ({by}{': ' + r.supersede_reason if r.supersede_reason else ''})")
 
 
 def _list(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
@@ -161,11 +178,46 @@ def _show(manager: MemoryManager, session: SessionContext, args: argparse.Namesp
     for key, value in record.to_dict().items():
         if value is not None:
             print(f"{key:>17}: {value}")
+    carried = record.reinforced + record.contradicted
+    if carried:
+        print(f"{'track record':>17}: carried into {carried} step(s) that ended: "
+              f"{record.reinforced} passed, {record.contradicted} failed")  # fmt: skip
     if len(chain) > 1:
         print("history (oldest first):")
         for r in chain:
             marker = "*" if r.id == record.id else " "
             print(f"  {marker} {r.id}  {r.content[:80]}")
+    return 0
+
+
+def _check_add(args: argparse.Namespace) -> None:
+    text = " ".join(str(args.text).split())
+    if not text:
+        raise InvalidInputError("memory add: the text is empty; say the rule in words")
+    if len(text) > MAX_CONTENT_CHARS:
+        raise InvalidInputError(
+            f"memory add: the text has {len(text)} characters, more than {MAX_CONTENT_CHARS}; "
+            "state one rule at a time"
+        )
+    args.text = text
+
+
+def _add(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
+    statement = StatedRule(
+        args.text, changes=args.type == "convention" and states_change(args.text)
+    )
+    done = record_rules(manager, session, [statement], origin="cli", type=MemoryType(args.type))
+    if args.json:
+        print(json.dumps({"written": [r.to_dict() for r in done.written],
+                          "superseded": [{"id": o, "by": n} for o, n in done.superseded],
+                          "unchanged": done.unchanged}, indent=2, ensure_ascii=False))  # fmt: skip
+        return 0
+    for record in done.written:
+        print(f"remembered {record.id} ({record.type.value}): {record.content}")
+    for old, new in done.superseded:
+        print(f"superseded {old} (replaced by {new})")
+    for same in done.unchanged:
+        print(f"already remembered as {same}: nothing written")
     return 0
 
 

@@ -46,6 +46,14 @@ def context_from_args(args: argparse.Namespace) -> Context:
         path = getattr(args, f"{role}_prompt", None)
         if path is not None:
             overrides[f"{role}_prompt"] = _prompt_file(path, f"--{role}-prompt")
+    replaced: dict[str, str] = {}
+    for given in getattr(args, "prompt", None) or []:
+        name, sep, path = given.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise ConfigError(f"--prompt: {given!r} is not NAME=FILE (e.g. PLANNER_SYSTEM=my.txt)")
+        replaced[name.strip()] = _prompt_file(path.strip(), f"--prompt {name.strip()}")
+    if replaced:
+        overrides["prompts"] = replaced
     if getattr(args, "approve_plan", False):
         overrides["approve_plan"] = True
     if overrides.get("model_profile") == "auto":
@@ -78,15 +86,22 @@ def model_options(parser: argparse.ArgumentParser) -> None:
         "auto (default): by the size the model's name states (<= 8B is small)",
     )
     parser.add_argument(
+        "--prompt",
+        action="append",
+        metavar="NAME=FILE",
+        help="replace the named prompt with the text of FILE (repeatable; the names and the "
+        "profiles that send each: docs/prompts.md)",
+    )
+    parser.add_argument(
         "--executor-prompt",
         metavar="FILE",
-        help="your system prompt for the executor (replaces the built-in one; "
-        "{ambiguity} in it becomes the line on questions)",
+        help="same as --prompt EXECUTOR_SYSTEM=FILE ({ambiguity} in it becomes the line on "
+        "questions)",
     )
     parser.add_argument(
         "--planner-prompt",
         metavar="FILE",
-        help="your system prompt for the planner ({max_steps} in it becomes the step limit)",
+        help="same as --prompt PLANNER_SYSTEM=FILE ({max_steps} in it becomes the step limit)",
     )
     parser.add_argument(
         "--base-url",

@@ -83,6 +83,13 @@ class MemoryRecord:
     supersede_reason: str | None = None
     superseded_at: datetime | None = None
     expires_at: datetime | None = None
+    reinforced: int = 0
+    """Runs whose step passed with this memory in its prompt (confidence raised each time)."""
+    contradicted: int = 0
+    """Runs whose step failed with this memory in its prompt (confidence lowered each time;
+    below the recall floor it no longer reaches a prompt)."""
+    last_evidence: str | None = None
+    """What the last of those runs showed."""
     score: float | None = field(default=None, compare=False)
     """Ranking score of the recall that returned this record (None elsewhere)."""
 
@@ -270,6 +277,9 @@ def record_to_metadata(record: MemoryRecord, vector: str, updated_at: float) -> 
         "supersede_reason": record.supersede_reason,
         "superseded_at": to_ts(record.superseded_at),
         "expires_at": to_ts(record.expires_at),
+        "reinforced": record.reinforced or None,
+        "contradicted": record.contradicted or None,
+        "last_evidence": record.last_evidence,
     }
     meta.update({k: v for k, v in optional.items() if v is not None})
     return meta
@@ -334,6 +344,9 @@ def record_from_metadata(
         supersede_reason=meta.get("supersede_reason"),
         superseded_at=from_ts(meta.get("superseded_at")),
         expires_at=from_ts(meta.get("expires_at")),
+        reinforced=int(meta.get("reinforced", 0)),
+        contradicted=int(meta.get("contradicted", 0)),
+        last_evidence=meta.get("last_evidence"),
         score=score,
     )
 

@@ -4,8 +4,8 @@ Recall ranks by similarity (BM25 + vectors), so something always comes back, rel
 a class task once had another task's committed interface recalled into its prompt. The gate
 asks what the memory shares with the step, in this order:
 
-- **name**: an identifier the step defines, or that the task or step names (``rle_decode``,
-  ``Matrix``), occurs as a whole word in the memory's content;
+- **name**: an identifier the step defines, or that the task or step names (``hex_decode``,
+  ``Polygon``), occurs as a whole word in the memory's content;
 - **file**: a file the step writes or reads (its expected files, files the task or step names)
   occurs in the memory's content; ``impl.py`` and ``test.py`` do not count, every step has them;
 - **purpose**: the memory and the step's title and description have at least
@@ -112,7 +112,7 @@ class Reason:
     """The shared names, files or words (sorted)."""
 
     def __str__(self) -> str:
-        """``shares name rle_decode`` / ``shares file codec.py`` / ``shares purpose: …``."""
+        """``shares name hex_decode`` / ``shares file codec.py`` / ``shares purpose: …``."""
         if self.kind == "purpose":
             return "shares purpose: " + ", ".join(self.shared)
         return f"shares {self.kind} " + ", ".join(self.shared)

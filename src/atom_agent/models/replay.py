@@ -113,7 +113,7 @@ class ReplayCache(BaseCache):
 
 _DURATION = re.compile(r" in \d+(?:\.\d+)?s\b|(?<= at )0x[0-9a-fA-F]+")
 """What differs every run in quoted output: test times (``1 passed in 0.02s``) and object
-addresses (``<Duration object at 0x7f…>``)."""
+addresses (``<Point object at 0x7f…>``)."""
 
 _BOOKKEEPING = frozenset({"usage_metadata", "response_metadata", "id"})
 """Message fields that say what a call cost or where it came from, not what it asked."""

@@ -18,12 +18,14 @@ def sample(
     temperature: float,
     *,
     purpose: Purpose,
+    source: str = "",
     code_only: Expecting = "",
     names: Sequence[str] = (),
 ) -> AIMessage:
     """One reply of `model` at `temperature` (models that take no temperature get none).
 
-    `purpose`: what the call is for, in its metadata (:mod:`atom_agent.models.purpose`).
+    `purpose`: what the call is for, and `source`: the named prompt `messages` are built from
+    (default: the purpose's own), in its metadata (:mod:`atom_agent.models.purpose`).
 
     `code_only` (``"code"`` or ``"tests"``): the prompt asks for one block of that and
     nothing else, so a model that can may end the reply when the block is complete
@@ -31,7 +33,7 @@ def sample(
     tests are left out. `names`: what the code must define; the reply may end where tests
     begin after code that defines them all.
     """
-    with calling(purpose), code_replies(code_only, names) if code_only else nullcontext():
+    with calling(purpose, source), code_replies(code_only, names) if code_only else nullcontext():
         try:
             reply = model.invoke(messages, temperature=temperature)
         except TypeError:  # a chat model without a per-call temperature

@@ -225,7 +225,7 @@ _NUMBER = re.compile(r"\d+")
 def _steps(lines: list[str]) -> bool:
     """The last STEPPING_LINES lines share one shape and their numbers move by a fixed step.
 
-    (``assert allocate(100, [1, 2, 3], 18) == [17, 12, 11]``, then ``19)``, ``20)`` …: a case
+    (``assert fit(100, [1, 2, 3], 18) == [17, 12, 11]``, then ``19)``, ``20)`` …: a case
     counted up, not a table of different cases; nine ``assert double(i) == 2 * i`` are
     fewer lines than this.)
     """

@@ -35,6 +35,7 @@ from atom_agent.workspace.deliverable import (
 from .common import exhausted_budget, run_budget, run_ref
 from .planner import task_names
 from .project.common import load_project
+from .rules import answered_rules, rules_applied
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +185,19 @@ def _record_run(
         clauses={"summary": clauses.summary(), **clauses.to_dict()},
         memories=final["memories"],
         deliverable=deliverable,
+        # Only the replacements this run sent: a profile that never sends one did not use it.
+        **(
+            {
+                "prompts_replaced": res.prompts.replaced_and_sent(),
+                "prompts_unsent": res.prompts.replaced_unsent(),
+            }
+            if res.prompts.replaced
+            else {}
+        ),
     )
+    info = res.workspace.read_run(run).get("rules")
+    if isinstance(info, dict) and (info.get("carried") or info.get("stated")):
+        res.workspace.update_run(run, rules={**info, "applied": rules_applied(info, clauses)})
 
 
 def _write_report(
@@ -336,7 +349,9 @@ def _verification(res: Resources, run: RunRef, statuses: Mapping[str, str]) -> s
     criteria: list[dict[str, Any]] = []
     idle: list[str] = []
     on_task: list[str] = []
+    over: list[str] = []
     for step_id, verdict in final_verdicts(res.workspace, run, statuses):
+        over += [f"{step_id}: {o}" for o in verdict.get("overruled") or []]
         criteria += shown_criteria(verdict)
         idle += not_exercised(verdict.get("names") or [])
         if verdict.get("committed_on") == "task checks":
@@ -349,6 +364,8 @@ def _verification(res: Resources, run: RunRef, statuses: Mapping[str, str]) -> s
             f"committed on the task's checks only, the model's contract disagreeing: "
             f"{', '.join(on_task)}"
         )
+    if over:  # what ran and failed, each with the check that outranked it
+        summary += ("; " if summary else "") + "failing checks outranked: " + "; ".join(over)
     return summary
 
 
@@ -414,7 +431,7 @@ def _learn(res: Resources, state: State) -> list[str]:
         applied = res.memory.apply(changes)
         if applied.missing:  # forgotten or expired since they were recalled
             logger.info("memories no longer stored, left unchanged: %s", applied.missing)
-    return ids
+    return ids + answered_rules(res, session, state.get("answers") or [])
 
 
 def memory_notes(

@@ -15,11 +15,13 @@ from atom_agent import budget
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError, InvalidInputError, WorkspaceError
 from atom_agent.resources import ROLES, Resources
+from atom_agent.rule_text import own_task, with_rules
 from atom_agent.state import Plan, State, plan_problems, topological_order
 from atom_agent.telemetry import emit
 
 from .common import plan_of, run_ref
 from .planner import accept_plan, finalize_plan
+from .rules import carried_block, carry_rules
 
 
 def new_run_id() -> str:
@@ -43,19 +45,20 @@ def make_start(res: Resources) -> Any:
             raise InvalidInputError("the input needs a non-empty 'task' string")
         run_id = state.get("run_id") or new_run_id()
         try:
-            res.workspace.run(run_id)
+            run = res.workspace.run(run_id)
+            # A re-run start (a crash before its checkpoint): the run carries what it carried.
+            rules = res.workspace.read_run(run).get("rules") or {}
+            text = with_rules(own_task(task.strip()), carried_block(rules))
         except WorkspaceError:
+            text, rules = carry_rules(res, run_id, task.strip())
             res.workspace.create_run(
                 run_id,
-                task=task.strip(),
+                task=own_task(task.strip()),
+                rules=rules,
                 status="planning",
                 models={role: res.spec(role) for role in ROLES},
                 project_id=res.ctx.project_id,
-                **(
-                    {"prompts_replaced": res.ctx.replaced_prompts()}
-                    if res.ctx.replaced_prompts()
-                    else {}
-                ),
+                **({"prompts_given": sorted(res.prompts.replaced)} if res.prompts.replaced else {}),
                 **(
                     {"repo": res.ctx.repo, "test_command": res.ctx.test_command}
                     if res.ctx.repo
@@ -65,7 +68,10 @@ def make_start(res: Resources) -> Any:
         emit("run.start", run_id=run_id, task=task.strip()[:200])
         return {
             "run_id": run_id,
-            "task": task.strip(),
+            "task": text,
+            "rules": list(
+                dict.fromkeys([*(rules.get("carried") or []), *(rules.get("stated") or [])])
+            ),  # fmt: skip
             "status": "planning",
             "started_at": state.get("started_at") or budget.now(),
             "replans": state.get("replans", 0),

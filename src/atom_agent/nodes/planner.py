@@ -30,7 +30,9 @@ from atom_agent.names import (
     without_methods,
     without_shorthands,
 )
+from atom_agent.prompts import prompt_text, register
 from atom_agent.resources import Resources
+from atom_agent.rule_text import own_task
 from atom_agent.selection.candidates import ask_plain, best_of, meets_clauses
 from atom_agent.state import (
     REQUIRED_FILES,
@@ -53,7 +55,9 @@ from .common import plan_of, run_ref
 
 logger = logging.getLogger(__name__)
 
-PLANNER_SYSTEM = """\
+PLANNER_SYSTEM = register(
+    "PLANNER_SYSTEM",
+    """\
 You are the planner of a coding agent. Split the user's software task into a small plan of \
 steps. Each step produces Python code in `impl.py` plus pytest tests in `test.py`, and is \
 checked by running those tests.
@@ -69,19 +73,25 @@ defines something new; a step that changes a function of an earlier step depends
 - `checks` make the criteria executable, before any code exists: 2-6 per step, each a Python \
 `call` of the step's code with the exact `expect`ed result (a Python literal) or the exception \
 it `raises`, and the `criterion` it proves. Work each expected value out carefully from the \
-task; for example {{"call": "slugify('Hello World')", "expect": "'hello-world'", "criterion": \
-"spaces become hyphens"}} or {{"call": "parse('')", "raises": "ValueError", "criterion": \
-"empty input is rejected"}}.
+task; for example {{"call": "initials('Ada Lovelace')", "expect": "'AL'", "criterion": \
+"each word gives its first letter"}} or {{"call": "parse('')", "raises": "ValueError", \
+"criterion": "empty input is rejected"}}.
 - `depends_on` lists the ids of earlier steps whose committed code this step imports or reads.
-- The dependencies must form a DAG: no cycles, only ids of steps in the plan."""
+- The dependencies must form a DAG: no cycles, only ids of steps in the plan.""",
+)
 
-PLANNER_TASK = """\
+PLANNER_TASK = register(
+    "PLANNER_TASK",
+    """\
 Task:
 {task}
 {replan}{feedback}
-Answer with the plan."""
+Answer with the plan.""",
+)
 
-PLANNER_REPLAN = """
+PLANNER_REPLAN = register(
+    "PLANNER_REPLAN",
+    """
 This is a replan. These steps are already committed and stay as they are (you may depend on \
 them, do not repeat them):
 {committed}
@@ -90,14 +100,13 @@ what they lacked.
 
 This step failed after all its attempts; plan the remaining work differently:
 {failure}
-"""
+""",
+)
 
 
-def planner_system(custom: str, max_steps: int) -> str:
-    """The planner's system prompt: `custom` (``{max_steps}`` filled in), else the built-in."""
-    if custom.strip():
-        return custom.replace("{max_steps}", str(max_steps))
-    return PLANNER_SYSTEM.format(max_steps=max_steps)
+def planner_system(max_steps: int) -> str:
+    """The planner's system prompt (or the user's replacement), ``{max_steps}`` filled in."""
+    return prompt_text("PLANNER_SYSTEM").format(max_steps=max_steps)
 
 
 @dataclass(frozen=True)
@@ -154,7 +163,7 @@ def _replan_context(state: State) -> tuple[list[PlanStep], str]:
     reopened = set(state.get("reopen") or [])
     committed = [s for s in old.steps if statuses.get(s.id) == "committed" and s.id not in reopened]
     listed = outline(Plan(steps=committed)) if committed else "(none)"
-    replan_text = PLANNER_REPLAN.format(
+    replan_text = prompt_text("PLANNER_REPLAN").format(
         committed=listed, failure=state.get("plan_feedback") or "(no details)"
     )
     return committed, replan_text
@@ -171,7 +180,7 @@ def _one_step_reason(res: Resources, state: State, zero: _Zero | None) -> str | 
     """Why a first plan is the task as one step, planned without a call (None: ask the model)."""
     if state.get("plan"):
         return None
-    if res.ctx.max_plan_steps == 1 or single_unit(state["task"]):
+    if res.ctx.max_plan_steps == 1 or single_unit(own_task(state["task"])):
         return "initial plan"
     if zero is not None and zero.meets_task:
         emit("plan.plain_meets_task", run_id=state["run_id"])
@@ -183,9 +192,9 @@ def _plan_request(res: Resources, state: State, replan_text: str) -> list[BaseMe
     """The planner's prompt: the task, a replan's context, else the reviewer's note if any."""
     feedback = state.get("plan_feedback", "") if not replan_text else ""
     return [
-        SystemMessage(planner_system(res.ctx.planner_prompt, res.ctx.max_plan_steps)),
+        SystemMessage(planner_system(res.ctx.max_plan_steps)),
         HumanMessage(
-            PLANNER_TASK.format(
+            prompt_text("PLANNER_TASK").format(
                 task=state["task"],
                 replan=replan_text,
                 feedback=f"\nReviewer's note on the previous plan: {feedback}\n"
@@ -204,7 +213,7 @@ def _ask_for_plan(
     An invalid plan is not sent back to the model: the fallback (the task as one step, or on
     a replan the last valid plan) costs no call, and no measured plan call was invalid.
     """
-    with calling("plan"):
+    with calling("plan", "PLANNER_REPLAN" if replan_text else "PLANNER_TASK"):
         reply = invoke_structured(
             res.structured("planner", ProposedPlan), _plan_request(res, state, replan_text)
         )
@@ -533,7 +542,7 @@ def finalize_plan(plan: Plan, task: str, *, committed: list[PlanStep] | None = N
     by code (:func:`task_clauses`), and the checks code reads from them (signatures, examples,
     errors, properties) join the step that defines what they use.
     """
-    if not committed and len(plan.steps) > 1 and single_unit(task):
+    if not committed and len(plan.steps) > 1 and single_unit(own_task(task)):
         plan = merge_into_one_step(plan)
     names = task_names(task)
     steps = [

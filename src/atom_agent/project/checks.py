@@ -1,9 +1,9 @@
 """Executable checks of a change to a project: examples of the target, the task's, the project's.
 
-A docstring example (``>>> underscore("DeviceType")`` / ``'device_type'``) is the project's own
+A docstring example (``>>> word_count("to be or not")`` / ``4``) is the project's own
 statement of what the target does: it becomes a check run in the target module's namespace,
 earlier example lines without output becoming its setup; a printed example
-(``>>> print(tabulate(rows, tablefmt="pipe"))`` and its lines of text) compares the text. A
+(``>>> print(render_grid(rows, border="+"))`` and its lines of text) compares the text. A
 check must be able to fail for the right reason: :func:`runnable_on_baseline` drops checks that
 cannot even run against the project as it is (a name no module defines, an import the sandbox
 lacks), and keeps those that fail because the target is not written yet.

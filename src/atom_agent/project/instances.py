@@ -1,8 +1,8 @@
 """Where the project's own tests get an object of a class: one traced run of its suite.
 
 A reproduction test of a method has to build the object first, and how a project makes one is
-often nowhere in the class: sqlparse's tests never write ``Statement(…)``, they write
-``sqlparse.parse("select …")[0]``. A small model asked for tests of ``Statement.get_type``
+often nowhere in the class: a parser library's tests may never write ``Node(…)``, they write
+``lib.parse("…")[0]``. A small model asked for tests of ``Node.kind_name``
 calls the constructor with a string and never reaches the method (sessions 19–24). The tests
 that already pass know the way: this runs them once with a pytest plugin that profiles each
 test (``sys.setprofile``, from its setup on) and records the lines of test code (a test file
@@ -90,7 +90,7 @@ def _record(frame):
 
 def _profile(frame, event, arg):
     # A test line gets an object: a constructor it calls starts, or a function it calls
-    # returns one (or a list or tuple holding one: `sqlparse.parse(sql)[0]`).
+    # returns one (or a list or tuple holding one: `lib.parse(text)[0]`).
     if event == "call":
         if frame.f_code.co_name != "__init__":
             return

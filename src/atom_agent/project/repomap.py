@@ -28,15 +28,15 @@ class Definition:
     """One class, function or method of the project, where it is and what it looks like."""
 
     path: str
-    """Relative posix path from the project root, e.g. ``toolz/dicttoolz.py``."""
+    """Relative posix path from the project root, e.g. ``geo/shapes.py``."""
     module: str
     """Dotted module: ``src/pkg/x.py`` is ``pkg.x``, ``pkg/__init__.py`` is ``pkg``."""
     qualname: str
-    """Name inside the module, classes dotted: ``update_in``, ``Choice.convert``."""
+    """Name inside the module, classes dotted: ``area_of``, ``Circle.scale``."""
     kind: str
     """``function``, ``class`` or ``method``."""
     signature: str
-    """The header on one line, without decorators or colon: ``class TTLCache(Cache)``."""
+    """The header on one line, without decorators or colon: ``class LruCache(Cache)``."""
     lineno: int
     """First line, decorators included (1-based)."""
     end_lineno: int
@@ -153,9 +153,9 @@ def _is_test_path(rel: str) -> bool:
 def find(defs: list[Definition], name: str) -> list[Definition]:
     """The definitions `name` can mean, the best first.
 
-    `name` is written as a user writes it: ``update_in``, ``dicttoolz.update_in``,
-    ``toolz.dicttoolz.update_in``, ``Choice.convert``, ``click.Choice.convert`` (a package
-    re-exporting ``click.types.Choice``), ``self.fail`` (a method), with or without ``(args)``.
+    `name` is written as a user writes it: ``area_of``, ``shapes.area_of``,
+    ``geo.shapes.area_of``, ``Circle.scale``, ``geo.Circle.scale`` (a package
+    re-exporting ``geo.shapes.Circle``), ``self.fail`` (a method), with or without ``(args)``.
     The longest suffix of module + qualname that matches wins; non-test definitions come before
     test ones, then those whose qualname (or dotted name) is exactly `name`.
     """
@@ -217,7 +217,7 @@ def mentioned(task: str, defs: list[Definition]) -> list[Definition]:
     Names are taken from backticks (```a.b.c(x, y)``` names ``a.b.c``), dotted identifiers and
     ``name(`` calls in prose, and resolved with `find` among non-test definitions. A bare name
     that is a parameter of a definition named before it (```factory```) is that parameter, not a
-    definition. When the task mentions files (```tabulate/__init__.py```), a name defined in
+    definition. When the task mentions files (```geo/__init__.py```), a name defined in
     one of them means that one.
     """
     names, paths = _mentions(task)
@@ -268,7 +268,7 @@ def render_map(defs: list[Definition], *, budget_tokens: int, focus: Sequence[st
     """An Aider-style outline of the project: each file's path, then its indented signatures.
 
     Files holding a `focus` definition (qualnames or names) come first, then files whose
-    definitions share words with the focus (``_get_slice`` shares ``slice``), then the rest by
+    definitions share words with the focus (``_scaled_radius`` shares ``radius``), then the rest by
     path, test files last. Whole files are added while the text fits `budget_tokens` (estimated
     as characters // 4); a first file too big alone is cut to the definitions nearest the focus.
     A cut map ends with ``… N more files``.

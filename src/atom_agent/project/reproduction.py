@@ -24,9 +24,12 @@ from pathlib import Path
 from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import ContractReport
 from atom_agent.project.checks import explain, inside
+from atom_agent.prompts import prompt_text, register
 from atom_agent.state import Check
 
-PROJECT_CONTRACT = """\
+PROJECT_CONTRACT = register(
+    "PROJECT_CONTRACT",
+    """\
 {task}
 
 `{qualname}` in `{path}` is not written yet. The code around it (line numbers on the left):
@@ -35,29 +38,39 @@ PROJECT_CONTRACT = """\
 Before it is written, write the tests for it: 4 to 8 pytest `assert` lines that use the \
 project the way its users do, with concrete inputs and the exact results the task and the \
 docstrings state, worked out carefully. Import what the tests use from the project. Reply with \
-one ```python block, nothing else."""
+one ```python block, nothing else.""",
+)
 """The planner's request for reproduction tests of a project step that has no examples."""
 
-PROJECT_CONTRACT_ORIGINS = """
+PROJECT_CONTRACT_ORIGINS = register(
+    "PROJECT_CONTRACT_ORIGINS",
+    """
 The project's own tests get a `{cls}` like this:
 {lines}
-"""
+""",
+)
 """How the project's tests get an object of a method's class (traced in its suite), for the
 reproduction request: a test that builds it another way may never reach the method."""
 
-PROJECT_CONTRACT_AGAIN = """
+PROJECT_CONTRACT_AGAIN = register(
+    "PROJECT_CONTRACT_AGAIN",
+    """
 
 Tests written for it earlier never reached `{qualname}`: each stopped before it ran.
 {failures}
 Its header is `{signature}`.{usages} Write tests that each call `{qualname}` with all it \
-needs, built the way the project builds it."""
+needs, built the way the project builds it.""",
+)
 """Added to the reproduction request when no test of the first reply reached the target: what
 stopped them, and how the project's own tests make the call. The rejected tests are not shown
-(a small model shown its previous reply hands it back: sqlparse, session 20)."""
+(a small model shown its previous reply hands it back, session 20)."""
 
-PROJECT_CONTRACT_USAGES = """ The project's own tests call `{name}` like this:
+PROJECT_CONTRACT_USAGES = register(
+    "PROJECT_CONTRACT_USAGES",
+    """ The project's own tests call `{name}` like this:
 {lines}
-"""
+""",
+)
 
 MAX_MODEL_CHECKS = 6
 """Reproduction checks kept per target (after the baseline run, shortest first)."""
@@ -73,11 +86,13 @@ def reproduction_prompt(
     (:func:`atom_agent.project.instances.instance_origins`), shown when there are any.
     """
     shown = (
-        PROJECT_CONTRACT_ORIGINS.format(cls=qualname.rpartition(".")[0], lines="\n".join(origins))
+        prompt_text("PROJECT_CONTRACT_ORIGINS").format(
+            cls=qualname.rpartition(".")[0], lines="\n".join(origins)
+        )
         if origins and "." in qualname
         else ""
     )
-    return PROJECT_CONTRACT.format(
+    return prompt_text("PROJECT_CONTRACT").format(
         task=task.strip(), qualname=qualname, path=path, excerpt=around, origins=shown
     )
 
@@ -105,8 +120,12 @@ def stopped_before(baseline: ContractReport, qualname: str, limit: int = 4) -> l
 def again_prompt(qualname: str, signature: str, stopped: list[str], usages: list[str]) -> str:
     """What the reproduction request adds when no test reached the target the first time."""
     name = qualname.split(".")[-1]
-    shown = PROJECT_CONTRACT_USAGES.format(name=name, lines="\n".join(usages)) if usages else ""
-    return PROJECT_CONTRACT_AGAIN.format(
+    shown = (
+        prompt_text("PROJECT_CONTRACT_USAGES").format(name=name, lines="\n".join(usages))
+        if usages
+        else ""
+    )
+    return prompt_text("PROJECT_CONTRACT_AGAIN").format(
         qualname=qualname, signature=signature, failures="\n".join(stopped), usages=shown
     )
 
@@ -145,7 +164,7 @@ def reproduction_checks(source: str) -> list[list[Check]]:
     """The asserts of a model's test code as checks, one list per test, imports first in each.
 
     Checks run in the target module's namespace, so its own names need no import; the
-    imports a test makes (``from click import Choice``, ``import datetime``) are kept, in the
+    imports a test makes (``from geo import Circle``, ``import datetime``) are kept, in the
     order written, because what the test's asserts use may come from elsewhere. An import of
     the module itself is harmless. Module-level asserts are one more test. Tests that do not
     parse give nothing.

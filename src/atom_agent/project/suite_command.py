@@ -16,7 +16,8 @@ from atom_agent.project.repomap import python_files
 _NO_CACHE = ["-p", "no:cacheprovider"]
 # The sandbox's pytest is not the one the project pins: its deprecation warnings are about the
 # project's use of pytest, not its code, yet `filterwarnings = error` makes them collection errors
-# (click's suite does not collect under pytest 9 without this). Command-line -W wins over the ini.
+# (one project's suite did not collect under pytest 9 without this). Command-line -W wins over
+# the ini.
 _PYTEST_DEPRECATIONS = ["-W", "ignore::pytest.PytestDeprecationWarning"]
 # Options of plugins the sandbox does not have (bubblewrap shows it only pytest and hypothesis),
 # with how many values each takes ("?" = one, when the next token is not an option). Coverage

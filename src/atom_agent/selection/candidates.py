@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.models.sampling import sample
 from atom_agent.names import defined_in_code
+from atom_agent.prompts import prompt_text, register
 from atom_agent.replies import complete_from_task, extract_code
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import Check, Clause
@@ -27,11 +28,14 @@ from atom_agent.workspace.atomic import atomic_write_text
 
 from .rank import rank
 
-PLAIN_TASK = """\
+PLAIN_TASK = register(
+    "PLAIN_TASK",
+    """\
 {task}
 
 Write the complete Python module for this. Reply with the whole module in one ```python block, \
-nothing else."""
+nothing else.""",
+)
 """Candidate zero: the task asked once, exactly as the single-shot baseline asks it."""
 
 
@@ -66,7 +70,7 @@ def ask_plain(
     started = time.monotonic()
     reply = sample(
         model,
-        [HumanMessage(PLAIN_TASK.format(task=task.strip()))],
+        [HumanMessage(prompt_text("PLAIN_TASK").format(task=task.strip()))],
         temperature,
         purpose="plain" if end_at_tests else "baseline",
         code_only="module" if end_at_tests else "",
@@ -137,7 +141,7 @@ def best_of(
     if not _worth_sampling(first.source, report):
         return best
     replies: list[AIMessage] = []
-    prompt: list[BaseMessage] = [HumanMessage(PLAIN_TASK.format(task=task.strip()))]
+    prompt: list[BaseMessage] = [HumanMessage(prompt_text("PLAIN_TASK").format(task=task.strip()))]
     for k, temperature in enumerate(temperatures, start=1):
         reply = sample(model, prompt, temperature, purpose="task_sample", code_only="module",
                        names=names)  # fmt: skip

@@ -22,8 +22,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from atom_agent.checks.contract import ContractReport
+from atom_agent.checks.own import merged, outranking, own_checks
 from atom_agent.models.sampling import sample
 from atom_agent.names import defined_in_code
+from atom_agent.prompts import prompt_text, register
 from atom_agent.replies import complete_from_task, extract_code
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
@@ -36,33 +38,48 @@ logger = logging.getLogger(__name__)
 
 _FAILURES_SHOWN = 4
 
-DRAFT_TASK = """\
+DRAFT_TASK = register(
+    "DRAFT_TASK",
+    """\
 {task}
 {step}{dependencies}{earlier}
 Write the complete Python module `impl.py` for this: only the implementation, no tests or \
 usage examples (the tests are written separately). Reply with the whole file in one \
-```python block, nothing else."""
+```python block, nothing else.""",
+)
 
-DRAFT_STEP = """
+DRAFT_STEP = register(
+    "DRAFT_STEP",
+    """
 This is one step of a larger plan: {title}
 {description}
 It must define: {defines}
-"""
+""",
+)
 
-DRAFT_DEPENDENCIES = """
+DRAFT_DEPENDENCIES = register(
+    "DRAFT_DEPENDENCIES",
+    """
 Code of earlier steps you can import:
 {dependencies}
-"""
+""",
+)
 
-DRAFT_MEMORIES = """
+DRAFT_MEMORIES = register(
+    "DRAFT_MEMORIES",
+    """
 Notes from earlier runs (hints only: where they disagree with the task or its examples, the \
 task wins):
 {notes}
-"""
+""",
+)
 
-DRAFT_EARLIER = """
+DRAFT_EARLIER = register(
+    "DRAFT_EARLIER",
+    """
 An earlier attempt was rejected: {feedback}
-"""
+""",
+)
 
 
 def draft_prompt(
@@ -83,23 +100,25 @@ def draft_prompt(
     step_text = (
         ""
         if single
-        else DRAFT_STEP.format(
+        else prompt_text("DRAFT_STEP").format(
             title=step.title,
             description=step.description.strip(),
             defines=", ".join(step.defines) or "(see the description)",
         )
     )
     deps = (
-        DRAFT_DEPENDENCIES.format(
+        prompt_text("DRAFT_DEPENDENCIES").format(
             dependencies="\n".join(f"- {line}" for line in dependencies.values())
         )
         if dependencies
         else ""
     )
-    earlier_text = DRAFT_EARLIER.format(feedback=earlier.strip()[:1200]) if earlier else ""
+    earlier_text = (
+        prompt_text("DRAFT_EARLIER").format(feedback=earlier.strip()[:1200]) if earlier else ""
+    )
     if notes:
-        deps += DRAFT_MEMORIES.format(notes="\n".join(f"- {n}" for n in notes))
-    return DRAFT_TASK.format(
+        deps += prompt_text("DRAFT_MEMORIES").format(notes="\n".join(f"- {n}" for n in notes))
+    return prompt_text("DRAFT_TASK").format(
         task=task.strip(), step=step_text, dependencies=deps, earlier=earlier_text
     )
 
@@ -135,6 +154,7 @@ def write_drafts(
     witnesses: int = 0,
     first: str | None = None,
     drawn: Sequence[str] = (),
+    own: Sequence[Check] = (),
 ) -> Drafts:
     """Draft; cross-examine a failing draft with independent witnesses.
 
@@ -148,8 +168,14 @@ def write_drafts(
     `drawn`: independent implementations already sampled for the task and never shown a
     check (candidate zero's whole-task samples): the first witnesses, at no call; fresh ones
     are sampled only for the rest of `witnesses`.
+
+    `own`: the step's own tests from earlier attempts. With the tests the draft wrote after
+    its code they are ``drafts.own``; they run on every candidate after the contract's checks
+    (``drafts.own_run``), save those a check the task states contradicts (the task wins). A
+    witness's tests are not read: the candidates before it never ran them.
     """
     drafts = Drafts(messages=[HumanMessage(prompt)])
+    runs: list[Check] = list(checks)
 
     def add(reply: AIMessage, temperature: float, informed: bool, origin: str) -> Candidate:
         return add_source(complete_from_task(extract_code(reply.text), task, defines),
@@ -169,7 +195,7 @@ def write_drafts(
         if not source.strip():
             return candidate
         report = run_candidate(
-            candidate, folder, checks, defines, available, python_path, runner, limits
+            candidate, folder, runs, defines, available, python_path, runner, limits
         )
         emit(
             "executor.draft",
@@ -188,8 +214,12 @@ def write_drafts(
         )  # fmt: skip
     )
     drafts.messages.append(reply)
+    written = own_checks(extract_code(reply.text, tests=True), defines)
+    drafts.own = merged(checks, own, written)
+    drafts.own_run = [c for c in drafts.own if outranking(c, checks) is None]
+    runs += drafts.own_run
     draft = add(reply, temperature, informed=False, origin="plain" if first else "draft")
-    if drafts.passes(draft) or not checks:
+    if drafts.passes(draft) or not runs:
         return drafts
     heard = 0
     for source in drawn:
@@ -218,8 +248,9 @@ def failure_lines(report: ContractReport, suspect: set[int] | None = None) -> st
     lines = []
     failed = [r for i, r in enumerate(report.results) if i not in (suspect or set())]
     failed = [r for r in failed if r.status in ("failed", "error", "timeout")]
-    # The task's own checks first: they are certain where the model's tests may be wrong.
-    failed.sort(key=lambda r: r.check.origin == "planner")
+    # The task's own checks first: they are certain where the model's tests may be wrong;
+    # the drafts' own tests last.
+    failed.sort(key=lambda r: {"planner": 1, "own": 2}.get(r.check.origin, 0))
     for result in failed[:_FAILURES_SHOWN]:
         why = result.reason or f"got {result.got}"
         where = f" (at {result.line})" if result.line else ""

@@ -2,7 +2,9 @@
 
 Candidates compete by execution only (:func:`~atom_agent.selection.rank.rank`). Checks
 cross-examination discounted (suspect) count for nothing; a check some candidate passes is
-never suspect.
+never suspect. The drafts' own tests run beside the contract (after its checks, so a check's
+index is the same in every report), and code that answers the checks instead of the task
+(:mod:`~atom_agent.checks.gaming`) never passes and ranks below all honest code.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, BaseMessage
 
 from atom_agent.checks.contract import ContractReport, run_contract
+from atom_agent.checks.gaming import gaming_findings
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check
 from atom_agent.workspace.atomic import atomic_write_text
@@ -35,6 +38,8 @@ class Candidate:
     previous attempt's best)."""
     report: ContractReport | None = None
     path: Path | None = None
+    gaming: list[str] = field(default_factory=list)
+    """Where the code answers the checks instead of the task (described findings)."""
 
 
 @dataclass
@@ -50,11 +55,21 @@ class Drafts:
     candidates: list[Candidate] = field(default_factory=list)
     suspect: dict[int, str] = field(default_factory=dict)
     """Checks every independent witness contradicted (index → why): they decide nothing."""
+    own: list[Check] = field(default_factory=list)
+    """Every own test of the step: the drafts' and its earlier attempts' (the reflector runs
+    them all, and names those the task outranks)."""
+    own_run: list[Check] = field(default_factory=list)
+    """The own tests the candidates ran after the contract's checks: those no check the task
+    states contradicts."""
 
     def passes(self, candidate: Candidate) -> bool:
-        """It met every runnable check that is not suspect."""
+        """It met every runnable check that is not suspect (own tests too), honestly."""
         report = candidate.report
-        return report is not None and report.all_passed(ignore=set(self.suspect))
+        return (
+            report is not None
+            and report.all_passed(ignore=set(self.suspect))
+            and not candidate.gaming
+        )
 
     def consider(
         self,
@@ -111,7 +126,9 @@ class Drafts:
         if passing is not None or not usable:
             return passing
         ignore = set(self.suspect)
-        return max(usable, key=lambda c: (*rank(c.report, ignore=ignore), -c.k))
+        return max(
+            usable, key=lambda c: (*rank(c.report, ignore=ignore, gamed=bool(c.gaming)), -c.k)
+        )
 
 
 def run_candidate(
@@ -124,7 +141,10 @@ def run_candidate(
     runner: SandboxRunner,
     limits: Limits,
 ) -> ContractReport:
-    """Write `candidate` to ``folder/<k>/impl.py`` and run the contract on it (its report)."""
+    """Write `candidate` to ``folder/<k>/impl.py`` and run the contract on it (its report).
+
+    Its gaming findings against the same checks are set too (``candidate.gaming``).
+    """
     candidate.path = folder / str(candidate.k)
     atomic_write_text(candidate.path / IMPL_FILE, candidate.source)
     candidate.report = run_contract(
@@ -136,4 +156,6 @@ def run_candidate(
         defines=defines,
         available=available,
     )
+    files = {IMPL_FILE: candidate.source}
+    candidate.gaming = [f.describe() for f in gaming_findings(files, checks, defines)]
     return candidate.report

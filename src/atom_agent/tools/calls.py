@@ -27,6 +27,7 @@ from langgraph.types import Command
 from pydantic import ValidationError
 
 from atom_agent.errors import ConfigError, ToolConfigError
+from atom_agent.prompts import prompt_text, register
 from atom_agent.session import SessionContext
 from atom_agent.telemetry import emit
 from atom_agent.tools.context import ToolContext, tool_context
@@ -35,15 +36,17 @@ from atom_agent.tools.results import invalid_arguments_text, to_json, tool_error
 
 logger = logging.getLogger(__name__)
 
-TOOL_FAILED = (
+TOOL_FAILED = register(
+    "TOOL_FAILED",
     "{tool} failed: {what}. The call may not have done anything; check with "
-    "list_files or read_file, then try a plainer path or a smaller input"
+    "list_files or read_file, then try a plainer path or a smaller input",
 )
 """A tool raised something it did not turn into a refusal itself."""
 
-NO_SESSION = (
+NO_SESSION = register(
+    "NO_SESSION",
     "no session context: tool calls run inside a session (session_id, project_id); the run "
-    "was started without one"
+    "was started without one",
 )
 """A tool call of an agent run without a session."""
 
@@ -201,7 +204,7 @@ def _dispatch(
         available = ", ".join(known)
         return "error", _error(f"unknown tool {name!r}; available tools: {available}"), False
     if not isinstance(context.session, SessionContext):
-        return "error", _error(NO_SESSION), False
+        return "error", _error(prompt_text("NO_SESSION")), False
     args = _parse_args(raw_args)
     if isinstance(args, str):
         return "error", _error(args), False
@@ -221,7 +224,7 @@ def unexpected_error(name: str, exc: BaseException) -> str:
         what = f"{exc.strerror}{f' ({code})' if code else ''}"
     else:
         what = f"{type(exc).__name__}: {_printable(str(exc))[:_ARG_PREVIEW]}"
-    return TOOL_FAILED.format(tool=name, what=what)
+    return prompt_text("TOOL_FAILED").format(tool=name, what=what)
 
 
 def _printable(text: str) -> str:

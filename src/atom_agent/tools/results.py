@@ -10,9 +10,12 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, ValidationError
 
-INVALID_ARGUMENTS = (
+from atom_agent.prompts import prompt_text, register
+
+INVALID_ARGUMENTS = register(
+    "INVALID_ARGUMENTS",
     "invalid arguments for {tool}: {problems}. Nothing was changed; fix the arguments and "
-    "call it again."
+    "call it again.",
 )
 """A tool call whose arguments do not fit the tool's schema (one shape for every tool)."""
 
@@ -67,7 +70,7 @@ def invalid_arguments_text(tool: str, error: Any) -> str:
         problems = _problems(error.errors())
     else:
         problems = str(error)
-    return INVALID_ARGUMENTS.format(tool=tool, problems=problems)
+    return prompt_text("INVALID_ARGUMENTS").format(tool=tool, problems=problems)
 
 
 def _problems(errors: Sequence[Any]) -> str:

@@ -34,6 +34,14 @@ from dataclasses import dataclass, field
 from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
 from atom_agent.checks.extract import TASK_CRITERION, is_literal, task_checks
 from atom_agent.names import code_blocks, named_in_text, without_methods, without_shorthands
+from atom_agent.rule_text import (
+    RULES_HEADER,
+    StatedRule,
+    carried_rules,
+    find_rules,
+    norm_words,
+    own_task,
+)
 from atom_agent.state import Check, Clause
 from atom_agent.verification.conditions import (
     ERROR_CRITERION,
@@ -46,6 +54,12 @@ from atom_agent.verification.outcomes import outcome_checks
 from atom_agent.verification.properties import PROPERTY_CRITERION, property_checks
 from atom_agent.verification.rules import Fired, search, unique
 from atom_agent.verification.signatures import closing_paren, signature_checks, stated_signatures
+from atom_agent.verification.standing import (
+    MESSAGE_NAMES_ARGUMENT,
+    Signature,
+    message_check,
+    standing_checks,
+)
 
 __all__ = [
     "CODE_CRITERIA",
@@ -116,6 +130,7 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
                 rules=list(dict.fromkeys(r for f in fresh for r in f.rules)),
             )
         )
+    clauses = _with_standing_rules(task, clauses, names, _signatures(task, stated, examples))
     # Examples code reads only from the whole text (doctest blocks, code): a clause of their own.
     calls = {c.call for cl in clauses for c in cl.checks}
     rest = [
@@ -137,6 +152,74 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
     return clauses
 
 
+def _signatures(
+    task: str, stated: Mapping[str, Stated], examples: Mapping[str, list[str]]
+) -> dict[str, Signature]:
+    """The functions the task states, for the checks its standing rules state over calls."""
+    own = own_task(task)
+    found: dict[str, Signature] = {}
+    for sig in stated.values():
+        if sig.owner or sig.name[:1].isupper():
+            continue
+        returns = re.search(rf"\b{re.escape(sig.name)}\([^)]*\)\s*->\s*([\w\[\], .]+)", own)
+        found[sig.name] = Signature(
+            name=sig.name, params=sig.params, annotations=sig.annotations,
+            defaults=sig.defaults, example=tuple(examples.get(sig.name) or ()),
+            returns=returns[1].strip() if returns else "",
+        )  # fmt: skip
+    return found
+
+
+def _with_standing_rules(
+    task: str, clauses: list[Clause], names: Sequence[str], signatures: Mapping[str, Signature]
+) -> list[Clause]:
+    """The project's rules (carried, or stated in the task) with the checks they state.
+
+    The block's heading is no clause; a clause that is (part of) a rule gets the checks that
+    rule states over the task's functions (:func:`standing_checks`), once per rule; a rule that
+    an error's message starts with the argument's name also checks each call the other checks
+    expect to raise (:func:`message_check`).
+    """
+    rules = [
+        *carried_rules(task),
+        *(s.text for s in find_rules(own_task(task)) if isinstance(s, StatedRule)),
+    ]
+    functions = [n for n in names if n[:1].islower()]
+    done: set[str] = set()
+    kept: list[Clause] = []
+    for clause in clauses:
+        if clause.text.strip().startswith(RULES_HEADER.rstrip(":")):
+            continue
+        words = norm_words(clause.text)
+        rule = next((r for r in rules if words and words in norm_words(r)), None)
+        extra: list[Check] = []
+        if rule is not None and rule not in done:
+            done.add(rule)
+            built = standing_checks(rule, functions, signatures)
+            if MESSAGE_NAMES_ARGUMENT.search(rule):
+                raising = [c for cl in clauses for c in cl.checks if c.raises] + built
+                built += [m for c in raising
+                          if (sig := signatures.get(c.call.split("(")[0].strip())) is not None
+                          and (m := message_check(c, sig)) is not None]  # fmt: skip
+            extra = [c.model_copy(update={"clause": clause.id})
+                     for c in built if not check_problems(c, defines=names)]  # fmt: skip
+        if extra:
+            clause = clause.model_copy(update={
+                "checks": [*clause.checks, *extra],
+                "rules": [*clause.rules, "standing_rule"],
+                "kind": "signature" if clause.kind == "behaviour" else clause.kind,
+            })  # fmt: skip
+        kept.append(clause)
+    return [_renumbered(c, f"c{i}") for i, c in enumerate(kept, 1)]
+
+
+def _renumbered(clause: Clause, new_id: str) -> Clause:
+    if clause.id == new_id:
+        return clause
+    checks = [c.model_copy(update={"clause": new_id}) for c in clause.checks]
+    return clause.model_copy(update={"id": new_id, "checks": checks})
+
+
 def _conditions(
     text: str,
     after: str,
@@ -148,7 +231,7 @@ def _conditions(
 ) -> list[Fired]:
     """The condition checks of clause `text`, read with the clause that carries it on.
 
-    "The word must be a non-empty string …; otherwise add raises ValueError" is one rule: the
+    "The label must be a non-empty string …; otherwise tag raises ValueError" is one rule: the
     conditions are read from both, and a check only the two together give is the join's too.
     """
     joined = search("otherwise_clause", after) is not None

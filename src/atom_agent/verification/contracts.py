@@ -16,13 +16,15 @@ import logging
 import re
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import SHAPE_CRITERIA, check_problems
 from atom_agent.checks.exercised import referenced_names
+from atom_agent.models.purpose import for_attempt
 from atom_agent.models.sampling import sample
 from atom_agent.names import named_in_text
+from atom_agent.prompts import prompt_text, register
 from atom_agent.replies import extract_code
 from atom_agent.state import Check, Clause, Plan, PlanStep
 from atom_agent.telemetry import emit
@@ -30,15 +32,20 @@ from atom_agent.verification.clauses import CODE_CRITERIA, placed, states_behavi
 
 logger = logging.getLogger(__name__)
 
-CONTRACT_TASK = """\
+CONTRACT_TASK = register(
+    "CONTRACT_TASK",
+    """\
 {task}
 {step}{clauses}
 Before any code exists, write the tests for {names}: 4 to 8 pytest `assert` lines with concrete \
 inputs and the exact expected results, worked out carefully from the task. Cover the normal \
 case, edge cases, and the errors it must raise (`with pytest.raises(...)`).{scenario} Reply with \
-one ```python block, nothing else."""
+one ```python block, nothing else.""",
+)
 
-CONTRACT_SKELETON = """\
+CONTRACT_SKELETON = register(
+    "CONTRACT_SKELETON",
+    """\
 {task}
 {step}
 Before any code exists, complete these tests of {names}. Each test checks the one statement of \
@@ -49,31 +56,43 @@ block, nothing else.
 
 ```python
 {skeleton}
-```"""
+```""",
+)
 """A contract's test per open clause to complete, the clause as its docstring.
 
 Asked for "the tests" of a long class description, a small model writes the class instead
-(session 17: five of six replies; session 20: the Autocomplete class again, and the functions
+(session 17: five of six replies; session 20: a class again, and the functions
 again for three function tasks); a test file to complete, one function per statement
 (HumanEval's shape: a docstring to write a body for), is what it completes."""
 
-SKELETON_CLASS = "create the object, call its methods in order with concrete arguments"
-SKELETON_FUNCTIONS = "call {names} with concrete arguments"
+SKELETON_CLASS = register(
+    "SKELETON_CLASS", "create the object, call its methods in order with concrete arguments"
+)
+SKELETON_FUNCTIONS = register("SKELETON_FUNCTIONS", "call {names} with concrete arguments")
 """How a skeleton's tests call the code: scenarios on an object, or calls of functions."""
 
-CONTRACT_CLAUSES = """
+CONTRACT_CLAUSES = register(
+    "CONTRACT_CLAUSES",
+    """
 Statements of the task no test covers yet (cover each one):
 {clauses}
-"""
+""",
+)
 
-CONTRACT_SCENARIO = """ For a class, write each \
+CONTRACT_SCENARIO = register(
+    "CONTRACT_SCENARIO",
+    """ For a class, write each \
 test as a short scenario on one object: create it, call its methods in order, and assert what \
-each call returns or raises."""
+each call returns or raises.""",
+)
 
-CONTRACT_STEP = """
+CONTRACT_STEP = register(
+    "CONTRACT_STEP",
+    """
 The tests are for one step of a larger plan: {title}
 {description}
-"""
+""",
+)
 
 CONTRACT_TEMPERATURE = 0.0
 
@@ -101,13 +120,10 @@ def write_contracts(
             steps.append(step)
             available += step.defines
             continue
-        reply = sample(
-            model,
-            [HumanMessage(contract_prompt(task, plan, step))],
-            CONTRACT_TEMPERATURE,
-            purpose="contract",
-            code_only="tests",
-        )
+        request: list[BaseMessage] = [HumanMessage(contract_prompt(task, plan, step))]
+        with for_attempt(step.id, 0):  # the step's, before any attempt at it
+            reply = sample(model, request, CONTRACT_TEMPERATURE, purpose="contract",
+                           code_only="tests")  # fmt: skip
         spent.append(reply)
         # The model's checks prove the step's one prose criterion (the others are code's).
         prose = [c for c in step.acceptance_criteria if c not in CODE_CRITERIA]
@@ -181,7 +197,7 @@ _QUOTED_RESULT = re.compile(
 
 
 def quotes_a_result(text: str) -> bool:
-    """Whether a clause states a concrete result (``render() returns 'a | b'``, ``-> [1, 2]``)."""
+    """Whether a clause states a concrete result (``show() returns 'a / b'``, ``-> [1, 2]``)."""
     return bool(_QUOTED_RESULT.search(text))
 
 
@@ -189,8 +205,8 @@ def open_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
     """The task's clauses no check covers yet that belong to `step`, stated results first.
 
     A clause belongs to the step when it names something the step defines; with one step,
-    every clause does. A signature check covers no clause here: "free_slots(room, start, end)
-    returns the maximal stretches …" states what it computes, and inspect does not check that.
+    every clause does. A signature check covers no clause here: "gaps(start, end) returns the
+    longest stretches …" states what it computes, and inspect does not check that.
     Clauses quoting a concrete result (a worked example in prose) come first: a test can
     restate them word for word.
     """
@@ -216,8 +232,8 @@ def wants_contract(plan: Plan, step: PlanStep, missing: list[str]) -> bool:
     clause about it has no check (a class's behaviour lives in prose: state across calls,
     ordering rules, edge cases; ClassEval); when an unchecked clause quotes a result; and
     when the task writes a function of the step out in prose and a clause stating what it
-    does has no check (:func:`skeleton_clauses`): one worked example of ``slugify`` does not
-    check that it collapses runs of punctuation or strips hyphens.
+    does has no check (:func:`skeleton_clauses`): one worked example of ``initials`` does not
+    check that it skips extra spaces or keeps one letter per word.
     """
     if missing:
         return True
@@ -241,29 +257,35 @@ def contract_prompt(task: str, plan: Plan, step: PlanStep) -> str:
     scope = (
         ""
         if len(plan.steps) == 1
-        else CONTRACT_STEP.format(title=step.title, description=step.description.strip())
+        else prompt_text("CONTRACT_STEP").format(
+            title=step.title, description=step.description.strip()
+        )
     )
     skeleton = skeleton_clauses(plan, step)
     if skeleton:
         classes = [n for n in step.defines if _is_class(n)]
         names = ", ".join(classes or step.defines)
-        return CONTRACT_SKELETON.format(
+        return prompt_text("CONTRACT_SKELETON").format(
             task=task.strip(),
             step=scope,
             names=names,
-            how=SKELETON_CLASS if classes else SKELETON_FUNCTIONS.format(names=names),
+            how=prompt_text("SKELETON_CLASS")
+            if classes
+            else prompt_text("SKELETON_FUNCTIONS").format(names=names),
             skeleton=skeleton_file(step.defines, skeleton),
         )
     opened = open_clauses(plan, step)
     clauses = (
-        CONTRACT_CLAUSES.format(
+        prompt_text("CONTRACT_CLAUSES").format(
             clauses="\n".join(f"- {' '.join(c.text.split())[:200]}" for c in opened[:8])
         )
         if opened
         else ""
     )
-    scenario = CONTRACT_SCENARIO if any(n[:1].isupper() for n in step.defines) else ""
-    return CONTRACT_TASK.format(
+    scenario = (
+        prompt_text("CONTRACT_SCENARIO") if any(n[:1].isupper() for n in step.defines) else ""
+    )
+    return prompt_text("CONTRACT_TASK").format(
         task=task.strip(),
         step=scope,
         clauses=clauses,
@@ -282,8 +304,8 @@ def skeleton_clauses(plan: Plan, step: PlanStep) -> list[Clause]:
     """The clauses a step's contract gives a test each: its open ones, results first.
 
     For a class step, every open clause. For functions, the open clauses that state behaviour,
-    when the task writes a signature of the step's out in prose (``slugify(text: str,
-    max_length: int = 50) -> str that lowercases …``): a task given as code (HumanEval's
+    when the task writes a signature of the step's out in prose (``initials(name: str,
+    sep: str = '') -> str that takes …``): a task given as code (HumanEval's
     prompt, a signature with a docstring) has its statements in the code, and its contract is
     asked for as asserts.
     """

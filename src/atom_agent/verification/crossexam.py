@@ -23,6 +23,8 @@ from atom_agent.state import IMPL_FILE, Check
 
 MIN_WITNESSES = 2
 """Independent implementations that must all contradict a check before it is suspect."""
+UNOUTVOTED = ("task", "own")
+"""Origins of checks no agreement of witnesses makes suspect."""
 
 
 @dataclass
@@ -69,7 +71,7 @@ def cross_examine(
         available: what its dependencies define.
     """
     testimony = Testimony(witnesses=len(witnesses))
-    failing = [r for r in examined.failed if r.check.origin != "task"]
+    failing = [r for r in examined.failed if r.check.origin not in UNOUTVOTED]
     if not witnesses or not failing:
         return testimony
     reports: list[ContractReport] = []
@@ -99,11 +101,13 @@ def suspects(examined: ContractReport, reports: Sequence[ContractReport]) -> dic
 
     A check is suspect when at least MIN_WITNESSES independent implementations ran it, none
     met it, and every one of them gives exactly the result the examined code gives. Checks
-    the task states are never suspect.
+    the task states are never suspect, nor are the drafts' own tests: witnesses are samples of
+    the model that wrote them, and a model agreeing with itself does not outrank its own test
+    (a capable model's tests are usually right; a wrong draft's witnesses often share its bug).
     """
     found: dict[int, str] = {}
     for i, mine in enumerate(examined.results):
-        if mine.status not in ("failed", "error", "timeout") or mine.check.origin == "task":
+        if mine.status not in ("failed", "error", "timeout") or mine.check.origin in UNOUTVOTED:
             continue
         said = [r.results[i] for r in reports if i < len(r.results) and r.results[i].executed]
         if len(said) >= MIN_WITNESSES and all(

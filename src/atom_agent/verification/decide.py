@@ -25,6 +25,8 @@ class Evidence:
     """Required files the attempt did not write."""
     tests_ok: bool = False
     """The step's own tests ran, and all passed."""
+    tests_failure: str = ""
+    """The first failure of the step's tests, when they failed ('' otherwise)."""
     contract_ok: bool = True
     """No runnable non-suspect check of the contract failed (true without a contract)."""
     contract_passed_any: bool = False
@@ -37,6 +39,12 @@ class Evidence:
     """Clauses of the task this step answers for that no check executes."""
     unexecuted_names: tuple[str, ...] = ()
     """Public names of the step no passing value check (or passing test) executed."""
+    overruled: tuple[str, ...] = ()
+    """Checks that ran and failed yet decide nothing, each with the stronger independent
+    evidence that outranks it (the task's own check of the same call; independent
+    implementations): both named, for the verdict and the report."""
+    gaming: tuple[str, ...] = ()
+    """Where the code answers the checks instead of the task (gaming findings, described)."""
 
 
 @dataclass(frozen=True)
@@ -55,16 +63,24 @@ class Decision:
     """Failed attempts of the step, this one included."""
     committed_on: CommittedOn = ""
     """``all checks`` (passed) or ``task checks`` (the task's own checks after every attempt)."""
+    overruled: tuple[str, ...] = ()
+    """Failing checks set aside, each with what outranks it; on a commit on the task's checks
+    also every failing check and test of the model the commit goes over."""
 
 
 def decide(evidence: Evidence) -> Decision:
     """The commit rule.
 
-    Commit when the attempt passed: nothing missing, no trusted check failed, its own tests
-    passed (or were shown suspect) and at least something executed and passed (its tests or a
-    check). Otherwise retry while attempts remain. When the attempts are spent, commit anyway
-    if nothing is missing and the code meets every check the task itself states (the user's
-    word outranks the planner model's contract), else replan while replans remain; else fail.
+    Commit when the attempt passed: nothing missing, nothing gamed, no trusted check failed
+    (the drafts' own tests included), its tests passed and at least something executed and
+    passed (its tests or a check). Otherwise retry while attempts remain, so a failing test is
+    shown to the next attempt before anything is committed over it. When the attempts are
+    spent, commit anyway if nothing is missing or gamed and the code meets every check the task
+    itself states (the user's word outranks the model's checks and tests), labelled with the
+    checks that still fail, else replan while replans remain; else fail.
+
+    Verified only when nothing that ran against the code failed, or each failing check is
+    outranked by a stronger independent one and the decision names both (``overruled``).
     """
     e = evidence
     problems = _problems(e)
@@ -73,15 +89,24 @@ def decide(evidence: Evidence) -> Decision:
     reasons = list(problems)
     action: Action
     committed_on: CommittedOn = ""
+    overruled = list(e.overruled)
     if passed:
         action, committed_on = "commit", "all checks"
-    elif failures >= e.max_attempts and e.task_checks_ok and not e.missing:
+        if overruled:
+            reasons.append(
+                "passed over failing checks a stronger one outranks: " + "; ".join(overruled)
+            )
+    elif failures >= e.max_attempts and e.task_checks_ok and not e.missing and not e.gaming:
         action, committed_on = "commit", "task checks"
         disagree = "; ".join(e.model_disagrees) or "none of its checks fail"
         reasons.append(
             f"committed on the task's own checks after {failures} failed attempts: "
             f"every check the task states holds; the model's contract disagrees: {disagree}"
         )
+        over = [*e.model_disagrees]
+        if not e.tests_ok:
+            over.append(f"the step's tests fail ({e.tests_failure or 'see the verdict'})")
+        overruled += [f"{d}; outranked by every check the task states" for d in over]
     elif failures < e.max_attempts:
         action = "retry"
     elif e.replans < e.max_replans:
@@ -92,7 +117,9 @@ def decide(evidence: Evidence) -> Decision:
         reasons.append(f"{failures} failed attempts and {e.replans} replans: no more tries")
     reasons += _unverified(e)
     verified = passed and not e.unchecked_clauses and not e.unexecuted_names
-    return Decision(action, passed, tuple(reasons), verified, failures, committed_on)
+    return Decision(
+        action, passed, tuple(reasons), verified, failures, committed_on, tuple(overruled)
+    )
 
 
 def _problems(e: Evidence) -> list[str]:
@@ -100,6 +127,8 @@ def _problems(e: Evidence) -> list[str]:
     out: list[str] = []
     if e.missing:
         out.append(f"missing files: {', '.join(e.missing)}")
+    if e.gaming:
+        out.append("the code answers the checks instead of the task: " + "; ".join(e.gaming[:3]))
     if not e.contract_ok:
         out.append("checks of the contract failed")
     if not e.tests_ok:

@@ -8,6 +8,7 @@ executed evidence (which check, what the code gave), then the criteria nothing c
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from atom_agent.checks.contract import ContractReport
@@ -98,23 +99,40 @@ def feedback_of(
     checks: list[Check],
     tests_ok: bool,
     criteria: list[dict[str, Any]],
+    *,
+    outranked: Mapping[int, str] | None = None,
+    gaming: Sequence[str] = (),
 ) -> str:
-    """What the next attempt is told: the executed evidence, then the criteria nothing checked."""
+    """What the next attempt is told: the executed evidence, then the criteria nothing checked.
+
+    A failing test the drafts wrote is shown as such (the next attempt sees it); one a check
+    the task states contradicts (`outranked`: index → that check) is shown set aside, and
+    each gaming finding as what to compute instead.
+    """
     parts: list[str] = []
     if missing:
         parts.append(f"missing files: {', '.join(missing)} (write both impl.py and test.py)")
-    suspect = set(testimony.suspect_checks)
+    parts += [f"answers the checks instead of computing, do not: {g[:200]}" for g in gaming]
+    outranked = outranked or {}
+    suspect = set(testimony.suspect_checks) | set(outranked)
     if contract is not None:
         if contract.error:
             parts.append(f"the checks could not run normally: {contract.error}")
         for i, r in enumerate(contract.results):
             if i in suspect or r.status == "passed":
                 continue
+            what = "your own test" if r.check.origin == "own" else "check"
             if r.status == "invalid":
-                parts.append(f"check cannot run: {r.check.describe()[:200]} ({r.reason[:200]})")
+                parts.append(f"{what} cannot run: {r.check.describe()[:200]} ({r.reason[:200]})")
             elif r.status != "not_run":
                 parts.append(
-                    f"check failed: {r.check.describe()[:200]}: {(r.reason or r.got)[:200]}"
+                    f"{what} failed: {r.check.describe()[:200]}: {(r.reason or r.got)[:200]}"
+                )
+        for i, by in outranked.items():
+            if i < len(contract.results) and contract.results[i].status in _REJECTED:
+                parts.append(
+                    f"your own test set aside: {checks[i].describe()[:200]} contradicts the "
+                    f"task's {by[:200]}"
                 )
         for i in testimony.suspect_checks:
             parts.append(

@@ -137,7 +137,7 @@ def _unknown_arguments(sig: Stated, noun: str) -> dict[str, str] | None:
     ]
     required = [p for p, d in zip(sig.params, sig.defaults, strict=True) if d is None]
     if noun and not like and len(required) == 1:
-        like = required  # "a book it does not know" of copies_of(isbn): its one argument
+        like = required  # "a colour it does not know" of hex_of(colour): its one argument
     arguments: dict[str, str] = {}
     for p, annotation, default in zip(sig.params, sig.annotations, sig.defaults, strict=True):
         named = p in like
@@ -220,7 +220,7 @@ def _value_check(
 def _read_only(
     text: str, stated: Mapping[str, Stated], constructible: Sequence[str]
 ) -> list[Fired]:
-    """'exposed as a read-only property named text': assigning it raises AttributeError."""
+    """'exposed as a read-only property named size': assigning it raises AttributeError."""
     match = search("read_only_property", text)
     if match is None:
         return []

@@ -1,12 +1,12 @@
 """Properties a task states, as Hypothesis checks over generated inputs.
 
-A round trip is stated in code ("decode(encode(s)) == s for any string of letters") or in
+A round trip is stated in code ("unpack(pack(s)) == s for any string of digits") or in
 words: "encoding then decoding returns the original", "dump then parse gives the data back",
 "with tests covering round trips". Words name the functions by their verbs (encoding →
 ``b64_encode``) or, for "round trips", by a pair of the task's functions that undo each other
 (``to_hex`` / ``from_hex``, ``pack`` / ``unpack``). The phrasings are the ``property`` rows of
 :data:`~atom_agent.verification.rules.RULES`; the inputs are drawn from the domain the clause
-names ("for any string of letters"), else from the first function's stated parameter type.
+names ("for any string of digits"), else from the first function's stated parameter type.
 """
 
 from __future__ import annotations

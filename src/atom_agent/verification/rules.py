@@ -4,7 +4,9 @@ A row names a rule, the family of reader that applies it (:mod:`.conditions` for
 parameter, :mod:`.outcomes` for what a call gives, :mod:`.properties` for properties,
 :mod:`.clauses` for the rest), its pattern, the criterion of the check it builds, and two
 sentences written for it: one it must fire on and build a check from, one it must not fire on
-(``tests/unit/verification/test_rules.py`` runs both for every row). The words a rule accepts
+(``tests/unit/verification/test_rules.py`` runs both for every row). The ``gaming`` row reads
+code, not prose (:mod:`atom_agent.checks.gaming`): its examples are a task and code that answers
+its checks, or computes. The words a rule accepts
 come from the shared vocabulary below, not from one task's phrasing: "raises", "throws",
 "must fail with"; "must be", "has to be", "should be"; "gives", "returns", "yields".
 
@@ -28,6 +30,7 @@ from typing import Any, Literal
 
 from atom_agent.checks.contract import SIGNATURE_CRITERION
 from atom_agent.checks.extract import ARROWS, TASK_CRITERION
+from atom_agent.checks.gaming import GAMING_CRITERION
 from atom_agent.state import Check
 
 ERROR_CRITERION = "the errors the task states are raised"
@@ -37,6 +40,7 @@ PROPERTY_CRITERION = "the properties the task states hold over generated inputs"
 Family = Literal[
     "meta", "join", "signature", "example", "error-examples", "construction",
     "subject", "condition", "described", "fresh", "given", "read-only", "unchanged", "property",
+    "gaming",
 ]  # fmt: skip
 Value = Callable[[re.Match[str], str, str, Mapping[str, str]], str | None]
 """(match, the parameter's annotation, its valid value, all valid values) → a value meeting it."""
@@ -499,6 +503,17 @@ RULES: tuple[Rule, ...] = (
          "round trips for non-negative integers.",
          "Write to_hex(n: int) -> str and from_hex(text: str) -> int, with tests covering the "
          "edge cases for non-negative integers."),
+    # Code, not prose: the attempt's files read against the checks the task's examples build.
+    # The positive and negative are a task, then the code after a ``# code`` line.
+    Rule("answers_the_checks", "gaming",
+         r"AST: a literal table keyed by the checks' inputs holding their results; a branch on a "
+         r"check's exact input returning its result; a broad except returning one; reading the "
+         r"tests at run time; tests that exit, skip, assert nothing or patch the checked code",
+         GAMING_CRITERION,
+         "Write add(a, b) that returns the sum; add(2, 3) == 5 and add(10, 7) == 17.\n# code\n"
+         "def add(a, b):\n    return {(2, 3): 5, (10, 7): 17}[(a, b)]\n",
+         "Write add(a, b) that returns the sum; add(2, 3) == 5 and add(10, 7) == 17.\n# code\n"
+         "def add(a, b):\n    return a + b\n"),
 )
 # fmt: on
 

@@ -321,7 +321,7 @@ def _exports(steps: list[_Step]) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """Each public name → the module it is exported from; names defined differently.
 
     A name comes from the last step that was given it to define; a copy another step keeps
-    in its module (a step for ``insert_interval`` writing ``merge_intervals`` again) stays
+    in its module (a step for ``area_of`` writing ``perimeter_of`` again) stays
     that module's own and never replaces the owner's, which its own checks proved. A name no
     step was given comes from the last step defining it (steps come in plan order).
     """

@@ -402,8 +402,13 @@ class Workspace:
         attempt: AttemptRef,
         messages: Iterable[BaseMessage | Mapping[str, Any]],
         figures: Mapping[str, Any] | None = None,
+        *,
+        memories: list[str] | None = None,
     ) -> Path:
         """Write the attempt's conversation to ``messages/history.json`` atomically.
+
+        `memories` are the ids of the long-term memories every call of the attempt carried
+        (the project's rules in the task text) as ``memories_carried``.
 
         Messages are cleaned (:func:`~atom_agent.workspace.history.clean_message`): provider
         metadata, ids, usage and signatures dropped; tool calls and results kept. Each write
@@ -421,6 +426,7 @@ class Workspace:
                 "attempt": attempt.n,
                 "written_at": now_iso(),
                 **({"figures": dict(figures)} if figures else {}),
+                **({"memories_carried": list(memories)} if memories else {}),
                 "messages": cleaned,
             },
         )

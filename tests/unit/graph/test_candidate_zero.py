@@ -66,8 +66,8 @@ def test_a_plain_answer_that_meets_every_stated_check_is_the_whole_run(tmp_path:
     assert len(plan["steps"]) == 1  # no planner call: the plan is the task
     # One call in all: the plain answer; the draft is that answer, not a second call.
     assert len(models["executor"].calls) == 1  # type: ignore[attr-defined]
-    assert models["planner"].calls == [] or all(  # type: ignore[attr-defined]
-        "Before any code exists" in str(c.messages[-1].content)
+    assert all(
+        c.info.purpose == "contract"
         for c in models["planner"].calls  # type: ignore[attr-defined]
     )
     artifacts = ws.step(run, "step1").artifacts
@@ -111,7 +111,8 @@ def test_one_check_the_task_states_outranks_any_number_of_the_models(tmp_path: P
     checks = [task, *model]
     right = _report(BOTH, checks, tmp_path, "right")  # passes the task's check only
     wrong = _report(BROKEN_SUB, checks, tmp_path, "wrong")  # passes the model's three only
-    assert rank(right) == (1, 0, 1) and rank(wrong) == (0, 0, 3)
+    # (honest, task, kept, passed, own): no gaming, no own tests here.
+    assert rank(right) == (1, 1, 0, 1, 0) and rank(wrong) == (1, 0, 0, 3, 0)
     drafts = Drafts(
         candidates=[
             Candidate(k=0, source=BROKEN_SUB, temperature=0.0, informed=False, report=wrong),
@@ -290,7 +291,7 @@ def test_a_class_contract_completes_a_test_per_clause_and_catches_a_wrong_plain_
     (contract,) = [
         str(c.messages[-1].content)
         for c in models["planner"].calls  # type: ignore[attr-defined]
-        if "Before any code exists" in str(c.messages[-1].content)
+        if c.info.purpose == "contract"
     ]
     assert "complete these tests of Tally" in contract and "def test_c4():" in contract
     ws = Workspace(ctx.workspace)

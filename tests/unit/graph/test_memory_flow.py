@@ -178,3 +178,42 @@ def test_only_a_memory_that_shares_something_with_the_step_reaches_its_prompt(
         assert manager.get(check, unrelated.id).confidence == unrelated.confidence
     finally:
         manager.close()
+
+
+def test_a_lesson_carried_into_failing_steps_loses_confidence_until_it_is_not_recalled(
+    ctx: Context, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from atom_agent.cli import main
+
+    ctx = dataclasses.replace(ctx, max_attempts=1, max_replans=0)
+    adder = step("adder", defines=["add"])
+    manager = MemoryManager.from_context(ctx)
+    try:
+        seed = SessionContext(session_id="seed", project_id=ctx.project_id)
+        lesson = manager.remember(seed, "add() must subtract its second argument",
+                                  type="lesson_learned", confidence=0.6)  # fmt: skip
+    finally:
+        manager.close()
+    prompts: list[str] = []
+    for i in range(3):
+        script = ExecutorScript({("adder", 1): failing_attempt()})
+        run = run_task(f"add {i}", ctx, models=models([Plan(steps=[adder])], script))
+        assert run.status != "done"
+        prompts.append(script.prompts[("adder", 1)])
+    # Carried into two failing steps: 0.6 -> 0.51 -> 0.43, under the recall floor (0.5), so
+    # the third run's prompt no longer carries it.
+    assert lesson.content in prompts[0] and lesson.content in prompts[1]
+    assert lesson.content not in prompts[2]
+    manager = MemoryManager.from_context(ctx)
+    try:
+        again = manager.get(SessionContext(session_id="c", project_id=ctx.project_id), lesson.id)
+    finally:
+        manager.close()
+    assert (again.contradicted, again.reinforced) == (2, 0)
+    assert again.confidence < ctx.memory_min_confidence
+    assert again.last_evidence and "step adder failed" in again.last_evidence
+    args = ["memory", "--workspace", ctx.workspace, "--project", ctx.project_id, "show", lesson.id]
+    assert main(args) == 0
+    assert "track record: carried into 2 step(s) that ended: 0 passed, 2 failed" in (
+        capsys.readouterr().out
+    )

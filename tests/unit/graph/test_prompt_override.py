@@ -1,4 +1,4 @@
-"""A user's system prompts replace the planner's and the executor's, and the report says so."""
+"""A user's prompts replace the built-in ones by name, and the report names those the run sent."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from atom_agent import Context, run_task
+from atom_agent.errors import ConfigError
 from atom_agent.nodes.executor.node import EXECUTOR_DECIDE, EXECUTOR_SYSTEM
 from atom_agent.nodes.planner import PLANNER_SYSTEM
 from atom_agent.testing import ScriptedChatModel
@@ -49,13 +51,35 @@ def test_the_users_prompts_replace_the_built_in_ones_and_the_report_says_so(
     expected = f"My executor rules. {EXECUTOR_DECIDE} Braces {{like this}} stay."
     assert {str(c.messages[0].content) for c in loop} == {expected}
     assert _systems(roles["planner"]) == ["My planner rules: at most 12 steps."]
-    assert json.loads((run_dir / "run.json").read_text())["prompts_replaced"] == [
-        "planner",
-        "executor",
-    ]
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["prompts_replaced"] == ["EXECUTOR_SYSTEM", "PLANNER_SYSTEM"]
+    assert run["prompts_unsent"] == []
     report = (run_dir / "report.md").read_text()
-    assert "**Prompts:** the user's system prompt replaced the built-in one of the planner " \
-        "and the executor" in report  # fmt: skip
+    assert "**Prompts:** yours replaced EXECUTOR_SYSTEM, PLANNER_SYSTEM\n" in report
+
+
+def test_any_named_prompt_is_replaced_and_one_never_sent_is_not_reported_as_replaced(
+    tmp_path: Path,
+) -> None:
+    replaced = {
+        "PLANNER_TASK": "Plan this: {task}{replan}{feedback}",
+        "OUT_OF_ROOM": "never sent: the conversation fits",
+    }
+    _, roles, run_dir = _run(tmp_path, prompts=replaced)
+    asked = [
+        str(c.messages[-1].content) for c in roles["planner"].calls if c.info.purpose == "plan"
+    ]
+    assert asked and all(text.startswith("Plan this: ") for text in asked)
+    run = json.loads((run_dir / "run.json").read_text())
+    assert (run["prompts_replaced"], run["prompts_unsent"]) == (["PLANNER_TASK"], ["OUT_OF_ROOM"])
+    report = (run_dir / "report.md").read_text()
+    assert "**Prompts:** yours replaced PLANNER_TASK; given but not sent in this run: " \
+        "OUT_OF_ROOM\n" in report  # fmt: skip
+
+
+def test_a_prompt_name_that_does_not_exist_is_refused_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown prompt.*NO_SUCH_PROMPT"):
+        _run(tmp_path, prompts={"NO_SUCH_PROMPT": "x"})
 
 
 def test_without_prompts_the_built_in_ones_are_sent_and_nothing_is_reported(
@@ -74,11 +98,16 @@ def test_without_prompts_the_built_in_ones_are_sent_and_nothing_is_reported(
 def test_a_prompt_file_that_cannot_be_read_or_is_empty_is_a_clear_error(tmp_path: Path) -> None:
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n")
-    for path, said in ((tmp_path / "missing.txt", "cannot read"), (empty, "is empty")):
+    for option, path, said in (
+        (["--executor-prompt"], tmp_path / "missing.txt", "cannot read"),
+        (["--executor-prompt"], empty, "is empty"),
+        (["--prompt"], f"DRAFT_TASK={empty}", "is empty"),
+        (["--prompt"], "DRAFT_TASK", "is not NAME=FILE"),
+    ):
         done = subprocess.run(
-            [sys.executable, "-m", "atom_agent.cli", "run", "x", "--executor-prompt", str(path)],
+            [sys.executable, "-m", "atom_agent.cli", "run", "x", *option, str(path)],
             capture_output=True, text=True, timeout=120,
             env={"PATH": "/usr/bin:/bin", "ATOM_WORKSPACE": str(tmp_path / "ws")},
         )  # fmt: skip
         assert done.returncode == 2, done.stderr
-        assert "--executor-prompt" in done.stderr and said in done.stderr
+        assert option[0] in done.stderr and said in done.stderr

@@ -10,6 +10,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from atom_agent import Context
+from atom_agent.models.purpose import CallInfo
 from atom_agent.testing import ScriptedChatModel
 
 MODULE = '''\
@@ -76,12 +77,14 @@ def files_project(root: Path, files: dict[str, str], *, with_git: bool = True) -
 
 
 def answers(**defs: str) -> ScriptedChatModel:
-    """A model that answers an edit request for `name` with defs[name]."""
+    """A model that answers an edit of the step for `name` (``1-name``) with defs[name].
 
-    def respond(messages: list[BaseMessage]) -> str:
-        text = str(messages[-1].content)
+    It reads what the call is for from its metadata (purpose, step), never the prompt.
+    """
+
+    def respond(messages: list[BaseMessage], info: CallInfo) -> str:
         for name, source in defs.items():
-            if f"definition of `{name}`" in text:
+            if info.purpose == "project_edit" and info.step.partition("-")[2] == name:
                 return "```python\n" + textwrap.dedent(source) + "```"
         return "no idea"
 

@@ -9,7 +9,7 @@ from langchain_core.messages import BaseMessage
 
 from atom_agent import run_task
 from atom_agent.models.purpose import CallInfo
-from atom_agent.testing import ScriptedChatModel
+from atom_agent.testing import ScriptedChatModel, reply_of
 
 from .calc import GOOD_ADD, GOOD_MUL, answers, ctx, project
 
@@ -38,7 +38,7 @@ def test_the_second_run_on_a_project_reuses_its_baseline_and_recalls_where_code_
         if info.purpose == "project_plan":
             locate_prompts.append(text)
             return "calc/__init__.py::mul"
-        return str(edits.respond(messages) if edits.respond else "")
+        return str(reply_of(edits.respond, messages, info) if edits.respond else "")
 
     second = run_task("Make the product function work as documented.", context,
                       models=ScriptedChatModel(respond=respond))  # fmt: skip

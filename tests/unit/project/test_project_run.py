@@ -173,10 +173,9 @@ def test_a_retry_keeps_the_previous_choice_unless_a_sample_does_better(tmp_path:
     half = "def mul(a, b):\n    return abs(a * b)\n"  # mul(2, 3) right, mul(-1, 4) wrong
     prompts: list[str] = []
 
-    def respond(messages: list[BaseMessage]) -> str:
-        text = str(messages[-1].content)
-        prompts.append(text)
-        worse = "Write it anew" in text
+    def respond(messages: list[BaseMessage], info: CallInfo) -> str:
+        prompts.append(str(messages[-1].content))
+        worse = info.purpose == "project_edit" and info.attempt > 1  # the retry
         return "```python\n" + ("def mul(a, b):\n    return 0\n" if worse else half) + "```"
 
     outcome = run_task("Implement `calc.mul` as its docstring says.", ctx(tmp_path, repo),
@@ -280,10 +279,10 @@ def test_a_retry_samples_anew_told_what_failed_never_shown_its_code(tmp_path: Pa
     half = "def mul(a, b):\n    return abs(a * b)\n"  # mul(2, 3) right, mul(-1, 4) wrong
     asked: list[str] = []
 
-    def respond(messages: list[BaseMessage]) -> str:
-        text = str(messages[-1].content)
-        asked.append("anew" if "Write it anew" in text else "first")
-        assert "return abs(a * b)" not in text  # a retry is told what failed, not the code
+    def respond(messages: list[BaseMessage], info: CallInfo) -> str:
+        asked.append("anew" if info.attempt > 1 else "first")
+        # A retry is told what failed, not shown the code.
+        assert "return abs(a * b)" not in str(messages[-1].content)
         return "```python\n" + (GOOD_MUL if asked[-1] == "anew" else half) + "```"
 
     outcome = run_task("Implement `calc.mul` as its docstring says.", ctx(tmp_path, repo),
@@ -397,13 +396,14 @@ def test_reproduction_tests_that_stop_before_the_target_are_written_again(tmp_pa
     )
     asked: list[str] = []
 
-    def respond(messages: list[BaseMessage]) -> str:
+    def respond(messages: list[BaseMessage], info: CallInfo) -> str:
         last = str(messages[-1].content)
-        if "never reached" in last:  # the request again, with what stopped the first tests
+        if info.source == "PROJECT_CONTRACT_AGAIN":  # asked again, told what stopped the tests
+            assert (info.purpose, info.step, info.attempt) == ("reproduction", "1-halve", 2)
             asked.append(last)
             assert len(messages) == 2  # the rejected tests are not shown
             return "```python\nfrom halves import halve\n\ndef test_h():\n    assert halve(8) == 4\n```"  # noqa: E501
-        if "write the tests for it" in last:
+        if info.purpose == "reproduction":
             asked.append("tests")  # called without its argument: stops before halve runs
             return (
                 "```python\nfrom halves import halve\n\ndef test_h():\n    assert halve() == 4\n```"  # noqa: E501
@@ -431,10 +431,9 @@ def test_reproduction_tests_are_written_again_once_only(tmp_path: Path) -> None:
     )
     asked: list[str] = []
 
-    def respond(messages: list[BaseMessage]) -> str:
-        last = str(messages[-1].content)
-        if "write the tests for it" in last or "never reached" in last:
-            asked.append(last)
+    def respond(messages: list[BaseMessage], info: CallInfo) -> str:
+        if info.purpose == "reproduction":
+            asked.append(str(messages[-1].content))
             return "```python\ndef test_h():\n    assert halve() == 4\n```"
         return "```python\ndef halve(x):\n    return x / 2\n```"
 
@@ -472,10 +471,9 @@ def test_the_request_for_tests_shows_how_the_projects_tests_get_the_object(
     repo = files_project(tmp_path / "proj", {"boxes/__init__.py": BOXES, "tests/test_b.py": test})
     asked: list[str] = []
 
-    def respond(messages: list[BaseMessage]) -> str:
-        last = str(messages[-1].content)
-        if "write the tests for it" in last:
-            asked.append(last)
+    def respond(messages: list[BaseMessage], info: CallInfo) -> str:
+        if info.purpose == "reproduction":
+            asked.append(str(messages[-1].content))
             return "```python\nfrom boxes import pack\n\ndef test_size():\n    assert pack(1, 2, 3).size() == 3\n```"  # noqa: E501
         return "```python\ndef size(self):\n    return len(self.items)\n```"
 

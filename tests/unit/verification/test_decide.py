@@ -21,6 +21,13 @@ SPENT = replace(
     model_disagrees=("add(1, 1) == 3 (expected 3, got 2)",),
 )
 
+OWN_FAILS = "the drafts' own test add(2, 3) == 5 (expected 5, got -1)"
+LOOKUP = "impl.py:1: lookup_table: a table of 2 entries holds the checks' answers"
+OUTRANKED = (
+    "the drafts' own test `add(2, 3) == 6` failed (expected 6, got 5); outranked by the task's "
+    "own check `add(2, 3) == 5`"
+)
+
 CASES = {
     "everything passed": (PASSING, "commit", True),
     "a name no value check ran": (
@@ -47,6 +54,22 @@ CASES = {
         replace(PASSING, failures=2, tests_ok=False, task_checks_ok=False),
         "replan",
         False,
+    ),
+    "a drafts' own test fails, attempts left": (
+        replace(PASSING, contract_ok=False, model_disagrees=(OWN_FAILS,)),
+        "retry",
+        False,
+    ),
+    "gamed code, attempts left": (replace(PASSING, gaming=(LOOKUP,)), "retry", False),
+    "gamed code meeting the task's checks, attempts spent": (
+        replace(SPENT, gaming=(LOOKUP,)),
+        "replan",
+        False,
+    ),
+    "a failing own test the task outranks": (
+        replace(PASSING, overruled=(OUTRANKED,)),
+        "commit",
+        True,
     ),
 }
 
@@ -81,3 +104,27 @@ def test_unchecked_clauses_and_unexecuted_names_are_reasons_not_actions() -> Non
 def test_a_passing_attempt_records_no_failure() -> None:
     assert decide(replace(PASSING, failures=2)).failures == 2
     assert decide(replace(SPENT, failures=0)).failures == 1
+
+
+def test_a_commit_over_a_failing_check_names_it_and_what_outranks_it() -> None:
+    passed = decide(replace(PASSING, overruled=(OUTRANKED,)))
+    assert passed.overruled == (OUTRANKED,)
+    assert any("add(2, 3) == 6" in r and "add(2, 3) == 5" in r for r in passed.reasons)
+    on_task = decide(replace(SPENT, tests_ok=True, model_disagrees=(OWN_FAILS,)))
+    assert on_task.committed_on == "task checks" and not on_task.verified
+    assert on_task.overruled == (f"{OWN_FAILS}; outranked by every check the task states",)
+
+
+def test_gaming_is_a_problem_of_its_own_that_names_the_finding() -> None:
+    decision = decide(replace(PASSING, gaming=(LOOKUP,)))
+    assert not decision.passed and not decision.verified
+    assert decision.reasons[0] == f"the code answers the checks instead of the task: {LOOKUP}"
+
+
+def test_a_commit_on_the_tasks_checks_over_failing_tests_names_their_first_failure() -> None:
+    decision = decide(replace(SPENT, tests_failure="FAILED test.py::test_add - assert -1 == 5"))
+    assert decision.committed_on == "task checks"
+    assert decision.overruled[-1] == (
+        "the step's tests fail (FAILED test.py::test_add - assert -1 == 5); outranked by every "
+        "check the task states"
+    )

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from atom_agent.checks.contract import run_contract
+from atom_agent.checks.gaming import GAMING_CRITERION, gaming_findings
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.state import Check, Clause
 from atom_agent.verification.clauses import coverage, split_clauses, task_clauses
@@ -31,7 +32,9 @@ def test_the_table_names_each_rule_once_with_examples_of_its_own() -> None:
             assert row.value is not None, row.name
 
 
-@pytest.mark.parametrize("row", [r for r in RULES if r.family != "meta"], ids=lambda r: r.name)
+@pytest.mark.parametrize(
+    "row", [r for r in RULES if r.family not in ("meta", "gaming")], ids=lambda r: r.name
+)
 def test_a_rule_builds_its_check_from_its_positive_example_and_not_from_its_negative(
     row: Rule,
 ) -> None:
@@ -39,6 +42,19 @@ def test_a_rule_builds_its_check_from_its_positive_example_and_not_from_its_nega
     assert row.name in fired, f"{row.name} did not fire on: {row.positive}"
     assert any(c.criterion == row.criterion for c in fired[row.name]), fired[row.name]
     assert row.name not in _fired(row.negative), f"{row.name} fired on: {row.negative}"
+
+
+@pytest.mark.parametrize("row", [r for r in RULES if r.family == "gaming"], ids=lambda r: r.name)
+def test_a_gaming_rule_fails_its_positive_code_and_passes_its_negative(row: Rule) -> None:
+    def findings(example: str) -> list[str]:
+        task, code = example.split("\n# code\n")
+        checks = [c for clause in task_clauses(task) for c in clause.checks]
+        assert checks, f"the task of {row.name} states no check"
+        return [f.kind for f in gaming_findings({"impl.py": code}, checks, ["add"])]
+
+    assert findings(row.positive), f"{row.name} found nothing in: {row.positive}"
+    assert findings(row.negative) == [], f"{row.name} fired on: {row.negative}"
+    assert row.criterion == GAMING_CRITERION
 
 
 @pytest.mark.parametrize("row", [r for r in RULES if r.family == "meta"], ids=lambda r: r.name)

@@ -18,10 +18,12 @@ from langgraph.graph.state import CompiledStateGraph
 
 from atom_agent.budget import now
 from atom_agent.checks.contract import check_problems, contract_tests
+from atom_agent.checks.own import load_own, save_own
 from atom_agent.context import Context
 from atom_agent.models.profiles import ModelProfile, profile_for
 from atom_agent.models.purpose import calling, for_attempt
 from atom_agent.names import defined_in_code
+from atom_agent.prompts import prompt_text, register
 from atom_agent.resources import Resources
 from atom_agent.selection.drafts import (
     dependency_lines,
@@ -56,11 +58,13 @@ from .steering import steering
 from .steering.chain import Steering
 from .steering.reask import REASKED
 from .steering.stop import without_stop
-from .tools import NoQuestions, executor_tools
+from .tools import NoQuestions, ask_user_tool, executor_tools
 
 logger = logging.getLogger(__name__)
 
-EXECUTOR_SYSTEM = """\
+EXECUTOR_SYSTEM = register(
+    "EXECUTOR_SYSTEM",
+    """\
 You are the executor of a coding agent. You implement ONE step of a plan by writing files \
 with your tools, then you run the tests to check your work.
 
@@ -76,39 +80,42 @@ nothing special: those directories are on the Python path when tests run.
 - Use `remember` for a lesson or decision worth keeping for later steps; `recall` to look \
 up what earlier steps learned.
 - {ambiguity}
-- When the tests pass, stop: answer with a one-line summary."""
+- When the tests pass, stop: answer with a one-line summary.""",
+)
 
-EXECUTOR_ASK = (
+EXECUTOR_ASK = register(
+    "EXECUTOR_ASK",
     "Only if the task is ambiguous in a way you cannot resolve, call `ask_user` with one "
-    "precise question."
+    "precise question.",
 )
 
-EXECUTOR_DECIDE = (
+EXECUTOR_DECIDE = register(
+    "EXECUTOR_DECIDE",
     "Nobody can answer questions in this run: where the task is ambiguous, decide, and state "
-    "what you assumed in a comment in impl.py."
+    "what you assumed in a comment in impl.py.",
 )
 
 
-def executor_system(custom: str, *, ask: bool) -> str:
-    """The executor's system prompt: `custom` when given, else :data:`EXECUTOR_SYSTEM`.
+def executor_system(*, ask: bool) -> str:
+    """The executor's system prompt (:data:`EXECUTOR_SYSTEM`, or the user's replacement).
 
     ``{ambiguity}`` becomes the line on questions (`ask`: the ask_user tool is offered).
-    A custom prompt is taken literally otherwise (its own braces stay as written).
     """
-    ambiguity = EXECUTOR_ASK if ask else EXECUTOR_DECIDE
-    if custom.strip():
-        return custom.replace("{ambiguity}", ambiguity)
-    return EXECUTOR_SYSTEM.format(ambiguity=ambiguity)
+    ambiguity = prompt_text("EXECUTOR_ASK") if ask else prompt_text("EXECUTOR_DECIDE")
+    return prompt_text("EXECUTOR_SYSTEM").format(ambiguity=ambiguity)
 
 
-EXECUTOR_START = """\
+EXECUTOR_START = register(
+    "EXECUTOR_START",
+    """\
 impl.py already holds this code, one plain answer to the task:
 ```python
 {code}
 ```
 Run against the step's checks (test.py, read-only): {summary}.
 {failures}
-Fix what fails in impl.py (edit_file or write_file), then run_tests."""
+Fix what fails in impl.py (edit_file or write_file), then run_tests.""",
+)
 
 
 def make_executor(res: Resources) -> Any:
@@ -121,7 +128,9 @@ def make_executor(res: Resources) -> Any:
     agents: dict[tuple[tuple[str, ...], str], tuple[BaseChatModel, Agent]] = {}
 
     def agent_for(model: BaseChatModel, tools: list[BaseTool]) -> Agent:
-        system = res.ctx.executor_prompt
+        # Read at every tool loop: the run's prompts (its replacements, what it sent).
+        tools = [ask_user_tool() if t.name == ASK_USER else t for t in tools]
+        system = executor_system(ask=any(t.name == ASK_USER for t in tools))
         key = (tuple(t.name for t in tools), system)
         known = agents.get(key)
         if known is None or known[0] is not model:
@@ -276,7 +285,7 @@ def _loop_prompt(
     shown = first is not None and first.report is not None
     files = dataclasses.replace(scope, started=scope.started and not shown).describe()
     if first is not None and first.report is not None:
-        files += "\n\n" + EXECUTOR_START.format(
+        files += "\n\n" + prompt_text("EXECUTOR_START").format(
             code=first.source.strip(),
             summary=first.report.summary(),
             failures=failure_lines(first.report, set(start.suspect) if start else None),
@@ -413,7 +422,8 @@ def _finish_attempt(
     used: dict[str, Any],
 ) -> dict[str, Any]:
     """Record the attempt (history.json, a question's verdict, telemetry) and its update."""
-    res.workspace.write_history(at.attempt, messages, attempt_figures(messages, stopped, at.model))
+    res.workspace.write_history(at.attempt, messages, attempt_figures(messages, stopped, at.model),
+                                memories=state.get("rules"))  # fmt: skip
     if question:
         # The attempt ends with a question, not a verdict; tier 1 shows it to the next one.
         res.workspace.write_verdict(
@@ -475,7 +485,7 @@ def attempt_figures(
 def attempt_agent(model: BaseChatModel, tools: Sequence[BaseTool], system: str = "") -> Agent:
     """The executor's ReAct agent: `model` with `tools`, steered by code (:func:`steering`).
 
-    `system`: the user's system prompt (``Context.executor_prompt``); empty: the built-in one.
+    `system`: the system prompt; empty: :func:`executor_system` for these tools.
 
     The tools are plain tools that read the attempt from the run's context; one agent serves
     every attempt, also concurrent ones (batch).
@@ -484,7 +494,7 @@ def attempt_agent(model: BaseChatModel, tools: Sequence[BaseTool], system: str =
     return create_agent(
         model,
         tools=list(tools),
-        system_prompt=executor_system(system, ask=ask),
+        system_prompt=system or executor_system(ask=ask),
         # Outermost: an ask_user call that was not offered never reaches the tool node.
         middleware=[*([] if ask else [NoQuestions()]), ToolCalls(), Steering(steering())],
         context_schema=AttemptContext,
@@ -544,10 +554,14 @@ def _draft(res: Resources, state: State, at: _Attempt) -> tuple[Drafts, dict[str
         witnesses=at.profile.cross_samples,
         first=first,
         drawn=_task_samples(res, state, first),
+        own=[c for a in _earlier(res.workspace, at) for c in load_own(a.path)],
     )
+    # The reflector runs the same own tests on the staged code (and says which it set aside).
+    save_own(attempt.path, drafts.own)
     incumbent = _incumbent(res.workspace, at)
     if incumbent is not None:
-        drafts.consider(incumbent, folder=attempt.path / "candidates", checks=checks,
+        drafts.consider(incumbent, folder=attempt.path / "candidates",
+                        checks=[*checks, *drafts.own_run],
                         defines=step.defines, available=at.available,
                         python_path=scope.python_path()[1:], runner=res.runner,
                         limits=res.limits)  # fmt: skip
@@ -587,6 +601,8 @@ def _record_drafts(attempt: AttemptRef, prompt: str, drafts: Drafts) -> None:
             ],
             "kept": best.k if best is not None else None,
             "suspect": {str(i): why for i, why in drafts.suspect.items()},
+            "own_tests": [c.describe() for c in drafts.own],
+            "gaming": {str(c.k): c.gaming for c in drafts.candidates if c.gaming},
         },
     )
 
@@ -615,6 +631,11 @@ def _candidate_zero(plain: str | None, defines: list[str]) -> str | None:
     if not plain or not defines:
         return None
     return plain if set(defines) <= set(defined_in_code(plain)) else None
+
+
+def _earlier(workspace: Workspace, at: _Attempt) -> list[AttemptRef]:
+    """The step's attempts before this one."""
+    return [a for a in workspace.list_attempts(at.step_ref) if a.n < at.attempt.n]
 
 
 def _incumbent(workspace: Workspace, at: _Attempt) -> str | None:

@@ -19,11 +19,14 @@ from typing import Any
 from atom_agent.context import Context
 from atom_agent.memory import MemoryManager, MemoryRecord
 from atom_agent.memory.relevance import Reason, StepFocus, relevance
+from atom_agent.prompts import prompt_text, register
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, Plan, PlanStep, outline
 from atom_agent.workspace import AttemptRef, StepRef, Workspace
 
-EXECUTOR_PINNED = """\
+EXECUTOR_PINNED = register(
+    "EXECUTOR_PINNED",
+    """\
 # Task
 {task}
 
@@ -39,19 +42,29 @@ Acceptance criteria:
 # Files
 {files}
 
-Attempt {attempt} of {max_attempts}."""
+Attempt {attempt} of {max_attempts}.""",
+)
 
-EXECUTOR_TIER2 = """\
+EXECUTOR_TIER2 = register(
+    "EXECUTOR_TIER2",
+    """\
 # What earlier work established
-{memories}{dependencies}"""
+{memories}{dependencies}""",
+)
 
-EXECUTOR_TIER1 = """\
+EXECUTOR_TIER1 = register(
+    "EXECUTOR_TIER1",
+    """\
 # Earlier attempts of this step (most recent first) — do not repeat their mistakes
-{attempts}"""
+{attempts}""",
+)
 
-EXECUTOR_ANSWERS = """\
+EXECUTOR_ANSWERS = register(
+    "EXECUTOR_ANSWERS",
+    """\
 # The user answered your questions
-{answers}"""
+{answers}""",
+)
 
 CHARS_PER_TOKEN = 4
 _SIGNATURE = re.compile(r"^\s*(def|class|async def)\s+\w+.*$", re.MULTILINE)
@@ -70,7 +83,7 @@ class ExecutorPrompt:
     text: str
     tokens: int = 0
     memory_reasons: dict[str, str] = field(default_factory=dict)
-    """Each memory in the prompt (by id, in order) and why (``shares name rle_decode``)."""
+    """Each memory in the prompt (by id, in order) and why (``shares name hex_decode``)."""
     unrelated: list[str] = field(default_factory=list)
     """Recalled memories the relevance gate kept out (they share nothing with the step)."""
 
@@ -133,7 +146,7 @@ def _pinned(
     answers: list[dict[str, str]] | None,
 ) -> str:
     """What the prompt always holds: task, outline, step, criteria, files, the user's answers."""
-    pinned = EXECUTOR_PINNED.format(
+    pinned = prompt_text("EXECUTOR_PINNED").format(
         task=task.strip(),
         outline=outline(plan, statuses),
         step_id=step.id,
@@ -145,7 +158,7 @@ def _pinned(
         max_attempts=ctx.max_attempts,
     )
     if answers:
-        pinned += "\n\n" + EXECUTOR_ANSWERS.format(
+        pinned += "\n\n" + prompt_text("EXECUTOR_ANSWERS").format(
             answers="\n".join(f"Q: {a['question']}\nA: {a['answer']}" for a in answers)
         )
     return pinned
@@ -193,16 +206,18 @@ def _assembled(pinned: str, memory_lines: list[str], dep_lines: list[str], tier1
     sections = [pinned]
     if memory_lines or dep_lines:
         sections.append(
-            EXECUTOR_TIER2.format(
+            prompt_text("EXECUTOR_TIER2")
+            .format(
                 memories="Memories:\n" + "\n".join(memory_lines) + "\n" if memory_lines else "",
                 dependencies="Committed code of the steps this one depends on:\n"
                 + "\n".join(dep_lines)
                 if dep_lines
                 else "",
-            ).rstrip()
+            )
+            .rstrip()
         )
     if tier1:
-        sections.append(EXECUTOR_TIER1.format(attempts="\n\n".join(tier1)))
+        sections.append(prompt_text("EXECUTOR_TIER1").format(attempts="\n\n".join(tier1)))
     return "\n\n".join(sections)
 
 

@@ -14,6 +14,7 @@ from langgraph.types import Command
 from pydantic import Field
 
 from atom_agent.errors import ConfigError
+from atom_agent.prompts import prompt_text, register
 from atom_agent.telemetry import emit
 from atom_agent.tools.code import CODE_TOOLS
 from atom_agent.tools.files import FILE_TOOLS
@@ -22,13 +23,14 @@ from atom_agent.tools.search import SEARCH_TOOLS
 
 from .attempt import ASK_USER
 
-ASK_USER_DESCRIPTION = (
+ASK_USER_DESCRIPTION = register(
+    "ASK_USER_DESCRIPTION",
     "Ask the user ONE precise question when the task is ambiguous and you "
-    "cannot decide yourself. The run pauses until the user answers; use it rarely."
+    "cannot decide yourself. The run pauses until the user answers; use it rarely.",
 )
 """The ask_user tool's manual (the model reads it)."""
 
-ASK_USER_WAIT = "wait for the answer"
+ASK_USER_WAIT = register("ASK_USER_WAIT", "wait for the answer")
 """ask_user's result note."""
 
 
@@ -38,7 +40,9 @@ def _ask_user(question: Annotated[str, Field(min_length=3)]) -> str:
     Args:
         question: one precise question for the user
     """
-    return json.dumps({"status": "asked", "question": question, "note": ASK_USER_WAIT})
+    return json.dumps(
+        {"status": "asked", "question": question, "note": prompt_text("ASK_USER_WAIT")}
+    )
 
 
 ASK_USER_TOOL: BaseTool = StructuredTool.from_function(
@@ -49,6 +53,15 @@ ASK_USER_TOOL: BaseTool = StructuredTool.from_function(
     error_on_invalid_docstring=True,
 )
 """The tool the executor calls when only the user can resolve an ambiguity (stateless)."""
+
+
+def ask_user_tool() -> BaseTool:
+    """:data:`ASK_USER_TOOL` with the run's description (the user's replacement, if any)."""
+    description = prompt_text("ASK_USER_DESCRIPTION")
+    if description == ASK_USER_TOOL.description:
+        return ASK_USER_TOOL
+    return ASK_USER_TOOL.model_copy(update={"description": description})
+
 
 EXECUTOR_TOOLS: tuple[BaseTool, ...] = (
     *FILE_TOOLS,

@@ -23,11 +23,13 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from atom_agent.checks.contract import ContractReport
 from atom_agent.models.profiles import profile_for
+from atom_agent.models.purpose import for_attempt
 from atom_agent.models.sampling import sample
 from atom_agent.project.documents import documents_for
 from atom_agent.project.edits import Edit, EditError, apply_edit, definition_of
 from atom_agent.project.repomap import excerpt, render_map, scan
 from atom_agent.project.suite import run_suite, suite_limits
+from atom_agent.prompts import prompt_text, register
 from atom_agent.resources import Resources
 from atom_agent.selection.drafts import temperatures
 from atom_agent.selection.rank import Rank, rank
@@ -38,7 +40,7 @@ from atom_agent.workspace import AttemptRef, StepRef, Workspace
 from atom_agent.workspace.atomic import atomic_write_json, atomic_write_text
 
 from ..common import plan_of, run_ref, unfinished_attempt
-from . import prompts
+from . import prompts  # noqa: F401  (registers PROJECT_SYSTEM, which both send)
 from .common import (
     ProjectRun,
     checks_in_checkout,
@@ -47,7 +49,9 @@ from .common import (
     target_of,
 )
 
-PROJECT_EDIT = """\
+PROJECT_EDIT = register(
+    "PROJECT_EDIT",
+    """\
 {task}
 
 Other files of the project (signatures):
@@ -59,14 +63,18 @@ Other files of the project (signatures):
 Write the new definition of `{qualname}`: its `def` line exactly as it is and a body that does \
 what the task and the docstring say, using the project's own helpers where they fit. Leave the \
 docstring out: it is kept as it is. Reply with only that definition{method} in one ```python \
-block."""
+block.""",
+)
 """The executor's request for a project step: the target's new definition."""
 
-PROJECT_ANEW = """
+PROJECT_ANEW = register(
+    "PROJECT_ANEW",
+    """
 An earlier version was not accepted:
 {why}
 Write it anew, so that these hold.
-"""
+""",
+)
 """What a retry of a project step is told: what failed, without the rejected code (shown its
 previous version, the model handed it back unchanged in 7 of 7 measured repairs, and in 14 of
 14 before: repairs were deleted)."""
@@ -133,10 +141,11 @@ def make_project_executor(res: Resources) -> Any:
         incumbent, feedback = _previous(res.workspace, step_ref, attempt, site.path)
         ladder = _try_incumbent(res, site, trials, incumbent, ladder)
         messages = edit_request(site.project.checkout.root, state["task"], step, feedback)
-        spent = _sample_candidates(res, model, site, trials, messages,
-                                   _retry_ladder(ladder, feedback, incumbent))  # fmt: skip
+        with for_attempt(step.id, attempt.n):
+            spent = _sample_candidates(res, model, site, trials, messages,
+                                       _retry_ladder(ladder, feedback, incumbent))  # fmt: skip
         _keep_best(site, attempt, trials)
-        res.workspace.write_history(attempt, [*messages, *spent])
+        res.workspace.write_history(attempt, [*messages, *spent], memories=state.get("rules"))
         emit(
             "executor.done",
             run_id=state["run_id"],
@@ -285,17 +294,17 @@ def edit_request(root: Path, task: str, step: PlanStep, feedback: str = "") -> l
         else "(not defined yet)"
     )
     others = [d for d in defs if not d.test and d.path != path]
-    text = PROJECT_EDIT.format(
+    text = prompt_text("PROJECT_EDIT").format(
         task=task,
         repo_map=render_map(others, budget_tokens=MAP_TOKENS, focus=[qualname]) or "(none)",
         qualname=qualname,
         path=path,
         excerpt=around,
         documents=documents_for(root, task, qualname),
-        feedback=PROJECT_ANEW.format(why=feedback) if feedback else "",
+        feedback=prompt_text("PROJECT_ANEW").format(why=feedback) if feedback else "",
         method=" (the method alone, indented as at the top level)" if "." in qualname else "",
     )
-    return [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(text)]
+    return [SystemMessage(prompt_text("PROJECT_SYSTEM")), HumanMessage(text)]
 
 
 def _try(res: Resources, site: _Site, edited: str) -> ContractReport | None:

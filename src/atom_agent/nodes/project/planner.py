@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from atom_agent.checks.contract import ContractReport
-from atom_agent.models.purpose import calling
+from atom_agent.models.purpose import calling, for_attempt
 from atom_agent.models.sampling import sample
 from atom_agent.project.checkout import open_checkout
 from atom_agent.project.checks import (
@@ -40,6 +40,7 @@ from atom_agent.project.reproduction import (
 )
 from atom_agent.project.suite import run_suite, suite_limits
 from atom_agent.project.suite_command import detect
+from atom_agent.prompts import prompt_text, register
 from atom_agent.replies import extract_code
 from atom_agent.resources import Resources
 from atom_agent.session import SessionContext
@@ -50,7 +51,7 @@ from atom_agent.verification.clauses import task_clauses
 
 from ..common import run_ref
 from ..planner import accept_plan
-from . import prompts
+from . import prompts  # noqa: F401  (registers PROJECT_SYSTEM, which both send)
 from .common import (
     ProjectRun,
     checks_in_checkout,
@@ -59,20 +60,26 @@ from .common import (
     save_project,
 )
 
-PROJECT_LOCATE = """\
+PROJECT_LOCATE = register(
+    "PROJECT_LOCATE",
+    """\
 {task}
 
 The project's files and definitions:
 {repo_map}
 {notes}
 Which existing functions or methods must be written or changed for this task? Answer with one \
-line per definition, `path/to/file.py::Name` or `path/to/file.py::Class.method`, nothing else."""
+line per definition, `path/to/file.py::Name` or `path/to/file.py::Class.method`, nothing else.""",
+)
 """Localisation when the task names no definition of the project."""
 
-PROJECT_NOTES = """
+PROJECT_NOTES = register(
+    "PROJECT_NOTES",
+    """
 What earlier runs on this project found:
 {notes}
-"""
+""",
+)
 """Recalled long-term memories of the project, in the localisation prompt."""
 
 MAP_TOKENS = 1500
@@ -175,10 +182,16 @@ def _locate(
     space = project_space(res.ctx.project_id, res.ctx.repo)
     session = SessionContext(session_id=run_id, project_id=space, run_id=run_id)
     notes = [r.content for r in res.memory.recall(session, task, type="discovery", limit=5)]
-    learned = PROJECT_NOTES.format(notes="\n".join(f"- {n}" for n in notes)) if notes else ""
+    learned = (
+        prompt_text("PROJECT_NOTES").format(notes="\n".join(f"- {n}" for n in notes))
+        if notes
+        else ""
+    )
     messages: list[BaseMessage] = [
-        SystemMessage(prompts.PROJECT_SYSTEM),
-        HumanMessage(PROJECT_LOCATE.format(task=task, repo_map=repo_map, notes=learned)),
+        SystemMessage(prompt_text("PROJECT_SYSTEM")),
+        HumanMessage(
+            prompt_text("PROJECT_LOCATE").format(task=task, repo_map=repo_map, notes=learned)
+        ),
     ]
     with calling("project_plan"):
         reply = model.invoke(messages)
@@ -223,11 +236,12 @@ def _step(
         checks = runnable_on_baseline(checks, mine) + reproduced
         emit("project.examples", target=target.qualname, tried=len(examples), kept=len(reproduced))
     spent: list[BaseMessage] = []
-    if not checks:
-        checks, spent = _reproduction(res, project, task, target, module)
     slug = re.sub(r"[^a-z0-9]+", "-", target.qualname.lower()).strip("-")[:36] or "change"
+    step_id = f"{n}-{slug}"[:40]
+    if not checks:
+        checks, spent = _reproduction(res, project, task, target, module, step_id)
     return PlanStep(
-        id=f"{n}-{slug}"[:40],
+        id=step_id,
         title=f"{target.qualname} in {target.path}",
         description=task,
         acceptance_criteria=[
@@ -244,9 +258,12 @@ def _step(
 
 
 def _reproduction(
-    res: Resources, project: ProjectRun, task: str, target: Definition, module: str
+    res: Resources, project: ProjectRun, task: str, target: Definition, module: str, step_id: str
 ) -> tuple[list[Check], list[BaseMessage]]:
-    """The planner model's reproduction tests of `target` that fail inside it as it is."""
+    """The planner model's reproduction tests of `target` that fail inside it as it is.
+
+    Each request is attempt 1 of step `step_id` in its call's metadata; asked again, 2.
+    """
     model = res.model("planner")
     around = excerpt(project.checkout.root, target, budget_tokens=CONTRACT_EXCERPT_TOKENS)
     prompt = reproduction_prompt(
@@ -255,9 +272,12 @@ def _reproduction(
     replies: list[BaseMessage] = []
     kept: list[Check] = []
     again = ""
-    for _ in range(2):
-        messages = [SystemMessage(prompts.PROJECT_SYSTEM), HumanMessage(prompt + again)]
-        reply = sample(model, messages, 0.0, purpose="reproduction", code_only="tests")
+    for n in (1, 2):
+        messages = [SystemMessage(prompt_text("PROJECT_SYSTEM")), HumanMessage(prompt + again)]
+        source = "PROJECT_CONTRACT_AGAIN" if again else "PROJECT_CONTRACT"
+        with for_attempt(step_id, n):
+            reply = sample(model, messages, 0.0, purpose="reproduction", source=source,
+                           code_only="tests")  # fmt: skip
         replies.append(reply)
         groups = reproduction_checks(extract_code(str(reply.content), tests=True))
         written = [c for group in groups for c in group]

@@ -13,6 +13,9 @@ from pathlib import Path
 
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.exercised import NameUse, name_uses, not_exercised
+from atom_agent.checks.gaming import Finding, gaming_findings, staged_files
+from atom_agent.checks.own import load_own, merged, outranking, own_checks
+from atom_agent.checks.probe import confirmed, probes
 from atom_agent.context import Context
 from atom_agent.names import defined_in_code
 from atom_agent.resources import Resources
@@ -22,6 +25,7 @@ from atom_agent.state import (
     IMPL_FILE,
     REQUIRED_FILES,
     TEST_FILE,
+    Check,
     DraftsSummary,
     Plan,
     PlanStep,
@@ -30,6 +34,7 @@ from atom_agent.state import (
 from atom_agent.telemetry import emit
 from atom_agent.verification.crossexam import Testimony, cross_examine
 from atom_agent.verification.decide import Evidence
+from atom_agent.verification.evidence import first_failure
 from atom_agent.workspace import AttemptRef, RunRef, StepRef
 
 from ..common import (
@@ -60,12 +65,18 @@ class Target:
 
 @dataclass
 class Executed:
-    """What running the attempt's code gave: its tests and its contract."""
+    """What running the attempt's code gave: its tests, its contract and its own tests."""
 
     missing: list[str]
     result: RunResult | None
     contract: ContractReport | None
     testimony: Testimony = field(default_factory=Testimony)
+    checks: list[Check] = field(default_factory=list)
+    """What the contract ran: the step's checks, then the drafts' own tests."""
+    outranked: dict[int, str] = field(default_factory=dict)
+    """Own tests a check the task states contradicts (index → that check, described)."""
+    gaming: list[Finding] = field(default_factory=list)
+    """Where the staged code or tests answer the checks instead of the task."""
 
     @property
     def tests_ok(self) -> bool:
@@ -76,6 +87,11 @@ class Executed:
     def suspect(self) -> set[int]:
         """Indexes of the checks independent implementations contradicted."""
         return set(self.testimony.suspect_checks)
+
+    @property
+    def set_aside(self) -> set[int]:
+        """Checks that decide nothing: the suspect ones, and own tests the task outranks."""
+        return self.suspect | set(self.outranked)
 
 
 def target_of(res: Resources, state: State) -> Target:
@@ -98,8 +114,19 @@ def target_of(res: Resources, state: State) -> Target:
 
 
 def execute(res: Resources, target: Target) -> Executed:
-    """Run the attempt's tests and its contract."""
+    """Run the attempt's tests, its contract with the drafts' own tests, and the gaming pass.
+
+    An own test a check the task states contradicts still runs (the verdict says what it
+    gave), but it is set aside: where the task and a model's test disagree, the task wins.
+    """
     step, staging = target.step, target.attempt.staging
+    own = merged(step.checks, load_own(target.attempt.path), _extra_tests(staging, step.defines))
+    checks = [*step.checks, *own]
+    outranked = {
+        len(step.checks) + k: by.describe()
+        for k, c in enumerate(own)
+        if (by := outranking(c, step.checks)) is not None
+    }
     python_path = target.scope.python_path()
     missing = [f for f in REQUIRED_FILES if not (staging / f).is_file()]
     has_impl = IMPL_FILE not in missing
@@ -109,9 +136,9 @@ def execute(res: Resources, target: Target) -> Executed:
             cwd=staging, limits=res.limits, targets=[TEST_FILE], python_path=python_path
         )
     contract: ContractReport | None = None
-    if step.checks and has_impl:
+    if checks and has_impl:
         contract = run_contract(
-            step.checks,
+            checks,
             staging=staging,
             runner=res.runner,
             limits=res.limits,
@@ -119,14 +146,51 @@ def execute(res: Resources, target: Target) -> Executed:
             defines=step.defines,
             available=target.available,
         )
-    return Executed(missing, result, contract)
+    gaming = _gaming(res, target, checks) if has_impl else []
+    return Executed(missing, result, contract, checks=checks, outranked=outranked, gaming=gaming)
+
+
+def _extra_tests(staging: Path, defines: list[str]) -> list[Check]:
+    """Own tests the tool loop wrote beside the step's checks (``test_*.py`` but test.py).
+
+    test.py is the step's checks, staged read-only, or the model's tests run as they are; a
+    test file of its own next to them is read back like a draft's tests.
+    """
+    found: list[Check] = []
+    for path in sorted(staging.glob("test*.py")):
+        if path.name != TEST_FILE and path.is_file():
+            found += own_checks(path.read_text(encoding="utf-8", errors="replace"), defines)
+    return found
+
+
+def _gaming(res: Resources, target: Target, checks: list[Check]) -> list[Finding]:
+    """The gaming pass on the staged files, and its run on unseen inputs where the AST points.
+
+    The run costs one sandboxed process, only for code keyed on a check's input.
+    """
+    step, staging = target.step, target.attempt.staging
+    files = staged_files(staging)
+    found = gaming_findings(files, checks, step.defines)
+    unseen = probes(files[IMPL_FILE], checks, step.defines)
+    if unseen:
+        report = run_contract(
+            unseen,
+            staging=staging,
+            runner=res.runner,
+            limits=res.limits,
+            python_path=target.scope.python_path(),
+            defines=step.defines,
+            available=target.available,
+        )
+        found += confirmed(report, checks, step.defines)
+    return found
 
 
 def evidence_of(
     ctx: Context, state: State, target: Target, ran: Executed, uses: list[NameUse]
 ) -> Evidence:
     """The plain values :func:`decide` rules on."""
-    contract, suspect = ran.contract, ran.suspect
+    contract, suspect = ran.contract, ran.set_aside
     task_ok = contract is not None and contract.task_checks_hold(ignore=suspect)
     trusted_failed = [
         r for i, r in enumerate(contract.results if contract else []) if i not in suspect
@@ -140,18 +204,44 @@ def evidence_of(
         replans=state.get("replans", 0),
         missing=tuple(ran.missing),
         tests_ok=ran.tests_ok,
+        tests_failure="" if ran.tests_ok or ran.result is None else first_failure(ran.result),
         contract_ok=contract is None or contract.holds(ignore=suspect),
         contract_passed_any=contract is not None and bool(contract.passed),
         # A check a user gave is the user's word too: failing one is never outvoted.
         task_checks_ok=task_ok and not any(r.check.origin == "user" for r in trusted_failed),
         model_disagrees=tuple(
-            f"{r.check.describe()[:160]} ({(r.reason or r.got)[:120]})"
+            ("the drafts' own test " if r.check.origin == "own" else "")
+            + f"{r.check.describe()[:160]} ({(r.reason or r.got)[:120]})"
             for r in trusted_failed
-            if r.check.origin == "planner"
+            if r.check.origin in ("planner", "own")
         ),
         unchecked_clauses=tuple(unchecked_clauses(target.plan, target.step)),
         unexecuted_names=tuple(not_exercised(public)),
+        overruled=tuple(overruled(ran)),
+        gaming=tuple(f.describe() for f in ran.gaming),
     )
+
+
+def overruled(ran: Executed) -> list[str]:
+    """Each check that ran and failed yet decides nothing, with what outranks it: both named.
+
+    An own test the task's check of the same call contradicts; a check every independent
+    implementation contradicted (suspect).
+    """
+    if ran.contract is None:
+        return []
+    out = []
+    for i, r in enumerate(ran.contract.results):
+        if r.status not in _FAILED or i not in ran.set_aside:
+            continue
+        who = "the drafts' own test" if r.check.origin == "own" else "the model's check"
+        failed = f"{who} `{r.check.describe()[:160]}` failed ({(r.reason or r.got)[:120]})"
+        if i in ran.outranked:
+            out.append(f"{failed}; outranked by the task's own check `{ran.outranked[i][:160]}`")
+        else:
+            why = ran.testimony.reasons.get(i, "independent implementations contradict it")
+            out.append(f"{failed}; outranked by independent implementations: {why[:200]}")
+    return out
 
 
 def unchecked_clauses(plan: Plan, step: PlanStep) -> list[str]:
@@ -206,7 +296,7 @@ def testify(res: Resources, target: Target, ran: Executed, drafts: DraftsSummary
     step, scope = target.step, target.scope
     witnesses = _witnesses(drafts, target, exclude=scope.staging / IMPL_FILE)
     testimony = cross_examine(
-        checks=step.checks,
+        checks=ran.checks,
         examined=ran.contract,
         witnesses=witnesses,
         runner=res.runner,

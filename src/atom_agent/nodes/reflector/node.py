@@ -45,7 +45,7 @@ def make_reflector(res: Resources) -> Any:
         ran = execute(res, target)
         if ran.contract is not None and ran.contract.failed:
             testify(res, target, ran, state.get("drafts"))
-        step, contract, suspect = target.step, ran.contract, ran.suspect
+        step, contract, suspect = target.step, ran.contract, ran.set_aside
         uses = (
             name_uses_of(step, target.attempt.staging, contract, suspect, ran.tests_ok)
             if not ran.missing
@@ -54,8 +54,9 @@ def make_reflector(res: Resources) -> Any:
         decision = decide(evidence_of(res.ctx, state, target, ran, uses))
         criteria = criteria_verdicts(step, contract, suspect)
         feedback = feedback_of(
-            ran.missing, ran.result, contract, ran.testimony, step.checks, ran.tests_ok, criteria
-        )
+            ran.missing, ran.result, contract, ran.testimony, ran.checks, ran.tests_ok, criteria,
+            outranked=ran.outranked, gaming=[f.describe() for f in ran.gaming],
+        )  # fmt: skip
         verdict = _verdict(state, target, ran, decision, criteria, uses, feedback)
         res.workspace.write_verdict(target.attempt, verdict)
         emit(
@@ -99,10 +100,14 @@ def _verdict(
         "decision_reasons": list(decision.reasons),
         "verified": decision.verified,
         "committed_on": decision.committed_on or None,
+        # Failing checks the verdict goes over, each with what outranks it: both named.
+        "overruled": list(decision.overruled),
+        "gaming": [f.describe() for f in ran.gaming],
+        "own_tests": [c.describe() for c in ran.checks if c.origin == "own"],
         "attempt": target.attempt.n,
         "missing_files": ran.missing,
         "contract": ran.contract.to_dict() if ran.contract is not None else None,
-        "cross_examination": ran.testimony.to_dict(target.step.checks),
+        "cross_examination": ran.testimony.to_dict(ran.checks),
         "tests": tests_evidence(ran.result),
         "criteria": criteria,
         "names": [u.to_dict() for u in uses],
@@ -189,7 +194,7 @@ def _failed(
     update: dict[str, Any],
 ) -> None:
     step, result = target.step, ran.result
-    lesson = failure_lesson(step, ran.contract, ran.suspect, result, ran.tests_ok)
+    lesson = failure_lesson(step, ran.contract, ran.set_aside, result, ran.tests_ok)
     notes.written += record_lesson(
         res.memory,
         notes.changes,
@@ -210,7 +215,7 @@ def _failed(
     if decision.action in ("replan", "fail"):
         _adjust(notes.changes, notes.used, up=False, evidence=f"step {step.id} failed: {feedback}")
     if decision.action == "replan":
-        implicated = implicated_dependencies(target.plan, step, ran.contract, ran.suspect)
+        implicated = implicated_dependencies(target.plan, step, ran.contract, ran.set_aside)
         update["reopen"] = sorted(implicated)
         update["plan_feedback"] = (
             f"step {step.id!r} ({step.title}) failed {decision.failures} attempts. "

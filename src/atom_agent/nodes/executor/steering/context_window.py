@@ -9,15 +9,20 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain_core.messages import AIMessage, HumanMessage
 
 from atom_agent.errors import ContextWindowError
+from atom_agent.prompts import prompt_text, register
 from atom_agent.telemetry import emit
 
-EARLIER_TURNS_NOTE = (
+EARLIER_TURNS_NOTE = register(
+    "EARLIER_TURNS_NOTE",
     "This attempt's earlier tool calls and results were left out: the conversation outgrew "
-    "the model's context window. Your files are as you last wrote them (read_file shows them)."
+    "the model's context window. Your files are as you last wrote them (read_file shows them).",
 )
 """In place of the turns dropped when the conversation outgrew the context window."""
 
-OUT_OF_ROOM = "The conversation no longer fits the model's context window: the attempt ends here."
+OUT_OF_ROOM = register(
+    "OUT_OF_ROOM",
+    "The conversation no longer fits the model's context window: the attempt ends here.",
+)
 """The final reply of an attempt whose conversation no longer fits at all."""
 
 
@@ -57,11 +62,11 @@ def without_earlier_turns(request: ModelRequest[Any]) -> ModelRequest[Any] | Non
     if last_ai <= 1:
         return None
     emit("executor.context_full", dropped=last_ai - 1)
-    kept = [messages[0], HumanMessage(EARLIER_TURNS_NOTE), *messages[last_ai:]]
+    kept = [messages[0], HumanMessage(prompt_text("EARLIER_TURNS_NOTE")), *messages[last_ai:]]
     return request.override(messages=kept)
 
 
 def out_of_room() -> ModelResponse[Any]:
     """A final reply that ends the attempt (the loop stops at a reply without tool calls)."""
     emit("executor.context_full", dropped=None)
-    return ModelResponse(result=[AIMessage(content=OUT_OF_ROOM)])
+    return ModelResponse(result=[AIMessage(content=prompt_text("OUT_OF_ROOM"))])

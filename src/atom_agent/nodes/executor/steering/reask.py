@@ -8,15 +8,17 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages.ai import add_usage
 
+from atom_agent.prompts import prompt_text, register
 from atom_agent.telemetry import emit
 
 from ._calls import broken_call, last_reply, replaced
 from ._request import with_note
 
-BROKEN_CALL_NOTE = (
+BROKEN_CALL_NOTE = register(
+    "BROKEN_CALL_NOTE",
     "Your last reply was not a complete tool call ({why}), so nothing was done. Call the "
     "tool again with a shorter reply: keep each file under 60 lines (fewer, distinct test "
-    "cases; no repeated lines)."
+    "cases; no repeated lines).",
 )
 """After a reply whose tool call was cut off or malformed (the call is asked once more)."""
 
@@ -47,7 +49,7 @@ class Reask(AgentMiddleware[AgentState[Any], Any, Any]):
         if why is None:
             return None
         emit("executor.broken_call", reason=why)
-        return with_note(request, BROKEN_CALL_NOTE.format(why=why))
+        return with_note(request, prompt_text("BROKEN_CALL_NOTE").format(why=why))
 
 
 REASKED = "atom_reasked"

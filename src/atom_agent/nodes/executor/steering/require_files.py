@@ -7,12 +7,15 @@ from typing import Any
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import ToolMessage
 
+from atom_agent.prompts import prompt_text, register
+
 from ..attempt import attempt_of
 from ._request import RequestEdit, with_note
 
-MISSING_FILES_NOTE = (
+MISSING_FILES_NOTE = register(
+    "MISSING_FILES_NOTE",
     "Still missing in your staging area: {missing}. Write {it} now with write_file "
-    "(impl.py: the implementation; test.py: pytest tests that import from impl)."
+    "(impl.py: the implementation; test.py: pytest tests that import from impl).",
 )
 """After a tool result, while impl.py or test.py is still missing."""
 
@@ -39,6 +42,6 @@ class RequireFiles(RequestEdit):
 
 def missing_files_note(missing: list[str]) -> str:
     """The note naming the files still missing."""
-    return MISSING_FILES_NOTE.format(
+    return prompt_text("MISSING_FILES_NOTE").format(
         missing=" and ".join(missing), it="it" if len(missing) == 1 else "them"
     )

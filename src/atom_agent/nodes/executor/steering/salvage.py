@@ -15,15 +15,17 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain_core.messages import AIMessage, ToolMessage
 
 from atom_agent.models.local_wire import salvage_write
+from atom_agent.prompts import prompt_text, register
 from atom_agent.telemetry import emit
 
 from ._calls import broken_call, cut_off, last_reply, replaced
 from ._request import RequestEdit, with_note
 
-SALVAGED_NOTE = (
+SALVAGED_NOTE = register(
+    "SALVAGED_NOTE",
     "Your last write_file reply was cut off at the token limit. {path} was saved with its "
     "first {kept} complete lines{repeats}. Check it (read_file, run_tests) and fix what is "
-    "missing with a shorter write: keep each file under 60 lines, with fewer, distinct cases."
+    "missing with a shorter write: keep each file under 60 lines, with fewer, distinct cases.",
 )
 """On the call after a cut-off write_file whose complete lines were kept."""
 
@@ -59,7 +61,7 @@ class SalvageNote(RequestEdit):
         repeats = kept.get("repeats") or 0
         return with_note(
             request,
-            SALVAGED_NOTE.format(
+            prompt_text("SALVAGED_NOTE").format(
                 path=kept.get("path"),
                 kept=kept.get("lines"),
                 repeats=f" ({repeats} repeated test lines left out)" if repeats else "",

@@ -1,0 +1,218 @@
+"""A project's standing rules as text: found in what its user says, carried in a run's task text.
+
+A sentence is a standing rule when its scope reaches beyond the task at hand: in time (it holds
+for later work), over the project (its code, its functions in general), or under a heading that
+names what follows as rules. A sentence that asks for this task's own code (an imperative to
+write, a signature to define) is the task's requirement, never a rule. Storage, supersession and
+the budget of the carried block live in :mod:`atom_agent.memory.rules`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_RULE_CHARS = 2000
+"""Longest rule kept (the memory content limit)."""
+
+RULES_HEADER = (
+    "Standing rules of this project, stated by its user before this task (they hold here too):"
+)
+"""The line that opens the rules block of a run's task text (:func:`with_rules`)."""
+
+# --- what makes a sentence a standing rule ------------------------------------------------------
+
+_CODE_UNIT = (
+    r"(?:functions?|methods?|class(?:es)?|modules?|files?|endpoints?|apis?|tests?|"
+    r"parameters?|arguments?|docstrings?|errors?|exceptions?|names?|identifiers?|code)"
+)
+# Scope in time: the statement holds for later work, not only for this task.
+_LASTING = re.compile(
+    r"\b(?:from now on|going forward|hence ?forth|from here on|here ?after|in (?:the )?future|"
+    r"from this (?:point|task|moment) on|(?:in|for) (?:all |every )?(?:later|future|subsequent|"
+    r"following|coming|next) (?:tasks?|work|changes?|functions?|code)|"
+    r"for (?:all|any) (?:new|future) code|from (?:today|now) onwards?|always,? in this project)\b",
+    re.IGNORECASE,
+)
+# Scope over the project: its code, or its code units in general.
+_PROJECT = re.compile(
+    r"\b(?:(?:this|our|the) (?:project|code ?base|repo(?:sitory)?|library|package|team|"
+    r"house)(?:'s)?(?: \w+)? (?:rules?|conventions?|style|functions|methods|code)|"
+    r"(?:in|across|throughout|for) (?:all of |the whole of )?(?:this|our|the) (?:(?:\w+ )?project|"
+    r"code ?base|repo(?:sitory)?|library|package)|project[- ]wide|house style|"
+    r"(?:coding|style|naming) conventions?|standing (?:rules?|conventions?)|"
+    rf"(?:every|all|each|any) (?:(?:public|private|new|exported|helper|top[- ]level) )?{_CODE_UNIT}"
+    rf"(?: of (?:this|our|the) \w+(?: \w+)?)?)\b",
+    re.IGNORECASE,
+)
+# A heading that names what follows it as rules: "Rules for every function ...:", "Conventions:".
+_HEADING = re.compile(
+    r"^(?P<head>[^:]{0,160}\b(?:rules?|conventions?|guidelines?|policy|policies|standards?|"
+    r"style)\b[^:]{0,160}):\s*(?P<body>\S.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+# This task's own request: an imperative to write code, or a signature to define.
+_REQUEST = re.compile(
+    r"^(?:(?:now|then|also|next|finally|please|and)\b,? ?)*(?:write|implement|create|build|add|"
+    r"define|make|code|give|provide|return|fix|change|update|refactor|include)\b",
+    re.IGNORECASE,
+)
+# The statement changes an earlier rule ...
+_CHANGE = re.compile(
+    r"\b(?:instead|no longer|not any ?more|any ?more|replac\w*|chang\w*|correct\w*|"
+    r"amend\w*|revis\w*|overrid\w*|supersed\w*|updat\w+ (?:to|of) (?:the|this|our) \w+ rules?)\b",
+    re.IGNORECASE,
+)
+# ... or only withdraws one, saying nothing new in its place.
+_RETRACT = re.compile(
+    r"\b(?:(?:is|are) no longer (?:required|needed|necessary|mandatory|wanted|a rule|expected)|"
+    r"no longer (?:appl(?:y|ies)|holds?|stands?|matters?)|(?:drop|withdraw|lift|remove|cancel|"
+    r"retire|forget|scrap)(?:s|ped|ed)? (?:the|that|this|our) (?:\w+ )?(?:rule|requirement|"
+    r"convention)|(?:don't|do not|needn't|need not) (?:\w+ ){0,3}any ?more)\b",
+    re.IGNORECASE,
+)
+# A sentence that only says an earlier rule still holds: nothing to write.
+_KEEPS = re.compile(
+    r"\brules?\b[^.]{0,80}\b(?:stays?|remains?|still (?:appl(?:y|ies)|holds?|stands?)|"
+    r"(?:is|are) (?:unchanged|kept|still in force))\b",
+    re.IGNORECASE,
+)
+# Code named in a sentence: in backticks, or as a call with its arguments.
+_NAMES_CODE = re.compile(r"`[^`]+`|\b[A-Za-z_][\w.]*\([^)]*\)")
+_VERB = re.compile(
+    r"\b(?:raises?|returns?|is|are|has|have|must|should|can(?:not)?|uses?|gives?|fails?|"
+    r"never|always|takes?|accepts?)\b",
+    re.IGNORECASE,
+)
+
+
+def _about_named_code(sentence: str) -> bool:
+    """Whether the sentence's subject names one piece of code ("`f(x)` raises ...").
+
+    Such a sentence describes that code, not how the project does things.
+    """
+    verb = _VERB.search(sentence)
+    return bool(_NAMES_CODE.search(sentence[: verb.start()] if verb else sentence))
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])")
+_PRONOUN_START = re.compile(r"^(?:its?|their|they|this|that|these|those|which)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class StatedRule:
+    """One rule as its user stated it."""
+
+    text: str
+    """The user's words for this one rule (a heading's scope is kept in front of its parts)."""
+    changes: bool = False
+    """It says it changes an earlier rule ("instead", "a change to the rules: ...")."""
+
+
+@dataclass(frozen=True)
+class Retraction:
+    """A statement that withdraws an earlier rule and states nothing in its place."""
+
+    text: str
+
+
+Statement = StatedRule | Retraction
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences (and its bullet or numbered lines), in order."""
+    out: list[str] = []
+    for line in re.split(r"\n\s*(?:[-*\u2022]|\d+[.)])\s+|\n{2,}", text):
+        out += [s.strip() for s in _SENTENCE.split(line.replace("\n", " ")) if s.strip()]
+    return out
+
+
+def find_rules(text: str, *, every_line: bool = False) -> list[Statement]:
+    """The standing rules (and withdrawals of rules) a user's text states, in order.
+
+    Args:
+        text: a task, an answer to a question, or a conventions file.
+        every_line: the text is all rules (``AGENTS.md``, ``memory add``): each sentence is one,
+            whatever its wording, unless it asks for code.
+    """
+    found: list[Statement] = []
+    for sentence in sentences(text):
+        found += _statements(sentence, every_line=every_line)
+    return found
+
+
+def _statements(sentence: str, *, every_line: bool) -> list[Statement]:
+    if _REQUEST.match(sentence) or _KEEPS.search(sentence):
+        return []
+    heading = _HEADING.match(sentence)
+    head, body = (heading["head"], heading["body"]) if heading else ("", sentence)
+    if heading and _REQUEST.match(body):
+        return []
+    scoped = (
+        every_line or bool(heading) or bool(_LASTING.search(sentence) or _PROJECT.search(sentence))
+    )
+    if not scoped or (not heading and not every_line and _about_named_code(sentence)):
+        return []  # a statement about one piece of code (what it does now) is no standing rule
+    changes = bool(_CHANGE.search(sentence))
+    if _RETRACT.search(body) and not _new_content(body):
+        return [Retraction(sentence)]
+    parts = _parts(body) if heading and _plural(head) else [body]
+    prefix = f"{head.strip()}: " if heading and len(parts) > 1 else ""
+    words = [(prefix + p) if prefix else (sentence if heading else p) for p in parts]
+    return [StatedRule(_clip(w), changes=changes) for w in words if len(w.split()) >= 3]
+
+
+def states_change(text: str) -> bool:
+    """Whether a statement says it changes an earlier rule ("instead of", "no longer" ...)."""
+    return bool(_CHANGE.search(text))
+
+
+def _plural(head: str) -> bool:
+    return bool(re.search(r"\b(?:rules|conventions|guidelines|policies|standards)\b", head, re.I))
+
+
+def _new_content(body: str) -> bool:
+    """Whether a withdrawal also states what holds now ("X is no longer required; Y is")."""
+    rest = _RETRACT.sub("", body)
+    return bool(re.search(r"\b(?:instead|now|must|should|has|have|uses?|raises?)\b", rest, re.I))
+
+
+def _parts(body: str) -> list[str]:
+    """A heading's body split into its rules: at ';' and ', and' between whole statements."""
+    parts: list[str] = []
+    for piece in re.split(r";\s+|,\s+and\s+(?=(?:an?|the|every|each|all|any|no)\b)", body):
+        piece = piece.strip().rstrip(".")
+        if parts and (_PRONOUN_START.match(piece) or len(piece.split()) < 3):
+            parts[-1] = f"{parts[-1]}; {piece}"  # "...; its message still ..." belongs to it
+        elif piece:
+            parts.append(piece)
+    return parts
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split()).strip()
+    return text if len(text) <= MAX_RULE_CHARS else text[: MAX_RULE_CHARS - 1] + "\u2026"
+
+
+def norm_words(text: str) -> str:
+    """Lower-case words and digits only: how two wordings of one rule are compared."""
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+def with_rules(task: str, block: str) -> str:
+    """The run's task text: the user's task, then the rules block (if any)."""
+    return f"{task.rstrip()}\n\n{block}" if block else task
+
+
+def own_task(task: str) -> str:
+    """The user's own words of a run's task text (the rules block removed)."""
+    head, sep, _ = task.partition(f"\n\n{RULES_HEADER}")
+    return head if sep else task
+
+
+def carried_rules(task: str) -> list[str]:
+    """The rules a run's task text carries, one per line of its block."""
+    _, sep, block = task.partition(f"\n\n{RULES_HEADER}")
+    if not sep:
+        return []
+    return [ln[2:].strip() for ln in block.splitlines() if ln.startswith("- ")]

@@ -1,0 +1,231 @@
+"""A project's standing rules as checks: the shapes a rule states, executed on every function.
+
+A standing rule is a clause of every later task (:mod:`atom_agent.memory.rules`). Where what it
+says is a shape code can execute without knowing the task (parameters with defaults are
+keyword-only; every docstring has a section, or names each parameter, or carries doctest
+examples that pass; the module defines an exception class of a stated base), this module
+builds that check for each function the step defines, so a candidate that breaks a rule loses
+to one that keeps it. Where the rule is about calls (a negative value of a named parameter
+raises an exception; several values come back as a tuple, not a list; the arguments are left
+unchanged; an error's message starts with the argument's name), the check calls each function
+the task states with a valid call (its worked example, else plain values of the stated types)
+changed as the rule says. A rule it cannot read stays a clause the prompts carry, unchecked.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from atom_agent.state import Check
+
+RULE_CRITERION = "the project's standing rules hold"
+
+_KW_ONLY = re.compile(
+    r"\b(?:optional|default(?:ed)?|defaulted)\b[^.;]{0,60}\bkeyword[- ]only\b|"
+    r"\bkeyword[- ]only\b[^.;]{0,60}\b(?:optional|default(?:s|ed)?)\b",
+    re.IGNORECASE,
+)
+_DOCTEST = re.compile(r"\bdoctests?\b|>>>", re.IGNORECASE)
+_DOCSTRING = re.compile(r"\bdocstrings?\b", re.IGNORECASE)
+_SECTION = re.compile(
+    r"['\"`]?\b(?P<name>Args|Arguments|Parameters|Params|Returns|Return|Raises|Yields|Examples?|"
+    r"Notes?|Attributes)\b:?['\"`]?\s*(?:section|heading|block|part)?",
+)
+_EACH_PARAM = re.compile(
+    r"\b(?:nam(?:e|es|ing)|list(?:s|ing)?|document(?:s|ing)?|describ(?:e|es|ing)|"
+    r"mention(?:s|ing)?)\b[^.;]{0,40}\b(?:each|every|all)\b"
+    r"[^.;]{0,20}\b(?:param(?:eter)?s?|arguments?)\b",
+    re.IGNORECASE,
+)
+_NEGATED = re.compile(r"\b(?:no longer|not|never|needn't|need not)\b[^.;]{0,30}$", re.IGNORECASE)
+_SUBCLASS = re.compile(
+    r"\bclass\s+(?P<cls>[A-Z]\w*)\s*\(\s*(?P<base>[A-Z]\w*)\s*\)|"
+    r"\b(?P<cls2>[A-Z]\w*(?:Error|Exception)),?\s+(?:a|an)\s+subclass\s+of\s+(?P<base2>[A-Z]\w*)"
+)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A function the task states: its parameters, their annotations, a valid call's arguments."""
+
+    name: str
+    params: tuple[str, ...]
+    annotations: tuple[str, ...]
+    defaults: tuple[str | None, ...]
+    example: tuple[str, ...] = ()
+    """The positional arguments of the task's first worked example of it (a valid call)."""
+    returns: str = ""
+    """The stated return annotation ('' when none is stated)."""
+
+    def call(self, **changed: str) -> str | None:
+        """``name(p=v, …)``: a valid call with `changed` arguments; None without safe values."""
+        args: dict[str, str | None] = dict(zip(self.params, self.example, strict=False))
+        for p, ann, default in zip(self.params, self.annotations, self.defaults, strict=True):
+            if p not in args:
+                args[p] = default if default is not None else _value(ann, p)
+        args.update(changed)
+        if any(v is None for v in args.values()):
+            return None
+        return f"{self.name}({', '.join(f'{p}={args[p]}' for p in self.params)})"
+
+
+def standing_checks(
+    rule: str, functions: Sequence[str], signatures: Mapping[str, Signature] | None = None
+) -> list[Check]:
+    """The checks `rule` states over the step's `functions` (none when it states no shape)."""
+    if _withdrawn(rule):
+        return []
+    checks: list[Check] = []
+    for name in functions:
+        checks += _function_checks(rule, name)
+        sig = (signatures or {}).get(name)
+        if sig is not None:
+            checks += _call_checks(rule, sig)
+    subclass = _SUBCLASS.search(rule)
+    if subclass:
+        cls = subclass["cls"] or subclass["cls2"]
+        base = subclass["base"] or subclass["base2"]
+        checks.append(_check(f"isinstance({cls}, type) and issubclass({cls}, {base})", "True"))
+    return checks
+
+
+def _withdrawn(rule: str) -> bool:
+    """A rule that says something is no longer required states no check."""
+    return bool(re.search(r"\bno longer (?:required|needed|necessary|mandatory)\b", rule, re.I))
+
+
+def _function_checks(rule: str, name: str) -> list[Check]:
+    checks: list[Check] = []
+    if _KW_ONLY.search(rule):
+        checks.append(_check(
+            f"import inspect\n[p.name for p in inspect.signature({name}).parameters.values() "
+            "if p.default is not p.empty and p.kind is not p.KEYWORD_ONLY]",
+            "[]",
+        ))  # fmt: skip
+    if not _DOCSTRING.search(rule):
+        return checks
+    if _DOCTEST.search(rule):
+        checks.append(_check(
+            f"import doctest\n_tests = [t for t in doctest.DocTestFinder().find({name}) "
+            "if t.examples]\n_failed = sum(doctest.DocTestRunner().run(t, out=lambda s: None)"
+            ".failed for t in _tests)\n(len(_tests) > 0, _failed)",
+            "(True, 0)",
+        ))  # fmt: skip
+    section = next((m for m in _SECTION.finditer(rule) if not _NEGATED.search(rule[: m.start()])),
+                   None)  # fmt: skip
+    if section is not None:
+        head = section["name"] + ":"
+        each = bool(_EACH_PARAM.search(rule))
+        missing = (
+            f"[p for p in inspect.signature({name}).parameters if p not in "
+            f"_doc.partition({head!r})[2]]"
+            if each
+            else "[]"
+        )
+        checks.append(_check(
+            f"import inspect\n_doc = inspect.getdoc({name}) or ''\n({head!r} in _doc, {missing})",
+            "(True, [])",
+        ))  # fmt: skip
+    return checks
+
+
+def _check(call: str, expect: str = "", raises: str = "") -> Check:
+    return Check(call=call, expect=expect, raises=raises, criterion=RULE_CRITERION, origin="task")
+
+
+_NEGATIVE = re.compile(
+    r"\b(?:an?|any|the)\s+(?:negative\s+(?P<p1>[a-z_]\w*)|(?P<p2>[a-z_]\w*)\s+"
+    r"(?:argument|parameter|value)?\s*(?:that|which)\s+is\s+(?:negative|below\s+(?:zero|0)|"
+    r"less\s+than\s+(?:zero|0)))\b[^.;]*?\b(?:raises?|throws?|must\s+raise)\s+"
+    r"(?:an?\s+)?(?P<exc>[A-Z]\w*(?:Error|Exception))",
+)
+_TUPLE = re.compile(r"\breturns?\b[^.;]{0,80}\b(?:as\s+)?an?\s+tuple\b", re.IGNORECASE)
+_UNCHANGED = re.compile(
+    r"\b(?:never|not|don't|do\s+not|must\s+not|no\s+function)\s+(?:\w+\s+)?"
+    r"(?:modif(?:y|ies)|mutates?|changes?|alters?)\b[^.;]{0,60}\b(?:lists?|dicts?|"
+    r"dictionar(?:y|ies)|arguments?|inputs?|parameters?|sets?)\b",
+    re.IGNORECASE,
+)
+MESSAGE_NAMES_ARGUMENT = re.compile(
+    r"\bmessage\b[^.;]{0,30}\b(?:starts?|begins?)\s+with\s+(?:the\s+)?(?:name\s+of\s+the\s+)?"
+    r"(?:argument|parameter)(?:'s|s')?(?:\s+name)?",
+    re.IGNORECASE,
+)
+
+
+def _call_checks(rule: str, sig: Signature) -> list[Check]:
+    checks: list[Check] = []
+    for m in _NEGATIVE.finditer(rule):
+        word = (m["p1"] or m["p2"]).lower()
+        for param in sig.params:
+            if param == word or param.rstrip("s") == word.rstrip("s"):
+                call = sig.call(**{param: "-1"})
+                if call is not None:
+                    checks.append(_check(call, raises=m["exc"]))
+    plain = sig.call()
+    if plain is None:
+        return checks
+    if _TUPLE.search(rule) and not sig.returns.replace(" ", "").lower().startswith("list"):
+        checks.append(_check(f"isinstance({plain}, list)", "False"))
+    if _UNCHANGED.search(rule):
+        args = plain[len(sig.name) + 1 : -1]
+        checks.append(_check(
+            f"import copy\n_args = dict({args})\n_before = copy.deepcopy(_args)\ntry:\n"
+            f"    {sig.name}(**_args)\nexcept Exception:\n    pass\n_args == _before",
+            "True",
+        ))  # fmt: skip
+    return checks
+
+
+def message_check(check: Check, sig: Signature) -> Check | None:
+    """For a check that a call raises, one that its message starts with the changed argument.
+
+    The argument is the one whose value differs from a valid call's; None when that is not
+    exactly one argument.
+    """
+    if not check.raises:
+        return None
+    try:
+        node = ast.parse(check.call.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        return None
+    given = {k.arg: ast.unparse(k.value) for k in node.keywords if k.arg}
+    valid = sig.call()
+    if node.func.id != sig.name or valid is None or set(given) != set(sig.params):
+        return None
+    base = {k.arg: ast.unparse(k.value) for k in ast.parse(valid, mode="eval").body.keywords}  # type: ignore[attr-defined]
+    changed = [p for p in sig.params if given[p] != base.get(p)]
+    if len(changed) != 1:
+        return None
+    return _check(
+        f"_message = None\ntry:\n    {check.call.strip()}\nexcept {check.raises} as _exc:\n"
+        f"    _message = str(_exc)\n_message is not None and "
+        f"_message.strip().strip('\\'\"').startswith({changed[0]!r})",
+        "True",
+    )
+
+
+def _value(annotation: str, param: str) -> str | None:
+    """A plain valid value of `annotation` (None: no safe value)."""
+    ann = annotation.replace(" ", "")
+    plain = {"int": "3", "float": "2.5", "str": "'a'", "bool": "False", "list": "[1, 2, 3]",
+             "dict": "{'a': 5}", "tuple": "(1, 2)", "set": "{1, 2}"}  # fmt: skip
+    if ann in plain:
+        return plain[ann]
+    if "|None" in ann or ann.startswith("Optional["):
+        return "None"
+    inner = re.fullmatch(r"(?:list|List|Sequence|tuple|set)\[(\w+)(?:,\.\.\.)?\]", ann)
+    if inner and inner[1] in ("int", "float", "str"):
+        one, two = (_value(inner[1], param), _value(inner[1], param))
+        kind = ann.split("[")[0].lower()
+        items = f"{one}, {two}"
+        return {"tuple": f"({items})", "set": f"{{{items}}}"}.get(kind, f"[{items}]")
+    mapping = re.fullmatch(r"(?:dict|Dict|Mapping)\[(\w+),(\w+)\]", ann)
+    if mapping and mapping[1] == "str" and mapping[2] in ("int", "float", "str"):
+        return f"{{'a': {_value(mapping[2], param)}}}"
+    return None

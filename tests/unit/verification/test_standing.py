@@ -1,0 +1,163 @@
+"""A standing rule that states a shape becomes checks that a rule-keeping module passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from atom_agent.checks.contract import run_contract
+from atom_agent.rule_text import RULES_HEADER, with_rules
+from atom_agent.sandbox import Limits, default_runner
+from atom_agent.verification.clauses import task_clauses
+from atom_agent.verification.standing import (
+    MESSAGE_NAMES_ARGUMENT,
+    RULE_CRITERION,
+    Signature,
+    message_check,
+    standing_checks,
+)
+
+RUNNER = default_runner()
+LIMITS = Limits(timeout_s=30)
+
+KW_ONLY = "From now on every optional parameter is keyword-only."
+SECTION = (
+    "Going forward every public function's docstring has a 'Params:' section naming each of "
+    "its parameters."
+)
+DOCTEST = "In this project every docstring carries a doctest example that passes."
+EXC = "From now on a bad input raises ShapeError, a subclass of ValueError that the module defines."
+
+KEEPS = '''
+class ShapeError(ValueError):
+    pass
+
+
+def scale(values, *, factor=2):
+    """Scale the values.
+
+    Params:
+        values: the numbers.
+        factor: the multiplier.
+
+    >>> scale([1, 2])
+    [2, 4]
+    """
+    return [v * factor for v in values]
+'''
+BREAKS = '''
+class ShapeError(Exception):
+    pass
+
+
+def scale(values, factor=2):
+    """Scale the values.
+
+    >>> scale([1, 2])
+    [2, 5]
+    """
+    return [v * factor for v in values]
+'''
+
+
+def _run(tmp_path: Path, source: str, rule: str) -> list[str]:
+    staging = tmp_path / source[:20].strip().replace(" ", "_").replace("\n", "_")
+    staging.mkdir(exist_ok=True)
+    (staging / "impl.py").write_text(source)
+    checks = standing_checks(rule, ["scale"])
+    assert checks and all(c.criterion == RULE_CRITERION for c in checks)
+    report = run_contract(checks, staging=staging, runner=RUNNER, limits=LIMITS,
+                          defines=["scale", "ShapeError"])  # fmt: skip
+    return [r.status for r in report.results]
+
+
+@pytest.mark.parametrize("rule", [KW_ONLY, SECTION, DOCTEST, EXC])
+def test_a_rule_keeping_module_passes_and_a_rule_breaking_one_fails(
+    tmp_path: Path, rule: str
+) -> None:
+    assert set(_run(tmp_path, KEEPS, rule)) == {"passed"}
+    assert "passed" not in _run(tmp_path, BREAKS, rule)
+
+
+def test_rules_that_state_no_shape_or_withdraw_one_give_no_check() -> None:
+    assert standing_checks("From now on amounts are integers in cents.", ["scale"]) == []
+    assert standing_checks("Doctest examples in docstrings are no longer required.", ["f"]) == []
+
+
+def test_a_carried_rule_is_a_clause_with_its_checks_and_the_heading_is_none() -> None:
+    block = f"{RULES_HEADER}\n- {KW_ONLY}\n- Amounts are integers in cents."
+    task = with_rules(
+        "Write scale(values: list, factor: int = 2) that multiplies each value.", block
+    )
+    clauses = task_clauses(task, names=["scale"])
+    assert [c.id for c in clauses] == [f"c{i}" for i in range(1, len(clauses) + 1)]
+    assert not any(c.text.startswith("Standing rules of this project") for c in clauses)
+    (rule,) = [c for c in clauses if "keyword-only" in c.text]
+    assert "standing_rule" in rule.rules and rule.checks[0].criterion == RULE_CRITERION
+    assert all(c.clause == rule.id for c in rule.checks)
+    (cents,) = [c for c in clauses if "cents" in c.text]
+    assert cents.checks == []  # carried, not checked
+
+
+def test_a_section_that_must_name_each_parameter_fails_when_one_is_missing(tmp_path: Path) -> None:
+    missing = KEEPS.replace("        factor: the multiplier.\n", "")
+    assert set(_run(tmp_path, missing, SECTION)) == {"failed"}
+    assert set(_run(tmp_path, missing, "Every docstring has a 'Params:' section.")) == {"passed"}
+
+
+CALLS_KEEP = """
+def pick(items: list, count: int = 1):
+    if count < 0:
+        raise KeyError("count: must not be negative")
+    return tuple(items[:count])
+"""
+CALLS_BREAK = """
+def pick(items: list, count: int = 1):
+    items.append(0)
+    if count < 0:
+        raise ValueError("must not be negative")
+    return items[:count]
+"""
+PICK = Signature(name="pick", params=("items", "count"), annotations=("list", "int"),
+                 defaults=(None, "1"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "From now on a negative count raises KeyError.",
+        "Every function of this project returns several values as a tuple, never as a list.",
+        "From now on functions never modify the lists they are given.",
+    ],
+)
+def test_rules_about_calls_check_a_valid_call_changed_as_the_rule_says(
+    tmp_path: Path, rule: str
+) -> None:
+    checks = standing_checks(rule, ["pick"], {"pick": PICK})
+    assert len(checks) == 1
+    for source, want in ((CALLS_KEEP, "passed"), (CALLS_BREAK, "failed")):
+        staging = tmp_path / want
+        staging.mkdir(exist_ok=True)
+        (staging / "impl.py").write_text(source)
+        report = run_contract(checks, staging=staging, runner=RUNNER, limits=LIMITS,
+                              defines=["pick"])  # fmt: skip
+        assert [r.status == "passed" for r in report.results] == [want == "passed"]
+
+
+def test_an_error_message_rule_checks_the_changed_argument_leads_the_message(
+    tmp_path: Path,
+) -> None:
+    (raising,) = standing_checks("From now on a negative count raises KeyError.", ["pick"],
+                                 {"pick": PICK})  # fmt: skip
+    check = message_check(raising, PICK)
+    assert check is not None and MESSAGE_NAMES_ARGUMENT.search(
+        "an invalid argument raises ValueError whose message starts with the argument's name"
+    )
+    for source, want in ((CALLS_KEEP, "passed"), (CALLS_BREAK, "failed")):
+        staging = tmp_path / want
+        staging.mkdir(exist_ok=True)
+        (staging / "impl.py").write_text(source)
+        report = run_contract([check], staging=staging, runner=RUNNER, limits=LIMITS,
+                              defines=["pick"])  # fmt: skip
+        assert [r.status == "passed" for r in report.results] == [want == "passed"]
