@@ -14,8 +14,8 @@ DOCS = [
 ]
 """The docs that describe the code as it is. docs/measurements.md is the log of what was
 measured when, and names modules deleted since (saying so) as the history it records."""
-ROOTS = (REPO, REPO / "src" / "atom_agent", REPO / "tests")
-"""Where a named path may live: the repository, the package (module paths), the tests."""
+ROOTS = (REPO, REPO / "src", REPO / "src" / "atom_agent", REPO / "tests")
+"""Where a named path may live: the repository, src/, the package (module paths), tests/."""
 
 _NAMED = re.compile(
     r"`([A-Za-z0-9_][A-Za-z0-9_./-]*/[A-Za-z0-9_./-]*\.(?:py|md|sh|toml|json|jsonl|cfg|ini|txt))`"
