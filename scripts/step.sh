@@ -4,8 +4,9 @@
 #
 # Usage: scripts/step.sh TIMINGS LABEL WHAT -- COMMAND...
 #   Prints "==> LABEL: WHAT" before COMMAND, a heartbeat line every ATOM_STEP_HEARTBEAT seconds
-#   (default 60) while it runs (with the last "[ NN%]" progress mark of $ATOM_STEP_LOG when that
-#   file is set and has one: the compiler's progress), and "<== LABEL: N s" after; appends
+#   (default 60) while it runs (with the last "[ NN%]" or "[n/total]" progress mark of
+#   $ATOM_STEP_LOG when that file is set and has one: the build's progress), and
+#   "<== LABEL: N s" after; appends
 #   "<epoch> <seconds> <label>" to TIMINGS for scripts/step.sh --summary.
 # Usage: scripts/step.sh --summary TIMINGS SINCE
 #   Prints the steps recorded in TIMINGS since the epoch SINCE, and their total.
@@ -30,16 +31,23 @@ shift 3
 every="${ATOM_STEP_HEARTBEAT:-60}"
 start="$(date +%s)"
 echo "==> $label: $what" >&2
+# The heartbeat holds no pipe of the step's (its stdout may be captured, its stderr piped to
+# tee) and takes its sleep with it when stopped, so nothing waits on a sleeping heartbeat.
 (
-  while sleep "$every"; do
+  trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+  while :; do
+    sleep "$every" &
+    nap=$!
+    wait "$nap"
     now="$(date +%s)"
     progress=""
     if [[ -n "${ATOM_STEP_LOG:-}" && -f "$ATOM_STEP_LOG" ]]; then
-      progress="$(grep -o '\[ *[0-9]*%\]' "$ATOM_STEP_LOG" 2>/dev/null | tail -n1 | tr -d ' ')"
+      # make prints "[ 45%]", ninja "[120/267]".
+      progress="$(grep -oE '\[ *[0-9]+%\]|\[[0-9]+/[0-9]+\]' "$ATOM_STEP_LOG" 2>/dev/null | tail -n1 | tr -d ' ')"
     fi
     echo "    ... $label: still running, $(((now - start) / 60)) min $(((now - start) % 60)) s${progress:+, compiled $progress}" >&2
   done
-) &
+) >/dev/null &
 beat=$!
 trap 'kill "$beat" 2>/dev/null' EXIT
 "$@"

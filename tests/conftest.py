@@ -87,3 +87,22 @@ def pytest_configure(config: pytest.Config) -> None:
     """Schedule by :func:`test_group` when pytest-xdist runs the suite."""
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_FileGroups(), "atom-file-groups")
+
+
+def _utf8(text: str) -> str:
+    """`text` with what UTF-8 cannot carry (a lone surrogate) written as an escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep a report sendable: pytest-xdist sends it to the controller as UTF-8.
+
+    Tests of hostile input log and assert on lone surrogates; one in a report's captured
+    output or failure text stopped the whole xdist session (an execnet encoding error).
+    """
+    report.sections = [(title, _utf8(body)) for title, body in report.sections]
+    if report.longrepr is not None and not isinstance(report.longrepr, tuple):
+        text = str(report.longrepr)
+        if _utf8(text) != text:
+            report.longrepr = _utf8(text)

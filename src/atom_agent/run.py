@@ -120,7 +120,9 @@ def _stream(
         # the stream; invoking runs each step's single task inline.
         graph.invoke(payload, config, context=ctx)
         return
-    watched: RunnableConfig = {**config, "callbacks": [TokenRelay(on_event)]}
+    given = config.get("callbacks")
+    handlers = list(given) if isinstance(given, list) else []
+    watched: RunnableConfig = {**config, "callbacks": [*handlers, TokenRelay(on_event)]}
     for namespace, mode, chunk in graph.stream(
         payload,
         watched,

@@ -39,10 +39,11 @@ def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 240) -
 @pytest.mark.integration
 def test_a_second_process_on_a_running_run_is_refused(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    # The first run holds its lock while its second step runs (≈ 5 s a model call): time for
-    # two more CLI processes to start even on a loaded machine.
+    # The first run holds its lock while its steps wait on a gate, for as long as two more CLI
+    # processes take to start (a fixed latency made every call wait 5 s, the run ≈ a minute).
+    gate = tmp_path / "gate"
     env = env_for(
-        ws, ATOM_MODELS_FACTORY="tests.unit.graph.factory:two_slow_steps", ATOM_TEST_LATENCY="5"
+        ws, ATOM_MODELS_FACTORY="tests.unit.graph.factory:two_slow_steps", ATOM_TEST_GATE=str(gate)
     )
     first = subprocess.Popen(
         [*CLI, "run", "two things", "--run-id", "held", "--json"], env=env,
@@ -56,6 +57,7 @@ def test_a_second_process_on_a_running_run_is_refused(tmp_path: Path) -> None:
         again = cli(ws, "run", "two things", "--run-id", "held", **extra)
         clean_error(again, "run 'held' is in use by process", str(first.pid))
     finally:
+        gate.touch()
         assert first.wait(timeout=300) == 0
     # The first run was not disturbed: every step committed once.
     run = json.loads((ws / "runs" / "held" / "run.json").read_text())

@@ -381,10 +381,17 @@ class LocalChatModel(BaseChatModel):
                         decoded.whole(out)
                         yield decoded.text
                     else:
-                        for chunk in out:
-                            piece = decoded.add(chunk)
-                            if piece:
-                                yield piece
+                        try:
+                            for chunk in out:
+                                piece = decoded.add(chunk)
+                                if piece:
+                                    yield piece
+                        finally:
+                            # A reader that stopped early: llama.cpp's generator ends here,
+                            # under the lock, not whenever it is collected.
+                            close = getattr(out, "close", None)
+                            if close is not None:
+                                close()
             except ValueError as exc:  # llama.cpp checks the prompt's length before decoding
                 if "context window" in str(exc):
                     raise ContextWindowError(f"{exc} (n_ctx={self.n_ctx})") from exc

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import time
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from atom_agent.models.purpose import CallInfo
 from atom_agent.state import Plan
@@ -24,12 +25,25 @@ from .scripts import (
 
 
 def two_slow_steps() -> dict[str, ScriptedChatModel]:
-    """Two independent steps; the executor takes ATOM_TEST_LATENCY seconds per call."""
+    """Two independent steps; the executor takes ATOM_TEST_LATENCY seconds per call.
+
+    With ATOM_TEST_GATE set, a step's calls wait instead until that file exists: a test holds
+    the run mid-step exactly as long as it needs, then lets it finish at once.
+    """
     latency = float(os.environ.get("ATOM_TEST_LATENCY", "0"))
     plan = Plan(steps=[step("one"), step("two")])
     executor = ExecutorScript({("one", 1): passing_attempt(), ("two", 1): passing_attempt()})
     roles = models([plan], executor)
     roles["executor"].latency_s = latency
+    gate = os.environ.get("ATOM_TEST_GATE")
+    if gate:
+
+        def gated(messages: list[BaseMessage], info: CallInfo) -> AIMessage:
+            while info.step and not os.path.exists(gate):
+                time.sleep(0.05)
+            return executor(messages, info)
+
+        roles["executor"] = ScriptedChatModel(respond=gated)
     return roles
 
 
@@ -69,8 +83,6 @@ def batch_models() -> dict[str, ScriptedChatModel]:
     evidence), and its second attempt passes.
     """
     import time
-
-    from langchain_core.messages import BaseMessage
 
     latency = float(os.environ.get("ATOM_TEST_LATENCY", "0"))
     lessons = bool(os.environ.get("ATOM_TEST_LESSONS"))

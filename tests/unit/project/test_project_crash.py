@@ -15,6 +15,7 @@ import pytest
 
 from atom_agent import Resources, build_graph, run_task
 from atom_agent.nodes.project import make_project_reflector
+from atom_agent.project.checkout import open_checkout
 
 from .calc import GOOD_ADD, GOOD_MUL, answers, ctx, git, project
 
@@ -73,10 +74,8 @@ def test_a_reflector_rerun_after_its_commit_finds_the_commit_and_commits_nothing
     outcome = run_task("Implement `calc.add` as its docstring says.", context, models=model)
     assert outcome.status == "done"
     before = _branch_log(repo, outcome.run_id)
-    # A process that died before finish left the run's worktree; this run finished and removed
-    # it (the branch is the user's), so put it back as the crashed run would have had it.
-    checkout = tmp_path / "ws" / "runs" / outcome.run_id / "project"
-    git(repo, "worktree", "add", "-q", str(checkout), f"atom/{outcome.run_id}")
+    # The process died before the run finished, so its checkout was still there.
+    open_checkout(repo, tmp_path / "ws" / "runs" / outcome.run_id / "project", outcome.run_id)
     with Resources(context, models=model) as res:
         graph = build_graph(res, checkpointer=res.checkpointer)
         config: Any = {"configurable": {"thread_id": outcome.run_id}}
