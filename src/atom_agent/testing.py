@@ -89,6 +89,9 @@ class ScriptedChatModel(BaseChatModel):
     cycle: bool = False
     """Start the script again when it runs out, instead of raising."""
     model_name: str = "scripted"
+    response_format: bool = False
+    """It takes ``response_format`` as an OpenAI-compatible server does (a replay of a served
+    run: structured replies are asked for as the served model was asked)."""
     """The name reports and cost estimates see (e.g. "gemini-2.5-pro" to test cost budgets)."""
 
     _index: int = PrivateAttr(default=0)
@@ -294,7 +297,7 @@ def replaying(path: str | Path, *, model_name: str = "recorded") -> ScriptedChat
     if data.get("version") != RECORDING_VERSION:
         raise RecordingOutOfStepError(f"{path}: recording version {data.get('version')!r}")
     calls: list[dict[str, Any]] = list(data["calls"])
-    model = ScriptedChatModel(model_name=model_name)
+    model = ScriptedChatModel(model_name=model_name, response_format=bool(data.get("served")))
 
     def respond(_messages: list[BaseMessage]) -> Reply:
         n = len(model.calls) - 1

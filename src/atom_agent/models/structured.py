@@ -119,7 +119,12 @@ class SizedReply:
 
 
 def speaks_response_format(model: Any) -> bool:
-    """Whether `model` is an OpenAI-compatible chat model (it takes ``response_format``)."""
+    """Whether `model` is an OpenAI-compatible chat model (it takes ``response_format``).
+
+    A model may also say so itself (``response_format = True``: a replay of a served run).
+    """
+    if getattr(model, "response_format", False) is True:
+        return True
     return any(cls.__module__.startswith("langchain_openai") for cls in type(model).__mro__)
 
 
