@@ -59,60 +59,41 @@ def _tasks(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-def plain_arm(res: Resources, stream: Path, ws: Path, stem: str) -> dict[str, dict[str, Any]]:
-    """One greedy plain call per task, its code where the oracle reads a run's."""
+def plain_arm(
+    res: Resources, stream: Path, ws: Path, stem: str, ctx: Context | None = None
+) -> dict[str, dict[str, Any]]:
+    """One greedy plain call per task, its code where the oracle reads a run's.
+
+    With `ctx` (the zero arm): memory on, the stream's tasks sharing one memory project; each
+    task's rules are remembered and the rules in force ride in its text, as a run carries them.
+    """
     path = ws / "results.jsonl"
     done = _rows(path)
     model = res.model("executor")
+    memory = (res.for_context(ctx.replace(workspace=str(ws), project_id=f"streams.zero.{stem}"))
+              if ctx is not None else None)  # fmt: skip
     for item in _tasks(stream):
         key = f"{stem}.{item['id']}"
         if key in done:
             continue
         t0 = time.monotonic()
-        answer = ask_plain(model, item["task"], task_names(item["task"]))
-        usage = getattr(answer.reply, "usage_metadata", None) or {}
-        folder = ws / "runs" / key / "steps" / "step1" / "committed" / "artifacts"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "impl.py").write_text(answer.source, encoding="utf-8")
-        row = {"id": key, "tokens": int(usage.get("total_tokens", 0)),
-               "seconds": round(time.monotonic() - t0, 2)}  # fmt: skip
-        with path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(row) + "\n")
-        done[key] = row
-        print(f"{ws.name} {key}: {row['tokens']} tokens, {row['seconds']} s", flush=True)
-    return done
-
-
-def zero_arm(res: Resources, stream: Path, ws: Path, stem: str, ctx: Context) -> dict[str, Any]:
-    """Memory on, one plain call per task: rules remembered and carried as a run carries them."""
-    path = ws / "results.jsonl"
-    done = _rows(path)
-    task_res = res.for_context(ctx.replace(workspace=str(ws), project_id=f"streams.zero.{stem}"))
-    model = res.model("executor")
-    for item in _tasks(stream):
-        key = f"{stem}.{item['id']}"
-        if key in done:
-            continue
-        t0 = time.monotonic()
-        text, info = carry_rules(task_res, key, item["task"])
+        text, info = carry_rules(memory, key, item["task"]) if memory else (item["task"], None)
         answer = ask_plain(model, text, task_names(text))
         usage = getattr(answer.reply, "usage_metadata", None) or {}
         run = ws / "runs" / key
         folder = run / "steps" / "step1" / "committed" / "artifacts"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "impl.py").write_text(answer.source, encoding="utf-8")
-        (run / "run.json").write_text(json.dumps({"task": item["task"], "rules": info}, indent=1))
         row = {"id": key, "tokens": int(usage.get("total_tokens", 0)),
-               "seconds": round(time.monotonic() - t0, 2),
-               "carried": len(info.get("carried", []))}  # fmt: skip
+               "seconds": round(time.monotonic() - t0, 2)}  # fmt: skip
+        if info is not None:
+            (run / "run.json").write_text(json.dumps({"task": item["task"], "rules": info}))
+            row["carried"] = len(info.get("carried", []))
         with path.open("a", encoding="utf-8") as out:
             out.write(json.dumps(row) + "\n")
         done[key] = row
-        print(
-            f"zero {key}: {row['tokens']} tokens, {row['seconds']} s, "
-            f"{row['carried']} rules carried",
-            flush=True,
-        )
+        carried = f", {row['carried']} rules carried" if info is not None else ""
+        print(f"{ws.name} {key}: {row['tokens']} tokens, {row['seconds']} s{carried}", flush=True)
     return done
 
 
@@ -225,7 +206,7 @@ def main() -> None:
                     source = stream if arm == "plain" else told_dir / stream.name
                     rows[arm] |= plain_arm(res, source, ws, stream.stem)
                 elif arm == "zero":
-                    rows[arm] |= zero_arm(res, stream, ws, stream.stem, ctx)
+                    rows[arm] |= plain_arm(res, stream, ws, stream.stem, ctx)
                 else:
                     rows[arm] |= agent_arm(res, stream, ws, stream.stem, ctx, shared=arm == "on")
                 if arm in carried:

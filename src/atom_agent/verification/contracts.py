@@ -326,7 +326,7 @@ def wants_contract(plan: Plan, step: PlanStep, missing: list[str]) -> bool:
     clause about it has no check (a class's behaviour lives in prose: state across calls,
     ordering rules, edge cases; ClassEval); when an unchecked clause quotes a result; and
     when the task writes a function of the step out in prose and a clause stating what it
-    does has no check (:func:`skeleton_clauses`): one worked example of ``slugify`` does not
+    does has no check (:func:`skeleton_clauses`): one worked example of ``initials`` does not
     check that it collapses runs of punctuation or strips hyphens.
     """
     if missing:
