@@ -133,7 +133,30 @@ def calls_table(calls: dict[str, dict[str, float]]) -> list[str]:
 def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> str:
     """The markdown report of a run, from its state and its files."""
     info = workspace.read_run(run)
-    usage = state.get("usage") or {}
+    lines = _header_lines(run, info, state)
+    raw_plan = state.get("plan")
+    if not raw_plan:
+        lines.append("No plan was made.")
+        return "\n".join(lines) + "\n"
+    plan = Plan.model_validate(raw_plan)
+    statuses = dict(state.get("step_status") or {})
+    lines += [
+        f"## Plan (revision {state.get('plan_revision', 1)})",
+        "",
+        mermaid(plan, statuses),
+        "",
+    ]
+    rows, artifacts, evidence = _steps_table(workspace, run, plan, statuses)
+    lines += rows
+    lines += clause_lines(plan, info.get("clauses") or {})
+    lines += _verification_lines(evidence, artifacts)
+    lines += memory_lines(state)
+    lines += _usage_lines(state.get("usage") or {}, info)
+    return "\n".join(lines)
+
+
+def _header_lines(run: RunRef, info: dict[str, Any], state: dict[str, Any]) -> list[str]:
+    """Title, task, status, the prompts replaced, the budget, model calls and rules in force."""
     lines = [
         f"# Run {run.run_id}",
         "",
@@ -152,19 +175,14 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         lines += [f"**Budget:** {budget_line(state['budget'])}", ""]
     lines += calls_table(state.get("calls") or {})
     lines += rule_lines(info.get("rules") or {})
-    raw_plan = state.get("plan")
-    if not raw_plan:
-        lines.append("No plan was made.")
-        return "\n".join(lines) + "\n"
-    plan = Plan.model_validate(raw_plan)
-    statuses = dict(state.get("step_status") or {})
-    lines += [
-        f"## Plan (revision {state.get('plan_revision', 1)})",
-        "",
-        mermaid(plan, statuses),
-        "",
-    ]
-    lines += [
+    return lines
+
+
+def _steps_table(
+    workspace: Workspace, run: RunRef, plan: Plan, statuses: dict[str, str]
+) -> tuple[list[str], list[str], list[str]]:
+    """The per-step table, with the artifact lines and evidence sections gathered on the way."""
+    lines = [
         "## Steps",
         "",
         "| step | status | attempts | checks (contract) | tests | criteria | artifacts |",
@@ -173,10 +191,11 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
     artifacts: list[str] = []
     evidence: list[str] = []
     for step in plan.steps:
+        status = statuses.get(step.id, "pending")
         try:
             ref = workspace.step(run, step.id)
         except WorkspaceError:  # a step the run never reached has no directory
-            lines.append(f"| {step.id} | {statuses.get(step.id, 'pending')} | 0 | – | – | – | – |")
+            lines.append(f"| {step.id} | {status} | 0 | – | – | – | – |")
             continue
         attempts = workspace.list_attempts(ref)
         tests, criteria, checks = "–", "–", "–"
@@ -195,11 +214,15 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         )
         artifacts += [f"- `{ref.artifacts / f}`" for f in files]
         lines.append(
-            f"| {step.id} | {statuses.get(step.id, 'pending')} | {len(attempts)} | {checks} | "
+            f"| {step.id} | {status} | {len(attempts)} | {checks} | "
             f"{tests} | {criteria} | {', '.join(files) or '–'} |"
         )
-    lines += clause_lines(plan, info.get("clauses") or {})
-    lines += [
+    return lines, artifacts, evidence
+
+
+def _verification_lines(evidence: list[str], artifacts: list[str]) -> list[str]:
+    """The verification legend with each step's evidence, then the committed artifacts."""
+    return [
         "",
         "## Verification (last attempt of each step)",
         "",
@@ -218,8 +241,11 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         *(artifacts or ["None committed."]),
         "",
     ]
-    lines += memory_lines(state)
-    lines += [
+
+
+def _usage_lines(usage: dict[str, Any], info: dict[str, Any]) -> list[str]:
+    """Model calls, tokens, estimated cost and wall time of the run."""
+    return [
         "",
         "## Usage",
         "",
@@ -230,7 +256,6 @@ def render_report(workspace: Workspace, run: RunRef, state: dict[str, Any]) -> s
         f"- wall time: {info.get('duration_s', '–')} s",
         "",
     ]
-    return "\n".join(lines)
 
 
 def clause_lines(plan: Plan, clauses: dict[str, Any]) -> list[str]:
