@@ -139,80 +139,107 @@ def locate(
         ToolException: the path leaves the root, goes through a file or a symlink loop, or a
             parent does not exist (without `make_dirs`).
     """
-    root_fd = open_root(root)
-    stack: list[int] = [root_fd]  # held directory fds; the last one is where the walk is
-    names: list[str] = []  # the component names of stack[1:]
-    todo = list(reversed(parts))
-    links = 0
-    prefixes = _root_prefixes(root)
+    descent = _Descent(open_root(root), shown, _root_prefixes(root), parts)
+    try:
+        while descent.todo:
+            part = descent.todo.pop()
+            if part in ("", "."):
+                continue
+            if part == "..":  # only from a symlink's target: step back to a held directory
+                descent.step_back()
+            elif not descent.todo:  # the last component
+                located = descent.last(part)
+                if located is not None:
+                    return located
+            else:
+                descent.enter(part, make_dirs=make_dirs)
+        return Located(descent.stack.pop(), None, tuple(descent.names))
+    except OSError as exc:  # ENAMETOOLONG from a link target, EACCES, EIO …
+        raise ToolException(f"cannot open {shown!r}: {exc.strerror or exc}") from None
+    finally:
+        descent.close()
 
-    def unwind_to_root() -> None:
-        while len(stack) > 1:
-            os.close(stack.pop())
-        names.clear()
 
-    def follow(target: str) -> None:
-        nonlocal links
-        links += 1
-        if links > MAX_SYMLINKS:
+class _Descent:
+    """The state of one :func:`locate` walk: the directory fds it holds and what is left."""
+
+    def __init__(
+        self, root_fd: int, shown: str, prefixes: list[tuple[str, ...]], parts: tuple[str, ...]
+    ) -> None:
+        self.shown = shown
+        self.prefixes = prefixes
+        self.stack: list[int] = [root_fd]  # held directory fds; the last one is where it is
+        self.names: list[str] = []  # the component names of stack[1:]
+        self.todo = list(reversed(parts))
+        self.links = 0
+
+    def unwind_to_root(self) -> None:
+        """Close every held directory but the root: an absolute link target starts there."""
+        while len(self.stack) > 1:
+            os.close(self.stack.pop())
+        self.names.clear()
+
+    def follow(self, target: str) -> None:
+        """Queue a symlink's target in place of the link; one leaving the root is refused."""
+        self.links += 1
+        if self.links > MAX_SYMLINKS:
             raise ToolException(
-                f"{shown!r} goes through a symlink loop (more than {MAX_SYMLINKS} links); "
+                f"{self.shown!r} goes through a symlink loop (more than {MAX_SYMLINKS} links); "
                 f"remove the looping symlink or use another path"
             )
         pieces = [p for p in target.split("/") if p not in ("", ".")]
         if target.startswith("/"):
-            for prefix in prefixes:
+            for prefix in self.prefixes:
                 if tuple(pieces[: len(prefix)]) == prefix:
                     pieces = pieces[len(prefix) :]
                     break
             else:
-                raise _escape(shown)
-            unwind_to_root()
-        todo.extend(reversed(pieces))
+                raise _escape(self.shown)
+            self.unwind_to_root()
+        self.todo.extend(reversed(pieces))
 
-    try:
-        while todo:
-            part = todo.pop()
-            if part in ("", "."):
-                continue
-            if part == "..":  # only from a symlink's target: step back to a held directory
-                if len(stack) == 1:
-                    raise _escape(shown)
-                os.close(stack.pop())
-                names.pop()
-                continue
-            here = stack[-1]
-            fd: int | None
-            if not todo:  # the last component
-                info = _lstat(here, part)
-                if info is not None and stat.S_ISLNK(info.st_mode):  # followed, kept inside
-                    follow(os.readlink(part, dir_fd=here))
-                    continue
-                located = Located(stack.pop(), part, (*names, part))
-                return located
-            try:
-                fd = os.open(part, _DIR_FLAGS, dir_fd=here)
-            except FileNotFoundError:
-                if not make_dirs:
-                    raise ToolException(
-                        f"{shown!r} does not exist; list_files shows the files you can read"
-                    ) from None
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o777, dir_fd=here)
-                fd = _open_dir_or_link(here, part, shown, names, follow)
-            except OSError as exc:
-                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                    raise
-                fd = _open_dir_or_link(here, part, shown, names, follow)
-            if fd is None:
-                continue
-            stack.append(fd)
-            names.append(part)
-        return Located(stack.pop(), None, tuple(names))
-    except OSError as exc:  # ENAMETOOLONG from a link target, EACCES, EIO …
-        raise ToolException(f"cannot open {shown!r}: {exc.strerror or exc}") from None
-    finally:
-        for fd in stack:
+    def step_back(self) -> None:
+        """Go up to the held parent directory; above the root is an escape."""
+        if len(self.stack) == 1:
+            raise _escape(self.shown)
+        os.close(self.stack.pop())
+        self.names.pop()
+
+    def last(self, part: str) -> Located | None:
+        """Where the path ends at its last component; None when that was a link now followed."""
+        here = self.stack[-1]
+        info = _lstat(here, part)
+        if info is not None and stat.S_ISLNK(info.st_mode):  # followed, kept inside
+            self.follow(os.readlink(part, dir_fd=here))
+            return None
+        return Located(self.stack.pop(), part, (*self.names, part))
+
+    def enter(self, part: str, *, make_dirs: bool) -> None:
+        """Open the directory `part` (made when missing and `make_dirs`) or follow its link."""
+        here = self.stack[-1]
+        fd: int | None
+        try:
+            fd = os.open(part, _DIR_FLAGS, dir_fd=here)
+        except FileNotFoundError:
+            if not make_dirs:
+                raise ToolException(
+                    f"{self.shown!r} does not exist; list_files shows the files you can read"
+                ) from None
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o777, dir_fd=here)
+            fd = _open_dir_or_link(here, part, self.shown, self.names, self.follow)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            fd = _open_dir_or_link(here, part, self.shown, self.names, self.follow)
+        if fd is None:
+            return
+        self.stack.append(fd)
+        self.names.append(part)
+
+    def close(self) -> None:
+        """Close the directory fds still held (a returned :class:`Located` owns its own)."""
+        for fd in self.stack:
             os.close(fd)
 
 
