@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from atom_agent.names import free_names
-from atom_agent.sandbox import Limits, SandboxRunner
+from atom_agent.sandbox import Limits, RunResult, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check
 
 CheckStatus = Literal["passed", "failed", "error", "timeout", "invalid", "not_run"]
@@ -306,17 +306,7 @@ def run_contract(
     With `module` (a project's dotted module, importable from `python_path`) the checks run
     in that module's namespace instead, its private names included.
     """
-    report = ContractReport()
-    runnable: list[int] = []
-    for i, check in enumerate(checks):
-        problems = check_problems(check, defines=defines, available=available)
-        report.results.append(
-            CheckResult(check, "invalid", reason="; ".join(problems))
-            if problems
-            else CheckResult(check, "not_run", reason="the check run ended before it")
-        )
-        if not problems:
-            runnable.append(i)
+    report, runnable = _triage(checks, defines=defines, available=available)
     if not runnable:
         return report
     if module == "impl" and not (staging / IMPL_FILE).is_file():
@@ -342,7 +332,38 @@ def run_contract(
         limits=run_limits,
         python_path=list(python_path or [staging]),
     )
-    for line in result.output.splitlines():
+    if _read_results(report, checks, runnable, result.output, module):
+        _mark_unfinished(report, checks, runnable, result)
+    return report
+
+
+def _triage(
+    checks: Sequence[Check], *, defines: Collection[str], available: Collection[str]
+) -> tuple[ContractReport, list[int]]:
+    """A report with each check invalid (why) or not run yet, and the indexes that can run."""
+    report = ContractReport()
+    runnable: list[int] = []
+    for i, check in enumerate(checks):
+        problems = check_problems(check, defines=defines, available=available)
+        report.results.append(
+            CheckResult(check, "invalid", reason="; ".join(problems))
+            if problems
+            else CheckResult(check, "not_run", reason="the check run ended before it")
+        )
+        if not problems:
+            runnable.append(i)
+    return report, runnable
+
+
+def _read_results(
+    report: ContractReport,
+    checks: Sequence[Check],
+    runnable: list[int],
+    output: str,
+    module: str,
+) -> bool:
+    """Fill `report` from the child's marked lines; False when the module raised on import."""
+    for line in output.splitlines():
         at = line.find(_MARK)
         if at < 0:
             continue
@@ -355,7 +376,7 @@ def run_contract(
             report.error = f"{where} raises on import: {data['import_error']}"
             for i in runnable:
                 report.results[i] = CheckResult(checks[i], "error", reason=report.error)
-            return report
+            return False
         index = data.get("i")
         if not isinstance(index, int) or not 0 <= index < len(runnable):
             continue
@@ -369,6 +390,13 @@ def run_contract(
             line=str(data.get("line", "")),
             arguments=str(data.get("arguments", "")),
         )
+    return True
+
+
+def _mark_unfinished(
+    report: ContractReport, checks: Sequence[Check], runnable: list[int], result: RunResult
+) -> None:
+    """The first check the run never reported on is the one it ended in: an error, with why."""
     unfinished = [i for i in runnable if report.results[i].status == "not_run"]
     if unfinished:
         why = (
@@ -379,7 +407,6 @@ def run_contract(
         first = unfinished[0]
         report.results[first] = CheckResult(checks[first], "error", reason=why)
         report.error = report.error or f"the check run ended early: {why}"
-    return report
 
 
 def contract_tests(checks: Sequence[Check], *, module: str = "impl") -> str:
