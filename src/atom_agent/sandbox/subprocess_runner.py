@@ -294,20 +294,9 @@ class SubprocessRunner(SandboxRunner):
         tree: TreeLimit | None,
         status_file: Path,
     ) -> RunResult:
+        """Start the launcher, supervise it to its deadline and say what the run was under."""
         started = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                full,
-                cwd=cwd,
-                env=child_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-            )
-        except OSError as exc:
-            raise SandboxError(f"sandbox: cannot start {full[0]}: {exc}") from exc
+        proc = _popen(full, cwd, child_env)
         capture = Capture(limits.output_bytes)
 
         def stop() -> None:
@@ -319,40 +308,19 @@ class SubprocessRunner(SandboxRunner):
         deadline = started + limits.timeout_s + KILL_MARGIN_S
         runner_killed = supervise(proc, capture, deadline, stop)
         duration = time.monotonic() - started
-        outcome = _read_status(status_file)
-        notes: list[str] = []
-        if outcome is None:
-            # The launcher never reported: the runner ended the run at its limit, or it crashed.
-            code = proc.returncode
-            outcome = {
-                "exit_code": code if code is not None and code >= 0 else None,
-                "signal": -code if code is not None and code < 0 else None,
-                "timed_out": runner_killed,
-            }
-            notes.append(
-                f"the runner ended the whole run at its {limits.timeout_s:g}s limit"
-                if runner_killed
-                else "launcher did not report; outcome taken from the process group"
-            )
+        outcome, notes = _outcome(status_file, proc.returncode, runner_killed, limits.timeout_s)
         read_only = confinement.read_only_fs or bool(outcome.get("read_only_fs"))
-        if outcome.get("killed_descendants"):
-            notes.append(f"killed {outcome['killed_descendants']} leftover process(es)")
-        if not read_only:
-            notes.append(
-                "filesystem writable outside the staging area (no private mount namespace)"
-            )
-        if tree is None and outcome.get("pid_max") is None and os.geteuid() == 0:
-            notes.append("process count not limited (root, no cgroup, no per-namespace pid_max)")
-        if not limits.network and not confinement.network:
-            notes.append("network not isolated: this run has no network namespace")
         oom_kills = tree.oom_kills() if tree is not None else 0
         refused = tree.forks_refused() if tree is not None else 0
-        if oom_kills:
-            notes.append(
-                f"{oom_kills} process(es) killed at the run's {limits.memory_mb} MiB memory limit"
-            )
-        if refused:
-            notes.append(f"{refused} fork(s) refused at the {limits.max_processes}-process limit")
+        notes += _confinement_notes(
+            outcome,
+            limits,
+            confinement,
+            tree,
+            read_only=read_only,
+            oom_kills=oom_kills,
+            refused=refused,
+        )
         return RunResult(
             command=argv,
             exit_code=outcome["exit_code"],
@@ -466,3 +434,70 @@ def counts_from_junit(path: Path) -> TestCounts | None:
         errors=errors,
         skipped=skipped,
     )
+
+
+def _popen(full: list[str], cwd: Path, child_env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    """The launcher's process, in a session of its own, output piped, nothing inherited."""
+    try:
+        return subprocess.Popen(
+            full,
+            cwd=cwd,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise SandboxError(f"sandbox: cannot start {full[0]}: {exc}") from exc
+
+
+def _outcome(
+    status_file: Path, code: int | None, runner_killed: bool, timeout_s: float
+) -> tuple[dict[str, Any], list[str]]:
+    """The launcher's report of the run, or one taken from the process when it never wrote it."""
+    outcome = _read_status(status_file)
+    notes: list[str] = []
+    if outcome is None:
+        # The launcher never reported: the runner ended the run at its limit, or it crashed.
+        outcome = {
+            "exit_code": code if code is not None and code >= 0 else None,
+            "signal": -code if code is not None and code < 0 else None,
+            "timed_out": runner_killed,
+        }
+        notes.append(
+            f"the runner ended the whole run at its {timeout_s:g}s limit"
+            if runner_killed
+            else "launcher did not report; outcome taken from the process group"
+        )
+    return outcome, notes
+
+
+def _confinement_notes(
+    outcome: dict[str, Any],
+    limits: Limits,
+    confinement: Confinement,
+    tree: TreeLimit | None,
+    *,
+    read_only: bool,
+    oom_kills: int,
+    refused: int,
+) -> list[str]:
+    """What the run was not confined by, and what its limits stopped (OOM kills, forks)."""
+    notes: list[str] = []
+    if outcome.get("killed_descendants"):
+        notes.append(f"killed {outcome['killed_descendants']} leftover process(es)")
+    if not read_only:
+        notes.append("filesystem writable outside the staging area (no private mount namespace)")
+    if tree is None and outcome.get("pid_max") is None and os.geteuid() == 0:
+        notes.append("process count not limited (root, no cgroup, no per-namespace pid_max)")
+    if not limits.network and not confinement.network:
+        notes.append("network not isolated: this run has no network namespace")
+    if oom_kills:
+        notes.append(
+            f"{oom_kills} process(es) killed at the run's {limits.memory_mb} MiB memory limit"
+        )
+    if refused:
+        notes.append(f"{refused} fork(s) refused at the {limits.max_processes}-process limit")
+    return notes
