@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from atom_agent.project.suite_command import TestCommand
-from atom_agent.sandbox.base import Limits, SandboxRunner
+from atom_agent.sandbox.base import Limits, RunResult, SandboxRunner
 
 logger = logging.getLogger(__name__)
 
@@ -144,29 +144,13 @@ def run_suite(
         has ``collected_ok`` False and no ids; its output is kept.
     """
     root = Path(root).resolve()
-    options = command.argv[: len(command.argv) - len(command.targets)]
-    targets = list(only or command.targets)
     scratch = Path(tempfile.mkdtemp(prefix="atom-suite-"))
     junit = scratch / "junit.xml"
-    argv = [*options, f"--junitxml={junit}", "-o", "junit_family=xunit2"]
-    if not any(a.startswith("--rootdir") for a in options):
-        argv.append(f"--rootdir={root}")  # node ids relative to the project root
-    # The runners set it too; a project's checkout gets no __pycache__ whatever the runner.
-    env = {"PYTHONDONTWRITEBYTECODE": "1"}
-    python_path = [root / p for p in command.python_path]
     out = scratch / "plugin.out"
-    if plugin is not None:
-        # The plugin lives in the scratch folder (writable, seen by the sandbox), never in
-        # the project's tree.
-        plugins = scratch / "plugins"
-        plugins.mkdir()
-        (plugins / f"{plugin.name}.py").write_text(plugin.source, encoding="utf-8")
-        python_path.append(plugins)
-        argv += ["-p", plugin.name]
-        env |= {"ATOM_PLUGIN_OUT": str(out), **plugin.env}
+    argv, env, python_path = _invocation(root, command, scratch, junit, out, only, plugin)
     try:
         result = runner.run(
-            [*argv, *targets],
+            argv,
             cwd=root,
             limits=limits,
             python_path=python_path,
@@ -177,6 +161,47 @@ def run_suite(
         written = out.read_text(encoding="utf-8", errors="replace") if out.is_file() else ""
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    return _suite_result(result, report, written)
+
+
+def _invocation(
+    root: Path,
+    command: TestCommand,
+    scratch: Path,
+    junit: Path,
+    out: Path,
+    only: Sequence[str],
+    plugin: Plugin | None,
+) -> tuple[list[str], dict[str, str], list[Path]]:
+    """The suite's argv (junit report, root dir, plugin, targets), its env and python path.
+
+    A plugin's module is written into `scratch` (writable, seen by the sandbox), never into
+    the project's tree; what it writes goes to `out`.
+    """
+    options = command.argv[: len(command.argv) - len(command.targets)]
+    targets = list(only or command.targets)
+    argv = [*options, f"--junitxml={junit}", "-o", "junit_family=xunit2"]
+    if not any(a.startswith("--rootdir") for a in options):
+        argv.append(f"--rootdir={root}")  # node ids relative to the project root
+    # The runners set it too; a project's checkout gets no __pycache__ whatever the runner.
+    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    python_path = [root / p for p in command.python_path]
+    if plugin is not None:
+        plugins = scratch / "plugins"
+        plugins.mkdir()
+        (plugins / f"{plugin.name}.py").write_text(plugin.source, encoding="utf-8")
+        python_path.append(plugins)
+        argv += ["-p", plugin.name]
+        env |= {"ATOM_PLUGIN_OUT": str(out), **plugin.env}
+    return [*argv, *targets], env, python_path
+
+
+def _suite_result(
+    result: RunResult,
+    report: tuple[set[str], set[str], set[str], bool] | None,
+    written: str,
+) -> SuiteResult:
+    """The run read test by test; without a report, no ids and the reason after the output."""
     tail = result.output[-OUTPUT_TAIL_CHARS:]
     if report is None:
         how = result.limit_hit or (
