@@ -40,37 +40,8 @@ def rigged_findings(file: str, tree: ast.Module, defines: Sequence[str]) -> list
     }
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            name = name_of(node.func)
-            if name in EXITS and id(node) not in main_guards:
-                found.append(
-                    Finding(
-                        "exit",
-                        file,
-                        node.lineno,
-                        f"{name}(…) ends the test run before a test can fail",
-                    )
-                )
-            elif name in _SKIPS:
-                found.append(
-                    Finding("skipped_test", file, node.lineno, f"{name}(…) skips the check")
-                )
-            elif name in _PATCHES and _patches(node, wanted):
-                found.append(
-                    Finding(
-                        "patched_function",
-                        file,
-                        node.lineno,
-                        f"{name}(…) replaces the checked code inside the test",
-                    )
-                )
-        elif (
-            isinstance(node, ast.Raise)
-            and node.exc is not None
-            and (
-                name_of(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
-                in ("SystemExit", "KeyboardInterrupt")
-            )
-        ):
+            found += _call_findings(file, node, wanted, main_guards)
+        elif isinstance(node, ast.Raise) and _raises_exit(node):
             found.append(Finding("exit", file, node.lineno, "raises SystemExit in the tests"))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             found += _test_function(file, node, helpers)
@@ -84,34 +55,79 @@ def rigged_findings(file: str, tree: ast.Module, defines: Sequence[str]) -> list
                     )
                 )
         elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                name = name_of(target)
-                if name and name.rsplit(".", 1)[-1] in wanted:
-                    found.append(
-                        Finding(
-                            "patched_function",
-                            file,
-                            node.lineno,
-                            f"rebinds {name}, the checked code, in the tests",
-                        )
-                    )
-        elif isinstance(node, ast.Try) and any(
-            isinstance(s, ast.Assert) for b in node.body for s in ast.walk(b)
-        ):
-            if any(
-                broad(h) or name_of(h.type or ast.Name("")) == "AssertionError"
-                for h in node.handlers
-            ):
-                found.append(
-                    Finding(
-                        "swallowed_assertion",
-                        file,
-                        node.lineno,
-                        "a failing assert is caught and ignored",
-                    )
-                )
+            found += _rebinds(file, node, wanted)
+        elif isinstance(node, ast.Try):
+            found += _swallowed(file, node)
     return found
+
+
+def _call_findings(
+    file: str, node: ast.Call, wanted: set[str], main_guards: set[int]
+) -> list[Finding]:
+    """A call that ends the process (outside a main guard), skips, or patches checked code."""
+    name = name_of(node.func)
+    if name in EXITS and id(node) not in main_guards:
+        return [
+            Finding(
+                "exit",
+                file,
+                node.lineno,
+                f"{name}(…) ends the test run before a test can fail",
+            )
+        ]
+    if name in _SKIPS:
+        return [Finding("skipped_test", file, node.lineno, f"{name}(…) skips the check")]
+    if name in _PATCHES and _patches(node, wanted):
+        return [
+            Finding(
+                "patched_function",
+                file,
+                node.lineno,
+                f"{name}(…) replaces the checked code inside the test",
+            )
+        ]
+    return []
+
+
+def _raises_exit(node: ast.Raise) -> bool:
+    """Whether `node` raises SystemExit or KeyboardInterrupt."""
+    return node.exc is not None and (
+        name_of(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
+        in ("SystemExit", "KeyboardInterrupt")
+    )
+
+
+def _rebinds(
+    file: str, node: ast.Assign | ast.AugAssign | ast.AnnAssign, wanted: set[str]
+) -> list[Finding]:
+    """An assignment in the tests that rebinds a name the step defines."""
+    found: list[Finding] = []
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for target in targets:
+        name = name_of(target)
+        if name and name.rsplit(".", 1)[-1] in wanted:
+            found.append(
+                Finding(
+                    "patched_function",
+                    file,
+                    node.lineno,
+                    f"rebinds {name}, the checked code, in the tests",
+                )
+            )
+    return found
+
+
+def _swallowed(file: str, node: ast.Try) -> list[Finding]:
+    """A try around asserts whose handler catches AssertionError (or everything) and goes on."""
+    if not any(isinstance(s, ast.Assert) for b in node.body for s in ast.walk(b)):
+        return []
+    if any(broad(h) or name_of(h.type or ast.Name("")) == "AssertionError" for h in node.handlers):
+        return [
+            Finding(
+                "swallowed_assertion", file, node.lineno, "a failing assert is caught and ignored"
+            )
+        ]
+    return []
 
 
 def _patches(node: ast.Call, wanted: set[str]) -> bool:
