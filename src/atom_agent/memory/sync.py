@@ -290,62 +290,7 @@ class ProjectSync:
         new = {r.id: (r, p, v) for r, p, v in zip(records, packed, vectors, strict=True)}
         outcome: dict[str, list[str]] = {"stored": [], "changed": [], "missing": []}
         kept: dict[str, Row] = {}
-
-        def action(now: float) -> list[Row]:
-            with self.backend.lock:
-                pending, self._pending = self._pending, {}
-            wanted = [*changes.keep_existing, *pending]
-            for c in changes.changes:
-                # A record kept as it is stored (``once``) is changed from what is stored.
-                wanted += [
-                    i
-                    for i in (c.memory_id, c.requires)
-                    if i and (i not in new or i in changes.keep_existing)
-                ]
-            current = self._current(list(dict.fromkeys(wanted)), now)
-            rows: dict[str, Row] = {}
-            vecs: dict[str, Any] = {}
-            for memory_id, (record, vec_text, vec) in new.items():
-                if memory_id in changes.keep_existing and memory_id in current:
-                    kept[memory_id] = (memory_id, *current[memory_id][:2])
-                    continue  # written before (e.g. by this node before a crash): keep it
-                rows[memory_id] = (
-                    memory_id,
-                    record.content,
-                    record_to_metadata(record, vec_text, now),
-                )
-                vecs[memory_id] = vec
-                outcome["stored"].append(memory_id)
-            for memory_id, (count, last) in pending.items():
-                if memory_id in current and memory_id not in rows:
-                    doc, meta, vec = current[memory_id]
-                    meta = {**meta, **_accessed(meta, count, last)}
-                    rows[memory_id], vecs[memory_id] = (memory_id, doc, meta), vec
-            for change in changes.changes:
-                target = change.memory_id
-                base = rows.get(target)
-                if base is None and target in current:
-                    doc, meta, vecs[target] = current[target]
-                    base = (target, doc, meta)
-                needed = change.requires
-                if base is None or (needed and needed not in rows and needed not in current):
-                    outcome["missing"].append(target if base is None else str(needed))
-                    continue
-                rows[target] = (target, base[1], {**base[2], **change.meta(base[2], now)})
-                if (target not in new or target in kept) and target not in outcome["changed"]:
-                    outcome["changed"].append(target)
-            if not rows:
-                return []
-            for _, _, meta in rows.values():
-                meta["updated_at"] = stored_time(now)
-            self.collection.upsert(
-                ids=list(rows),
-                documents=[r[1] for r in rows.values()],
-                metadatas=[pack_metadata(r[2]) for r in rows.values()],
-                embeddings=[vecs[i] for i in rows],
-            )
-            return list(rows.values())
-
+        action = partial(self._apply_rows, changes, new, outcome, kept)
         written = {row[0]: row for row in self.write(action, flush=False)}
         found = {
             memory_id: record_from_metadata(*written[memory_id])
@@ -354,6 +299,52 @@ class ProjectSync:
         for memory_id, row in kept.items():
             found.setdefault(memory_id, record_from_metadata(*row))
         return Applied(found, outcome["stored"], outcome["changed"], outcome["missing"])
+
+    def _apply_rows(
+        self,
+        changes: MemoryChanges,
+        new: dict[str, _NewRecord],
+        outcome: dict[str, list[str]],
+        kept: dict[str, Row],
+        now: float,
+    ) -> list[Row]:
+        """The write of :meth:`apply` (under the write lock): new rows, access counts, changes.
+
+        Fills `outcome` (stored, changed, missing ids) and `kept` (new records already stored).
+        """
+        with self.backend.lock:
+            pending, self._pending = self._pending, {}
+        current = self._current(_wanted_ids(changes, new, pending), now)
+        rows, vecs = _new_rows(new, changes.keep_existing, current, now, outcome, kept)
+        for memory_id, (count, last) in pending.items():
+            if memory_id in current and memory_id not in rows:
+                doc, meta, vec = current[memory_id]
+                meta = {**meta, **_accessed(meta, count, last)}
+                rows[memory_id], vecs[memory_id] = (memory_id, doc, meta), vec
+        for change in changes.changes:
+            target = change.memory_id
+            base = rows.get(target)
+            if base is None and target in current:
+                doc, meta, vecs[target] = current[target]
+                base = (target, doc, meta)
+            needed = change.requires
+            if base is None or (needed and needed not in rows and needed not in current):
+                outcome["missing"].append(target if base is None else str(needed))
+                continue
+            rows[target] = (target, base[1], {**base[2], **change.meta(base[2], now)})
+            if (target not in new or target in kept) and target not in outcome["changed"]:
+                outcome["changed"].append(target)
+        if not rows:
+            return []
+        for _, _, meta in rows.values():
+            meta["updated_at"] = stored_time(now)
+        self.collection.upsert(
+            ids=list(rows),
+            documents=[r[1] for r in rows.values()],
+            metadatas=[pack_metadata(r[2]) for r in rows.values()],
+            embeddings=[vecs[i] for i in rows],
+        )
+        return list(rows.values())
 
     def _current(self, ids: list[str], now: float) -> dict[str, tuple[str, dict[str, Any], Any]]:
         """Live records among `ids`: document, metadata (a copy) and embedding, by id.
@@ -440,6 +431,47 @@ def _rows(got: Any) -> list[Row]:
             got["ids"], got["documents"] or [], got["metadatas"] or [], strict=True
         )
     ]
+
+
+_NewRecord = tuple[MemoryRecord, str, Any]
+"""A record :meth:`ProjectSync.apply` stores: the record, its packed vector, its vector."""
+_Current = dict[str, tuple[str, dict[str, Any], Any]]
+
+
+def _wanted_ids(
+    changes: MemoryChanges, new: dict[str, _NewRecord], pending: dict[str, tuple[int, float]]
+) -> list[str]:
+    """The stored records a write of `changes` reads: kept, counted, changed or required."""
+    wanted = [*changes.keep_existing, *pending]
+    for c in changes.changes:
+        # A record kept as it is stored (``once``) is changed from what is stored.
+        wanted += [
+            i
+            for i in (c.memory_id, c.requires)
+            if i and (i not in new or i in changes.keep_existing)
+        ]
+    return list(dict.fromkeys(wanted))
+
+
+def _new_rows(
+    new: dict[str, _NewRecord],
+    keep_existing: set[str],
+    current: _Current,
+    now: float,
+    outcome: dict[str, list[str]],
+    kept: dict[str, Row],
+) -> tuple[dict[str, Row], dict[str, Any]]:
+    """Rows and vectors of the new records; one to keep that is already stored goes to `kept`."""
+    rows: dict[str, Row] = {}
+    vecs: dict[str, Any] = {}
+    for memory_id, (record, vec_text, vec) in new.items():
+        if memory_id in keep_existing and memory_id in current:
+            kept[memory_id] = (memory_id, *current[memory_id][:2])
+            continue  # written before (e.g. by this node before a crash): keep it
+        rows[memory_id] = (memory_id, record.content, record_to_metadata(record, vec_text, now))
+        vecs[memory_id] = vec
+        outcome["stored"].append(memory_id)
+    return rows, vecs
 
 
 def _accessed(meta: dict[str, Any], count: int, last: float) -> dict[str, Any]:
