@@ -166,39 +166,17 @@ def load_chat_model(
         ModelUnavailableError: the provider's package (or the local model) is not installed.
     """
     parsed = check_usable(spec, env, base_url=base_url)
-    source = os.environ if env is None else env
     if parsed.provider == LOCAL:
-        options: dict[str, Any] = dict(kwargs)
-        if temperature is not None:
-            options["temperature"] = temperature
-        if parsed.model != "qwen2.5-coder-1.5b-instruct":
-            options.setdefault("model_path", parsed.model)
-        # A looping reply, or one asked for code alone once its block is complete, ends
-        # there. Earlier prompts' KV states are kept: a witness or retry prefills what is new.
-        options.setdefault("stop_early", True)
-        options.setdefault("prefix_cache_mb", LOCAL_PREFIX_CACHE_MB)
-        return LocalChatModel(**options)
-
-    options = dict(kwargs)
-    if base_url.strip() and parsed.provider == "openai":
-        options.setdefault("base_url", base_url.strip())
-        # A self-hosted server decodes until its context is full unless told otherwise (a
-        # small model that loops would take minutes); on a CPU a long reply can take minutes.
-        options.setdefault("max_tokens", SERVED_MAX_TOKENS)
-        # ...and a plain-text reply is watched as it streams, ended as the embedded model's.
-        options.setdefault("stop_early", True)
-        if timeout_s is not None:
-            options.setdefault("timeout", max(timeout_s, SERVED_TIMEOUT_S))
-    if parsed.provider in PROVIDER_KEYS:
-        found = _env_key(parsed.provider, source)
-        # check_usable raised when a key is needed and none is set.
-        options.setdefault("api_key", found[1] if found is not None else SERVED_KEY)
-    if parsed.provider in _NATIVE_RETRIES:
-        options.setdefault("max_retries", max_retries)
-        if timeout_s is not None:
-            options.setdefault("timeout", timeout_s)
-    if temperature is not None:
-        options.setdefault("temperature", temperature)
+        return _local_model(parsed.model, temperature, kwargs)
+    options = _provider_options(
+        parsed.provider,
+        os.environ if env is None else env,
+        temperature=temperature,
+        max_retries=max_retries,
+        timeout_s=timeout_s,
+        base_url=base_url,
+        kwargs=kwargs,
+    )
     if parsed.provider == "openai":
         from atom_agent.models.served import ServedChatOpenAI
 
@@ -207,6 +185,56 @@ def load_chat_model(
     if not isinstance(model, BaseChatModel):  # init_chat_model is typed loosely
         raise ModelSpecError(f"{spec!r} did not produce a chat model")
     return model
+
+
+def _local_model(
+    model: str, temperature: float | None, kwargs: Mapping[str, Any]
+) -> LocalChatModel:
+    """The embedded llama.cpp model: its weights (when not the default), early stop, KV cache."""
+    options: dict[str, Any] = dict(kwargs)
+    if temperature is not None:
+        options["temperature"] = temperature
+    if model != "qwen2.5-coder-1.5b-instruct":
+        options.setdefault("model_path", model)
+    # A looping reply, or one asked for code alone once its block is complete, ends
+    # there. Earlier prompts' KV states are kept: a witness or retry prefills what is new.
+    options.setdefault("stop_early", True)
+    options.setdefault("prefix_cache_mb", LOCAL_PREFIX_CACHE_MB)
+    return LocalChatModel(**options)
+
+
+def _provider_options(
+    provider: str,
+    source: Mapping[str, str],
+    *,
+    temperature: float | None,
+    max_retries: int,
+    timeout_s: float | None,
+    base_url: str,
+    kwargs: Mapping[str, Any],
+) -> dict[str, Any]:
+    """A provider's constructor options: `kwargs`, then the served server's, key, retries."""
+    options = dict(kwargs)
+    if base_url.strip() and provider == "openai":
+        options.setdefault("base_url", base_url.strip())
+        # A self-hosted server decodes until its context is full unless told otherwise (a
+        # small model that loops would take minutes); on a CPU a long reply can take minutes.
+        options.setdefault("max_tokens", SERVED_MAX_TOKENS)
+        # ...and a plain-text reply is watched as it streams, ended as the embedded model's.
+        options.setdefault("stop_early", True)
+        if timeout_s is not None:
+            options.setdefault("timeout", max(timeout_s, SERVED_TIMEOUT_S))
+    if provider in PROVIDER_KEYS:
+        found = _env_key(provider, source)
+        # check_usable raised when a key is needed and none is set.
+        options.setdefault("api_key", found[1] if found is not None else SERVED_KEY)
+    if provider in _NATIVE_RETRIES:
+        options.setdefault("max_retries", max_retries)
+        if timeout_s is not None:
+            options.setdefault("timeout", timeout_s)
+    if temperature is not None:
+        options.setdefault("temperature", temperature)
+    return options
 
 
 def check_usable(
