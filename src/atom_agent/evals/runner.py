@@ -153,31 +153,7 @@ def _evaluate(
     workspace = Workspace(Path(ctx.workspace).expanduser())
     rows: list[dict[str, Any]] = []
     for problem in problems:
-        result = results.get(problem.slug, {})
-        source = committed_source(workspace, str(result.get("run_id", "")), problem)
-        steps = _steps(workspace, str(result.get("run_id", "")))
-        agent = score(problem, source, runner, limits) if source else None
-        passed = bool(agent and agent.passed)
-        row: dict[str, Any] = {
-            "task_id": problem.task_id,
-            "agent_passed": passed,
-            "agent_detail": agent.detail if agent else "no committed implementation",
-            "agent_status": result.get("status"),
-            "attempts": sum(len(workspace.list_attempts(step)) for step in steps),
-            # Attempts whose code passes check() though the agent did not commit it: the
-            # verifier (the model's own tests) rejected correct code.
-            "rejected_correct_attempts": 0
-            if passed
-            else sum(
-                score(problem, code, runner, limits).passed
-                for code in attempt_sources(workspace, steps, problem)
-            ),
-            "agent_tokens": int((result.get("usage") or {}).get("total_tokens", 0)),
-            "agent_seconds": result.get("duration_s"),
-            "first_draft_passed": first_draft_passed(workspace, steps),
-        }
-        # Committed code that fails check(): the verifier accepted wrong code.
-        row["accepted_wrong"] = bool(source) and not passed
+        row = _agent_row(problem, results.get(problem.slug, {}), workspace, runner, limits)
         if baselines:
             row.update({k: v for k, v in baselines[problem.slug].items() if k != "id"})
         if warmed:
@@ -192,6 +168,41 @@ def _evaluate(
         json.dumps({"summary": summary, "problems": rows}, indent=2) + "\n", encoding="utf-8"
     )
     return summary
+
+
+def _agent_row(
+    problem: Problem,
+    result: dict[str, Any],
+    workspace: Workspace,
+    runner: SandboxRunner,
+    limits: Limits,
+) -> dict[str, Any]:
+    """A problem's agent columns: its committed code scored, attempts, tokens, what was wrong."""
+    source = committed_source(workspace, str(result.get("run_id", "")), problem)
+    steps = _steps(workspace, str(result.get("run_id", "")))
+    agent = score(problem, source, runner, limits) if source else None
+    passed = bool(agent and agent.passed)
+    row: dict[str, Any] = {
+        "task_id": problem.task_id,
+        "agent_passed": passed,
+        "agent_detail": agent.detail if agent else "no committed implementation",
+        "agent_status": result.get("status"),
+        "attempts": sum(len(workspace.list_attempts(step)) for step in steps),
+        # Attempts whose code passes check() though the agent did not commit it: the
+        # verifier (the model's own tests) rejected correct code.
+        "rejected_correct_attempts": 0
+        if passed
+        else sum(
+            score(problem, code, runner, limits).passed
+            for code in attempt_sources(workspace, steps, problem)
+        ),
+        "agent_tokens": int((result.get("usage") or {}).get("total_tokens", 0)),
+        "agent_seconds": result.get("duration_s"),
+        "first_draft_passed": first_draft_passed(workspace, steps),
+    }
+    # Committed code that fails check(): the verifier accepted wrong code.
+    row["accepted_wrong"] = bool(source) and not passed
+    return row
 
 
 def _read_jsonl(path: Path) -> dict[str, dict[str, Any]]:
