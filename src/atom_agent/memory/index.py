@@ -242,26 +242,38 @@ class ProjectIndex:
         if fusion == "lexical":
             top = _top(lex, limit, lex > 0)
             return [Hit(int(rows[i]), float(lex[i])) for i in top]
-        relevant = (cos >= MIN_RELEVANCE) | (lex > 0)
-        by_vec = _top(cos, depth, relevant)
-        by_lex = _top(lex, depth, lex > 0)
-        cand = np.union1d(by_vec, by_lex)
-        if fusion == "blend":
-            top_cos = float(cos[by_vec[0]]) if by_vec.size else 1.0
-            lo = float(cos[cand].min())
-            fused = (1.0 - BLEND_LEXICAL_WEIGHT) * (cos[cand] - lo) / max(top_cos - lo, 1e-6)
-            fused += BLEND_LEXICAL_WEIGHT * lex[cand] / float(lex[by_lex[0]])
-        else:
-            vr = np.full(rows.size, np.inf)
-            vr[by_vec] = np.arange(1, by_vec.size + 1)
-            lr = np.full(rows.size, np.inf)
-            lr[by_lex] = np.arange(1, by_lex.size + 1)
-            fused = (1.0 / (RRF_K + vr[cand]) + LEXICAL_WEIGHT / (RRF_K + lr[cand])) * (
-                (RRF_K + 1) / (1.0 + LEXICAL_WEIGHT)
-            )
+        cand, fused = _fuse(cos, lex, depth, fusion)
         score = fused + prior[cand]
         order = np.argsort(-score, kind="stable")[:limit]
         return [Hit(int(rows[cand[i]]), float(score[i])) for i in order]
+
+
+def _fuse(
+    cos: npt.NDArray[np.float32], lex: npt.NDArray[Any], depth: int, fusion: str
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[Any]]:
+    """The candidates (the top `depth` of each ranking) and their fused relevance.
+
+    ``blend``: min-max normalised similarity and lexical score, weighted; otherwise
+    reciprocal-rank fusion scaled so that first in both rankings scores 1.
+    """
+    relevant = (cos >= MIN_RELEVANCE) | (lex > 0)
+    by_vec = _top(cos, depth, relevant)
+    by_lex = _top(lex, depth, lex > 0)
+    cand = np.union1d(by_vec, by_lex)
+    if fusion == "blend":
+        top_cos = float(cos[by_vec[0]]) if by_vec.size else 1.0
+        lo = float(cos[cand].min())
+        fused = (1.0 - BLEND_LEXICAL_WEIGHT) * (cos[cand] - lo) / max(top_cos - lo, 1e-6)
+        fused += BLEND_LEXICAL_WEIGHT * lex[cand] / float(lex[by_lex[0]])
+    else:
+        vr = np.full(cos.size, np.inf)
+        vr[by_vec] = np.arange(1, by_vec.size + 1)
+        lr = np.full(cos.size, np.inf)
+        lr[by_lex] = np.arange(1, by_lex.size + 1)
+        fused = (1.0 / (RRF_K + vr[cand]) + LEXICAL_WEIGHT / (RRF_K + lr[cand])) * (
+            (RRF_K + 1) / (1.0 + LEXICAL_WEIGHT)
+        )
+    return cand, fused
 
 
 def _top(score: npt.NDArray[Any], k: int, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
