@@ -270,22 +270,10 @@ def _run_locked(
     workspace: Workspace,
     options: BatchOptions,
 ) -> dict[str, Any]:
+    """Run a batch's unfinished tasks under its lock, then write summary.json."""
     name = batch_name(tasks_path)
     results = ResultsFile(results_path)
-    finished = results.read()
-    # Tasks whose latest result is ``error`` run again (resumed where they can).
-    retried = [t for t in tasks if finished.get(t.id, {}).get("status") == "error"]
-    for task in retried:
-        # An `error` is a crash (a provider outage, a full disk), not the task's verdict.
-        if options.on_retry is not None:
-            options.on_retry(task, finished[task.id])
-        logger.info("retrying task %s, which ended in error", task.id)
-        del finished[task.id]
-    progress = BatchProgress(total=len(tasks))
-    for t in tasks:
-        if t.id in finished:
-            _count(progress, finished[t.id], skipped=True)
-    pending = [t for t in tasks if t.id not in finished]
+    pending, retried, progress = _to_run(tasks, results, options)
 
     # One Resources for the batch: its tasks share the loaded models and the open store.
     owned = options.resources is None
@@ -320,6 +308,39 @@ def _run_locked(
             resources.close()
         if cache is not None:
             cache.close()
+    return _write_summary(tasks, results, results_path, cache, retried, not_run)
+
+
+def _to_run(
+    tasks: list[BatchTask], results: ResultsFile, options: BatchOptions
+) -> tuple[list[BatchTask], list[BatchTask], BatchProgress]:
+    """The tasks to run (not finished, or ended in error), those retried, progress so far."""
+    finished = results.read()
+    # Tasks whose latest result is ``error`` run again (resumed where they can).
+    retried = [t for t in tasks if finished.get(t.id, {}).get("status") == "error"]
+    for task in retried:
+        # An `error` is a crash (a provider outage, a full disk), not the task's verdict.
+        if options.on_retry is not None:
+            options.on_retry(task, finished[task.id])
+        logger.info("retrying task %s, which ended in error", task.id)
+        del finished[task.id]
+    progress = BatchProgress(total=len(tasks))
+    for t in tasks:
+        if t.id in finished:
+            _count(progress, finished[t.id], skipped=True)
+    pending = [t for t in tasks if t.id not in finished]
+    return pending, retried, progress
+
+
+def _write_summary(
+    tasks: list[BatchTask],
+    results: ResultsFile,
+    results_path: Path,
+    cache: ReplayCache | None,
+    retried: list[BatchTask],
+    not_run: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """summary.json beside the results: the batch's figures, replays, retried and not run."""
     summary = summarize(tasks, results.read(), results_path)
     if cache is not None:  # how much of this invocation was a replay
         summary["model_calls"] = cache.counts()
