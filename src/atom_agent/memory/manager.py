@@ -15,7 +15,7 @@ from typing import Any, Self
 from atom_agent.context import Context
 from atom_agent.errors import MemoryNotFoundError, MemoryValidationError
 from atom_agent.memory.changes import Applied, MemoryChanges
-from atom_agent.memory.embeddings import Embedder
+from atom_agent.memory.embeddings import Embedder, Vector
 from atom_agent.memory.index import supersession_chain
 from atom_agent.memory.records import (
     TYPE_CODES,
@@ -329,31 +329,9 @@ class MemoryManager:
         sync = self._sync(session.project_id)
         sync.index()  # a first call loads the mirror meanwhile the model finishes loading
         vector = self.embedder.embed_query(text) if text else None
-        now = time.time()
-        with self.backend.lock:
-            index = sync.index()
-            keep = index.mask(
-                type_code=None if kind == "all" else TYPE_CODES[kind],
-                min_confidence=floor,
-                include_superseded=bool(include_superseded),
-                now=now,
-            )
-            hits = index.rank(keep, vector, text, limit, now)
-            found = [
-                record_from_metadata(
-                    index.ids[h.row], index.docs[h.row], index.metas[h.row], score=h.score
-                )
-                for h in hits
-            ]
-            sync.note_access([r.id for r in found], now)
-        found = [
-            replace(
-                r,
-                access_count=r.access_count + 1,
-                last_accessed_at=datetime.fromtimestamp(now, tz=UTC),
-            )
-            for r in found
-        ]
+        found = self._recall_counted(
+            sync, vector, text, kind=kind, floor=floor, limit=limit, superseded=include_superseded
+        )
         emit(
             "memory.recall",
             session_id=session.session_id,
@@ -367,6 +345,44 @@ class MemoryManager:
             duration_ms=_ms(started),
         )
         return found
+
+    def _recall_counted(
+        self,
+        sync: ProjectSync,
+        vector: Vector | None,
+        text: str | None,
+        *,
+        kind: str,
+        floor: float,
+        limit: int,
+        superseded: bool,
+    ) -> list[MemoryRecord]:
+        """The ranked records (under the store lock), each with the access it now counts."""
+        now = time.time()
+        with self.backend.lock:
+            index = sync.index()
+            keep = index.mask(
+                type_code=None if kind == "all" else TYPE_CODES[kind],
+                min_confidence=floor,
+                include_superseded=bool(superseded),
+                now=now,
+            )
+            hits = index.rank(keep, vector, text, limit, now)
+            found = [
+                record_from_metadata(
+                    index.ids[h.row], index.docs[h.row], index.metas[h.row], score=h.score
+                )
+                for h in hits
+            ]
+            sync.note_access([r.id for r in found], now)
+        return [
+            replace(
+                r,
+                access_count=r.access_count + 1,
+                last_accessed_at=datetime.fromtimestamp(now, tz=UTC),
+            )
+            for r in found
+        ]
 
     def history(self, session: SessionContext, memory_id: str) -> list[MemoryRecord]:
         """The supersession chain through a memory: what it replaced, then what replaced it.
