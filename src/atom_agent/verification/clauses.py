@@ -131,25 +131,33 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
             )
         )
     clauses = _with_standing_rules(task, clauses, names, _signatures(task, stated, examples))
-    # Examples code reads only from the whole text (doctest blocks, code): a clause of their own.
+    examples_clause = _examples_clause(task, names, clauses, seen)
+    return clauses if examples_clause is None else [*clauses, examples_clause]
+
+
+def _examples_clause(
+    task: str, names: list[str], clauses: list[Clause], seen: set[str]
+) -> Clause | None:
+    """The examples code reads only from the whole text (doctest blocks, code) no clause has.
+
+    They make a clause of their own, the last; None when every such check is in a clause.
+    """
     calls = {c.call for cl in clauses for c in cl.checks}
     rest = [
         c
         for c in task_checks(task, names=names)
         if c.describe() not in seen and c.call not in calls and not check_problems(c, defines=names)
     ]
-    if rest:
-        clause_id = f"c{len(clauses) + 1}"
-        clauses.append(
-            Clause(
-                id=clause_id,
-                text="the examples in the task's code",
-                kind="example",
-                checks=[c.model_copy(update={"clause": clause_id}) for c in rest],
-                rules=["code_example"],
-            )
-        )
-    return clauses
+    if not rest:
+        return None
+    clause_id = f"c{len(clauses) + 1}"
+    return Clause(
+        id=clause_id,
+        text="the examples in the task's code",
+        kind="example",
+        checks=[c.model_copy(update={"clause": clause_id}) for c in rest],
+        rules=["code_example"],
+    )
 
 
 def _signatures(
