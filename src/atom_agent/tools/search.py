@@ -50,18 +50,7 @@ def search_files(
     context = tool_context(runtime)
     scope, search_seconds = context.need_scope(), context.search_seconds
     max_results = context.max_search_results
-    if not pattern:
-        raise ToolException("pattern is empty; give the text to look for")
-    # The `regex` engine, not `re`: its matching takes a timeout (and releases the GIL),
-    # so a pattern that backtracks exponentially, e.g. (a+)+$, cannot hang the run.
-    flags = regex_engine.IGNORECASE if ignore_case else 0
-    try:
-        matcher = regex_engine.compile(pattern if regex else regex_engine.escape(pattern), flags)
-    except (regex_engine.error, ValueError, OverflowError, RecursionError) as exc:
-        raise ToolException(
-            f"invalid regular expression {pattern!r}: {exc}; fix it, or "
-            f"pass regex=false to search for the literal text"
-        ) from None
+    matcher = _matcher(pattern, regex=regex, ignore_case=ignore_case)
     deadline = time.monotonic() + search_seconds
     matches: list[str] = []
     total = 0
@@ -89,6 +78,24 @@ def search_files(
             f"showing {len(matches)} of {total} matches; narrow the pattern or the path"
         )
     return to_json(result)
+
+
+def _matcher(pattern: str, *, regex: bool, ignore_case: bool) -> regex_engine.Pattern[str]:
+    """`pattern` compiled (escaped unless `regex`); a bad one is a ToolException for the model.
+
+    The `regex` engine, not `re`: its matching takes a timeout (and releases the GIL), so a
+    pattern that backtracks exponentially, e.g. (a+)+$, cannot hang the run.
+    """
+    if not pattern:
+        raise ToolException("pattern is empty; give the text to look for")
+    flags = regex_engine.IGNORECASE if ignore_case else 0
+    try:
+        return regex_engine.compile(pattern if regex else regex_engine.escape(pattern), flags)
+    except (regex_engine.error, ValueError, OverflowError, RecursionError) as exc:
+        raise ToolException(
+            f"invalid regular expression {pattern!r}: {exc}; fix it, or "
+            f"pass regex=false to search for the literal text"
+        ) from None
 
 
 def search_memory(
