@@ -26,6 +26,7 @@ STARTS_PROCESSES = frozenset(
         "benchmarks/test_repotasks_eval.py",
         "checks/test_contract.py",
         "verification/test_standing.py",
+        "selection/test_write_drafts.py",
         "graph/test_project_rules.py",
         "checks/test_probe.py",
         "cli/test_errors.py",

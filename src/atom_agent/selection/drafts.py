@@ -32,7 +32,7 @@ from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
 from atom_agent.telemetry import emit
 from atom_agent.verification.crossexam import suspects
 
-from .pool import Candidate, Drafts, run_candidate
+from .pool import Candidate, Drafts, contract_prover
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +134,18 @@ def temperatures(profile_warming: Sequence[float], attempt: int) -> list[float]:
     return [round(min(1.2, t + shift), 2) for t in ladder]
 
 
+def retry_temperatures(ladder: Sequence[float], keeps_previous: bool) -> list[float]:
+    """The temperatures a retry asks at: one that keeps the previous choice asks greedy first.
+
+    `keeps_previous`: the previous attempt's choice is a candidate again and the retry is told
+    what failed (a project step's retry), so the greedy answer to the new request is worth a
+    call; the ladder keeps its length.
+    """
+    if not (keeps_previous and len(ladder) > 1):
+        return list(ladder)
+    return [0.0, *ladder[1:-1]]
+
+
 WITNESS_TEMPERATURE = 0.8
 """Sampling temperature of the independent implementations that cross-examine a check."""
 
@@ -175,37 +187,28 @@ def write_drafts(
     witness's tests are not read: the candidates before it never ran them.
     """
     drafts = Drafts(messages=[HumanMessage(prompt)])
-    runs: list[Check] = list(checks)
+    reply = _draft_reply(model, drafts, first, temperature, defines)
+    runs = _own_tests(drafts, reply, checks, own, defines)
+    drafts.prove = contract_prover(folder, runs, defines, available, python_path, runner, limits)
+    origin = "plain" if first else "draft"
+    draft = _offer(drafts, _code_of(reply, task, defines), defines, origin, temperature)
+    if drafts.passes(draft) or not runs:
+        return drafts
+    if not _cross_examine(drafts, model, prompt, task, defines, drawn, witnesses):
+        if draft.report is not None:
+            reports = [c.report for c in drafts.candidates[1:] if c.report is not None]
+            drafts.suspect = suspects(draft.report, reports)
+    return drafts
 
-    def add(reply: AIMessage, temperature: float, informed: bool, origin: str) -> Candidate:
-        return add_source(complete_from_task(extract_code(reply.text), task, defines),
-                          temperature, informed, origin)  # fmt: skip
 
-    def add_source(source: str, temperature: float, informed: bool, origin: str) -> Candidate:
-        if defines and not set(defines) & set(defined_in_code(source)):
-            source = ""  # tests or prose: nothing the step defines, so not a candidate
-        candidate = Candidate(
-            k=len(drafts.candidates),
-            source=source,
-            temperature=temperature,
-            informed=informed,
-            origin=origin,
-        )
-        drafts.candidates.append(candidate)
-        if not source.strip():
-            return candidate
-        report = run_candidate(
-            candidate, folder, runs, defines, available, python_path, runner, limits
-        )
-        emit(
-            "executor.draft",
-            candidate=candidate.k,
-            temperature=temperature,
-            summary=report.summary(),
-            passed=drafts.passes(candidate),
-        )
-        return candidate
-
+def _draft_reply(
+    model: BaseChatModel,
+    drafts: Drafts,
+    first: str | None,
+    temperature: float,
+    defines: Sequence[str],
+) -> AIMessage:
+    """The draft's reply, added to its conversation: `first` as a reply (no call), or sampled."""
     reply = (
         AIMessage(content=f"```python\n{first.rstrip()}\n```")
         if first
@@ -214,33 +217,84 @@ def write_drafts(
         )  # fmt: skip
     )
     drafts.messages.append(reply)
+    return reply
+
+
+def _own_tests(
+    drafts: Drafts,
+    reply: AIMessage,
+    checks: Sequence[Check],
+    own: Sequence[Check],
+    defines: Sequence[str],
+) -> list[Check]:
+    """Set the drafts' own tests (earlier ones and the draft's); what every candidate runs.
+
+    The contract's checks, then the own tests no check the task states contradicts.
+    """
     written = own_checks(extract_code(reply.text, tests=True), defines)
     drafts.own = merged(checks, own, written)
     drafts.own_run = [c for c in drafts.own if outranking(c, checks) is None]
-    runs += drafts.own_run
-    draft = add(reply, temperature, informed=False, origin="plain" if first else "draft")
-    if drafts.passes(draft) or not runs:
-        return drafts
+    return [*checks, *drafts.own_run]
+
+
+def _cross_examine(
+    drafts: Drafts,
+    model: BaseChatModel,
+    prompt: str,
+    task: str,
+    defines: Sequence[str],
+    drawn: Sequence[str],
+    witnesses: int,
+) -> bool:
+    """Offer the witnesses: the samples drawn already, then fresh ones. True: one passed.
+
+    Fresh witnesses are sampled until `witnesses` with code were heard, with one spare for a
+    reply without code.
+    """
     heard = 0
     for source in drawn:
-        witness = add_source(source, -1.0, informed=False, origin="task_sample")
+        witness = _offer(drafts, source, defines, "task_sample", -1.0)
         if drafts.passes(witness):
-            return drafts
+            return True
         heard += bool(witness.source.strip())
-    for _ in range(witnesses + 1 if witnesses > heard else 0):  # a spare for a reply without code
+    for _ in range(witnesses + 1 if witnesses > heard else 0):
         reply = sample(model, [HumanMessage(prompt)], WITNESS_TEMPERATURE, purpose="witness",
                        code_only="code", names=defines)  # fmt: skip
         drafts.side.append(reply)
-        witness = add(reply, WITNESS_TEMPERATURE, informed=False, origin="witness")
+        code = _code_of(reply, task, defines)
+        witness = _offer(drafts, code, defines, "witness", WITNESS_TEMPERATURE)
         if drafts.passes(witness):
-            return drafts
+            return True
         heard += bool(witness.source.strip())
         if heard >= witnesses:
             break
-    if draft.report is not None:
-        reports = [c.report for c in drafts.candidates[1:] if c.report is not None]
-        drafts.suspect = suspects(draft.report, reports)
-    return drafts
+    return False
+
+
+def _code_of(reply: AIMessage, task: str, defines: Sequence[str]) -> str:
+    """The module a reply holds, completed from the task (the imports its code gave)."""
+    return complete_from_task(extract_code(reply.text), task, defines)
+
+
+def _offer(
+    drafts: Drafts, source: str, defines: Sequence[str], origin: str, temperature: float
+) -> Candidate:
+    """Offer `source` to the drafts' pool (not informed), and say how it did.
+
+    Code that defines nothing the step defines (tests or prose) is offered as no code.
+    """
+    if defines and not set(defines) & set(defined_in_code(source)):
+        source = ""
+    candidate = drafts.offer(source, origin=origin, temperature=temperature, informed=False)
+    if candidate.report is not None:
+        emit(
+            "executor.draft",
+            candidate=candidate.k,
+            temperature=temperature,
+            summary=candidate.report.summary(),
+            passed=drafts.passes(candidate),
+        )
+    return candidate
 
 
 def failure_lines(report: ContractReport, suspect: set[int] | None = None) -> str:

@@ -1,15 +1,26 @@
-"""An attempt's candidate pool: every implementation written for it, run on its checks.
+"""The candidate pool: code from named sources, proved as it comes, one kept and why.
 
-Candidates compete by execution only (:func:`~atom_agent.selection.rank.rank`). Checks
-cross-examination discounted (suspect) count for nothing; a check some candidate passes is
-never suspect. The drafts' own tests run beside the contract (after its checks, so a check's
-index is the same in every report), and code that answers the checks instead of the task
+Every choice of a step's code goes through a :class:`Pool`: an attempt's drafts and witnesses
+(:mod:`~atom_agent.selection.drafts`), the code a module step's tool loop starts from and what
+it wrote, and a project step's edits. A node offers code with the source it came from
+(``plain``, ``draft``, ``witness``, ``task_sample``, ``earlier``, ``tool loop``,
+``project_edit``); the pool proves it with the callable it was given (the step's checks, run in
+the sandbox or in the project's checkout) and says which candidate is kept and why. The nodes
+ask it; they keep no candidate of their own.
+
+Candidates compete by execution only (:func:`~atom_agent.selection.rank.rank`): the first that
+passes is kept, else the one that ranks highest, the earliest on ties, so a candidate replaces
+an earlier one only when it executes strictly better (candidate zero, the plain answer, and the
+step's earlier best are never replaced by worse code). Checks cross-examination discounted
+(suspect) count for nothing; a check some candidate passes is never suspect. The drafts' own
+tests run beside the contract (after its checks, so a check's index is the same in every
+report), and code that answers the checks instead of the task
 (:mod:`~atom_agent.checks.gaming`) never passes and ranks below all honest code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,79 +32,159 @@ from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check
 from atom_agent.workspace.atomic import atomic_write_text
 
-from .rank import rank
+from .rank import Rank, rank
 
 
 @dataclass
 class Candidate:
-    """One sampled implementation and what the contract said of it."""
+    """One implementation offered to a pool, and what proving it said."""
 
     k: int
     source: str
+    """The code ('' when the offer had none: a reply without usable code, code already tried)."""
     temperature: float
+    """The temperature it was sampled at (-1: not sampled in this attempt)."""
     informed: bool
     """Whether it was written after seeing check results (then not independent of them)."""
     origin: str = "draft"
-    """How it was written: ``plain`` (candidate zero), ``draft``, ``witness``, ``earlier`` (a
-    previous attempt's best)."""
+    """Its source: ``plain`` (candidate zero), ``draft``, ``witness``, ``task_sample``,
+    ``earlier`` (a previous attempt's best), ``tool loop``, ``project_edit``."""
     report: ContractReport | None = None
+    """The checks' results on it (None: not proved, or no check to run it on)."""
     path: Path | None = None
     gaming: list[str] = field(default_factory=list)
     """Where the code answers the checks instead of the task (described findings)."""
+    broken: int | None = None
+    """The project's tests that passed before and fail with it (None: the suite was not run)."""
+    note: str = ""
+    """Why an offer without code is no candidate (the edit's error, for the record)."""
+    same_as: int | None = None
+    """The earlier candidate whose code this offer repeated (a pool of distinct code only)."""
+
+
+Prove = Callable[[Candidate], None]
+"""Runs a candidate's checks and sets what they said (report; gaming findings, broken tests)."""
+
+
+@dataclass(frozen=True)
+class Yield:
+    """What one source gave a pool: offers, offers with code, candidates passing, kept."""
+
+    drawn: int = 0
+    code: int = 0
+    met: int = 0
+    kept: int = 0
 
 
 @dataclass
-class Drafts:
-    """What an attempt's drafting did: the conversation, the candidates, the one kept.
+class Pool:
+    """Candidates from named sources, each proved as it is offered; the best one kept."""
 
-    ``messages`` is the draft's conversation; the witnesses are sampled in conversations of
-    their own, whose replies are ``side``.
-    """
-
-    messages: list[BaseMessage] = field(default_factory=list)
-    side: list[AIMessage] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     suspect: dict[int, str] = field(default_factory=dict)
     """Checks every independent witness contradicted (index → why): they decide nothing."""
-    own: list[Check] = field(default_factory=list)
-    """Every own test of the step: the drafts' and its earlier attempts' (the reflector runs
-    them all, and names those the task outranks)."""
-    own_run: list[Check] = field(default_factory=list)
-    """The own tests the candidates ran after the contract's checks: those no check the task
-    states contradicts."""
+    prove: Prove | None = field(default=None, repr=False, compare=False)
+    """How offered code is proved (None: nothing may be offered with code)."""
+    distinct: bool = False
+    """Code already in the pool is not proved again: the offer is recorded as a repeat."""
 
-    def passes(self, candidate: Candidate) -> bool:
-        """It met every runnable check that is not suspect (own tests too), honestly."""
-        report = candidate.report
-        return (
-            report is not None
-            and report.all_passed(ignore=set(self.suspect))
-            and not candidate.gaming
-        )
-
-    def consider(
+    def offer(
         self,
         source: str,
         *,
-        folder: Path,
-        checks: Sequence[Check],
-        defines: Sequence[str],
-        available: Sequence[str],
-        python_path: Sequence[Path],
-        runner: SandboxRunner,
-        limits: Limits,
+        origin: str,
+        temperature: float = -1.0,
+        informed: bool = False,
+        note: str = "",
     ) -> Candidate:
-        """Add code written before this attempt (the step's best so far) as a candidate.
+        """Add `source` from `origin` as the next candidate, proved at once when it has code.
 
-        It competes by execution like the attempt's own drafts; it is marked informed (it may
-        have seen check results) so it never testifies as an independent witness.
+        An offer without code (`note`: why) is counted for its source and never proved.
         """
-        candidate = Candidate(k=len(self.candidates), source=source, temperature=-1.0,
-                              informed=True, origin="earlier")  # fmt: skip
+        k = len(self.candidates)
+        repeat = self._holding(source) if self.distinct else None
+        if repeat is not None:
+            source, note = "", "the same code as an earlier candidate"
+        candidate = Candidate(k=k, source=source, temperature=temperature, informed=informed,
+                              origin=origin, note=note, same_as=repeat)  # fmt: skip
         self.candidates.append(candidate)
-        run_candidate(candidate, folder, checks, defines, available, python_path, runner, limits)
-        self.keep_satisfiable()
+        if source.strip():
+            if self.prove is None:
+                raise RuntimeError(f"pool: candidate {k} ({origin}) has no way to be proved")
+            self.prove(candidate)
+            self.keep_satisfiable()
         return candidate
+
+    def _holding(self, source: str) -> int | None:
+        """The candidate that holds exactly `source`, if one does."""
+        return next((c.k for c in self.candidates if c.source.strip() and c.source == source),
+                    None)  # fmt: skip
+
+    def passes(self, candidate: Candidate) -> bool:
+        """It has code, met every runnable check that is not suspect, honestly, breaking no test.
+
+        With no check to run it on (no report) code that breaks no test passes: nothing else
+        tells candidates apart.
+        """
+        report = candidate.report
+        return (
+            bool(candidate.source.strip())
+            and (report is None or report.all_passed(ignore=set(self.suspect)))
+            and not candidate.gaming
+            and not candidate.broken
+        )
+
+    def rank_of(self, candidate: Candidate) -> Rank:
+        """Its standing among the pool's candidates (suspect checks count for nothing)."""
+        return rank(candidate.report, ignore=set(self.suspect), broken=candidate.broken,
+                    gamed=bool(candidate.gaming))  # fmt: skip
+
+    @property
+    def best(self) -> Candidate | None:
+        """The first candidate that passed, else the one that ranks highest (earliest on ties).
+
+        The earliest winning a tie, candidate zero (the plain answer) or the step's earlier
+        best is replaced only by code that executes better. None: no offer had code.
+        """
+        usable = [c for c in self.candidates if c.source.strip()]
+        passing = next((c for c in usable if self.passes(c)), None)
+        if passing is not None or not usable:
+            return passing
+        return max(usable, key=lambda c: (*self.rank_of(c), -c.k))
+
+    @property
+    def met(self) -> bool:
+        """The kept candidate met every check (no more candidates are needed)."""
+        best = self.best
+        return best is not None and self.passes(best)
+
+    def why(self) -> str:
+        """Which candidate is kept and why, in one line (for the attempt's record)."""
+        best = self.best
+        if best is None:
+            return "no candidate: no offer had code"
+        which = f"candidate {best.k} ({best.origin})"
+        if self.passes(best):
+            return f"{which}: the first to meet every check"
+        ranked = self.rank_of(best)
+        return (
+            f"{which}: none met every check; it ranks highest (the task's checks {ranked.task}, "
+            f"all {ranked.passed}, own tests {ranked.own}), the earliest among equals"
+        )
+
+    def yields(self) -> dict[str, Yield]:
+        """Per source, in the order first offered: what it gave (offers, code, passing, kept)."""
+        best = self.best
+        counts: dict[str, Yield] = {}
+        for c in self.candidates:
+            was = counts.get(c.origin, Yield())
+            counts[c.origin] = Yield(
+                drawn=was.drawn + 1,
+                code=was.code + bool(c.source.strip()),
+                met=was.met + self.passes(c),
+                kept=was.kept + (c is best),
+            )
+        return counts
 
     def keep_satisfiable(self) -> None:
         """A check some candidate passed is not suspect: code written for the task meets it.
@@ -109,26 +200,46 @@ class Drafts:
             ):  # fmt: skip
                 del self.suspect[i]
 
+
+@dataclass
+class Drafts(Pool):
+    """An attempt's pool as drafting left it: the conversation, the own tests, the candidates.
+
+    ``messages`` is the draft's conversation; the witnesses are sampled in conversations of
+    their own, whose replies are ``side``.
+    """
+
+    messages: list[BaseMessage] = field(default_factory=list)
+    side: list[AIMessage] = field(default_factory=list)
+    own: list[Check] = field(default_factory=list)
+    """Every own test of the step: the drafts' and its earlier attempts' (the reflector runs
+    them all, and names those the task outranks)."""
+    own_run: list[Check] = field(default_factory=list)
+    """The own tests the candidates ran after the contract's checks: those no check the task
+    states contradicts."""
+
     @property
     def spent(self) -> list[BaseMessage]:
         """Every message of the drafting, witnesses' replies last (history and usage)."""
         return [*self.messages, *self.side]
 
-    @property
-    def best(self) -> Candidate | None:
-        """The first candidate that passed, else the one that ranks highest (earliest on ties).
 
-        Suspect checks count for nothing. The earliest winning a tie, candidate zero (the plain
-        answer) is replaced only by code that executes better.
-        """
-        usable = [c for c in self.candidates if c.source.strip()]
-        passing = next((c for c in usable if self.passes(c)), None)
-        if passing is not None or not usable:
-            return passing
-        ignore = set(self.suspect)
-        return max(
-            usable, key=lambda c: (*rank(c.report, ignore=ignore, gamed=bool(c.gaming)), -c.k)
-        )
+def contract_prover(
+    folder: Path,
+    checks: Sequence[Check],
+    defines: Sequence[str],
+    available: Sequence[str],
+    python_path: Sequence[Path],
+    runner: SandboxRunner,
+    limits: Limits,
+) -> Prove:
+    """Proves a module candidate: :func:`run_candidate` with these checks, in ``folder/<k>``."""
+    checks = list(checks)
+
+    def prove(candidate: Candidate) -> None:
+        run_candidate(candidate, folder, checks, defines, available, python_path, runner, limits)
+
+    return prove
 
 
 def run_candidate(

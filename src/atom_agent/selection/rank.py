@@ -3,10 +3,10 @@
 Honest code (no gaming finding), then the task's checks, the tests kept, the contract's checks,
 and last the drafts' own tests.
 
-Every place that chooses code ranks with :func:`rank`: an attempt's drafts
-(:mod:`~atom_agent.selection.pool`), candidate zero's whole-task samples and the floor
-(:mod:`~atom_agent.selection.candidates`) and a project step's edits
-(:mod:`atom_agent.nodes.project.executor`). A candidate replaces the best so far only when it
+Every place that chooses code ranks with :func:`rank`: the candidate pool
+(:mod:`~atom_agent.selection.pool`: an attempt's drafts, the tool loop's start and what it
+wrote, a project step's edits), candidate zero's whole-task samples and the floor
+(:mod:`~atom_agent.selection.candidates`). A candidate replaces the best so far only when it
 ranks strictly higher, so the earliest wins a tie: candidate zero (the plain answer) or the
 step's earlier best is replaced only by code that executes better.
 """

@@ -39,3 +39,21 @@ def test_gaming_code_ranks_below_honest_code_whatever_it_passes() -> None:
     drafts = Drafts(candidates=[gamed, honest])
     assert not drafts.passes(gamed)
     assert drafts.best is not None and drafts.best.k == 1
+
+
+def test_reports_passing_the_same_checks_tie() -> None:
+    assert rank(_report("passed", "failed")) == rank(_report("passed", "failed"))
+    assert rank(_report("failed", "passed"), broken=0) == rank(_report("failed", "passed"))
+
+
+def test_no_report_ranks_below_any_report_and_broken_tests_below_none() -> None:
+    assert rank(None) < rank(_report("failed", "failed"))
+    # Below the task's checks, a test kept outweighs every other check passed.
+    assert rank(_report("passed", "passed"), broken=1) < rank(_report("passed", "failed"))
+    assert rank(_report("passed", "passed"), broken=1) > rank(_report("failed", "passed"))
+    assert rank(None, broken=0) > rank(None, broken=3)
+
+
+def test_checks_ignored_count_for_nothing() -> None:
+    both = _report("passed", "passed")
+    assert rank(both, ignore={0}) == rank(_report("failed", "passed"))

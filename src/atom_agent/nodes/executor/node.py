@@ -32,7 +32,7 @@ from atom_agent.selection.drafts import (
     temperatures,
     write_drafts,
 )
-from atom_agent.selection.pool import Candidate, Drafts, run_candidate
+from atom_agent.selection.pool import Drafts, Prove, contract_prover
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, TEST_FILE, Check, DraftsSummary, Plan, PlanStep, State
 from atom_agent.telemetry import emit
@@ -180,7 +180,7 @@ def _tool_path(
     )
     messages, stopped = _run(agent, prompt.text, context)
     if drafts is not None:
-        kept = _keep_better(res, at, drafts)
+        kept = _keep_better(at, drafts)
         stopped = "; ".join(why for why in (stopped, kept) if why)
         messages = [*drafts.spent, *messages]
     # Only a run that offered the tool waits on a question: an unattended one decides itself.
@@ -346,16 +346,20 @@ def _stage_start(
     if not at.runnable:
         return None
     # The attempt's record starts with the code it starts from (no model call: the plain
-    # answer's call is the planner's).
-    drafts = Drafts(messages=[AIMessage(content=f"```python\n{source.rstrip()}\n```")])
-    zero = Candidate(k=0, source=source, temperature=0.0, informed=origin != "plain",
-                     origin=origin)  # fmt: skip
-    drafts.candidates.append(zero)
-    run_candidate(zero, at.attempt.path / "candidates", at.runnable, at.step.defines,
-                  at.available, at.scope.python_path()[1:], res.runner, res.limits)  # fmt: skip
+    # answer's call is the planner's); the tool loop's code is offered to the same pool after.
+    drafts = Drafts(messages=[AIMessage(content=f"```python\n{source.rstrip()}\n```")],
+                    prove=_prover(res, at, at.runnable))  # fmt: skip
+    drafts.offer(source, origin=origin, temperature=0.0, informed=origin != "plain")
     atomic_write_text(staging / TEST_FILE, contract_tests(at.runnable))
     atomic_write_text(at.attempt.path / _CHECKS_MARK, "")
     return drafts
+
+
+def _prover(res: Resources, at: _Attempt, checks: list[Check]) -> Prove:
+    """How the attempt's candidates are proved: `checks` run on each in its own folder."""
+    return contract_prover(at.attempt.path / "candidates", checks, at.step.defines,
+                           at.available, at.scope.python_path()[1:], res.runner,
+                           res.limits)  # fmt: skip
 
 
 LOOP_MIN_SECONDS = 20.0
@@ -387,7 +391,7 @@ def _start_passed(drafts: Drafts | None) -> int | None:
     return len(first.report.passed) if first is not None and first.report is not None else None
 
 
-def _keep_better(res: Resources, at: _Attempt, drafts: Drafts) -> str:
+def _keep_better(at: _Attempt, drafts: Drafts) -> str:
     """After the loop: the staged code is the loop's unless it executes worse than the start.
 
     The step's checks are staged again too (sandboxed code could have rewritten them).
@@ -399,12 +403,9 @@ def _keep_better(res: Resources, at: _Attempt, drafts: Drafts) -> str:
     written = impl.read_text(encoding="utf-8", errors="replace") if impl.is_file() else ""
     if written == start.source:
         return ""
+    # Offered after the start, the loop's code is kept only when it executes better.
     if written.strip():
-        loop = Candidate(k=len(drafts.candidates), source=written, temperature=-1.0,
-                         informed=True, origin="tool loop")  # fmt: skip
-        drafts.candidates.append(loop)
-        run_candidate(loop, at.attempt.path / "candidates", at.runnable, at.step.defines,
-                      at.available, at.scope.python_path()[1:], res.runner, res.limits)  # fmt: skip
+        loop = drafts.offer(written, origin="tool loop", informed=True)
         if drafts.best is loop:
             return ""
     atomic_write_text(impl, start.source)
@@ -560,11 +561,9 @@ def _draft(res: Resources, state: State, at: _Attempt) -> tuple[Drafts, dict[str
     save_own(attempt.path, drafts.own)
     incumbent = _incumbent(res.workspace, at)
     if incumbent is not None:
-        drafts.consider(incumbent, folder=attempt.path / "candidates",
-                        checks=[*checks, *drafts.own_run],
-                        defines=step.defines, available=at.available,
-                        python_path=scope.python_path()[1:], runner=res.runner,
-                        limits=res.limits)  # fmt: skip
+        # The step's best so far competes by execution like the drafts (informed: it may have
+        # seen check results, so it never testifies as an independent witness).
+        drafts.offer(incumbent, origin="earlier", informed=True)
     _stage_best(at, drafts)
     _record_drafts(attempt, prompt, drafts)
     return drafts, reasons
@@ -600,6 +599,8 @@ def _record_drafts(attempt: AttemptRef, prompt: str, drafts: Drafts) -> None:
                 for c in drafts.candidates
             ],
             "kept": best.k if best is not None else None,
+            "why": drafts.why(),
+            "yield": {origin: dataclasses.asdict(y) for origin, y in drafts.yields().items()},
             "suspect": {str(i): why for i, why in drafts.suspect.items()},
             "own_tests": [c.describe() for c in drafts.own],
             "gaming": {str(c.k): c.gaming for c in drafts.candidates if c.gaming},

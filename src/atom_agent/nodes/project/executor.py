@@ -14,7 +14,7 @@ checkout is reset after every trial; the reflector proves the chosen one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,8 @@ from atom_agent.project.repomap import excerpt, render_map, scan
 from atom_agent.project.suite import run_suite, suite_limits
 from atom_agent.prompts import prompt_text, register
 from atom_agent.resources import Resources
-from atom_agent.selection.drafts import temperatures
-from atom_agent.selection.rank import Rank, rank
+from atom_agent.selection.drafts import retry_temperatures, temperatures
+from atom_agent.selection.pool import Candidate, Pool
 from atom_agent.state import PlanStep, State
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
@@ -108,15 +108,6 @@ class _Site:
     """Each candidate also runs the project's suite (no check of the step is the task's)."""
 
 
-@dataclass
-class _Trials:
-    """The candidates of one attempt so far: a record of each, the best one, the code seen."""
-
-    records: list[dict[str, Any]] = field(default_factory=list)
-    best: tuple[Rank, str] | None = None
-    seen: set[str] = field(default_factory=set)
-
-
 def make_project_executor(res: Resources) -> Any:
     """The executor node of a run on a project, closed over the run's resources."""
 
@@ -132,27 +123,28 @@ def make_project_executor(res: Resources) -> Any:
         profile = profile_for(model, res.ctx.model_profile)
         project.checkout.reset()
         site = _site_of(state["run_id"], project, step)
-        trials = _Trials()
+        pool = Pool(prove=lambda candidate: _prove(res, site, candidate), distinct=True)
         # Without checks the first usable candidate is taken (nothing tells samples apart);
         # the warmer ones are asked only when a reply gave no usable definition.
         ladder = temperatures(profile.warming, attempt.n)
         # The previous attempt's choice stays a candidate: a retry replaces it only with code
         # that does better on the checks, and the model is shown it with what failed.
         incumbent, feedback = _previous(res.workspace, step_ref, attempt, site.path)
-        ladder = _try_incumbent(res, site, trials, incumbent, ladder)
+        if incumbent is not None and step.checks:
+            pool.offer(incumbent, origin="earlier", informed=True)
         messages = edit_request(site.project.checkout.root, state["task"], step, feedback)
+        ladder = [] if pool.met else retry_temperatures(ladder, bool(feedback and incumbent))
         with for_attempt(step.id, attempt.n):
-            spent = _sample_candidates(res, model, site, trials, messages,
-                                       _retry_ladder(ladder, feedback, incumbent))  # fmt: skip
-        _keep_best(site, attempt, trials)
+            spent = _sample_candidates(model, site, pool, messages, ladder)
+        _keep_best(site, attempt, pool)
         res.workspace.write_history(attempt, [*messages, *spent], memories=state.get("rules"))
         emit(
             "executor.done",
             run_id=state["run_id"],
             step_id=step.id,
             attempt=attempt.n,
-            candidates=len(trials.records),
-            written=trials.best is not None,
+            candidates=len(pool.candidates),
+            written=pool.best is not None,
         )
         return {
             "attempts": {step.id: attempt.n},
@@ -190,37 +182,10 @@ def _site_of(run_id: str, project: ProjectRun, step: PlanStep) -> _Site:
     )
 
 
-def _try_incumbent(
-    res: Resources, site: _Site, trials: _Trials, incumbent: str | None, ladder: list[float]
-) -> list[float]:
-    """Run the step's checks on the previous attempt's choice, the first candidate.
-
-    Returns the temperatures still to ask: none when it passes every check.
-    """
-    if incumbent is None or (report := _try(res, site, incumbent)) is None:
-        return ladder
-    trials.best = (rank(report), incumbent)
-    trials.records.append({"incumbent": True, "checks": report.summary()})
-    trials.seen.add(incumbent)
-    return [] if report.all_passed() else ladder
-
-
-def _retry_ladder(ladder: list[float], feedback: str, incumbent: str | None) -> list[float]:
-    """The temperatures to ask at: a retry that keeps the previous choice asks greedy first."""
-    if not (feedback and incumbent and len(ladder) > 1):
-        return ladder
-    return [0.0, *ladder[1:-1]]
-
-
 def _sample_candidates(
-    res: Resources,
-    model: BaseChatModel,
-    site: _Site,
-    trials: _Trials,
-    messages: list[BaseMessage],
-    ladder: list[float],
+    model: BaseChatModel, site: _Site, pool: Pool, messages: list[BaseMessage], ladder: list[float]
 ) -> list[BaseMessage]:
-    """Ask `messages` at each temperature in turn, trying each reply, until one passes all.
+    """Ask `messages` at each temperature in turn, offering each reply, until one passes all.
 
     Returns the replies.
     """
@@ -228,55 +193,73 @@ def _sample_candidates(
     for temperature in ladder:
         reply = sample(model, messages, temperature, purpose="project_edit", code_only="code")
         spent.append(reply)
-        trial: dict[str, Any] = {"temperature": temperature}
-        trials.records.append(trial)
-        if _try_reply(res, site, trials, trial, str(reply.content)):
+        candidate = _offer_reply(site, pool, temperature, str(reply.content))
+        if pool.passes(candidate):
             break
     return spent
 
 
-def _try_reply(
-    res: Resources, site: _Site, trials: _Trials, trial: dict[str, Any], reply: str
-) -> bool:
-    """Splice the reply's definition in and judge it, noted in `trial`; True: look no further.
-
-    A reply without a usable definition, or with code already tried, is no candidate.
-    """
+def _offer_reply(site: _Site, pool: Pool, temperature: float, reply: str) -> Candidate:
+    """Offer the file with the reply's definition spliced in (no code: why it is none)."""
     try:
         edited = apply_edit(site.original, Edit(site.qualname, definition_of(reply, site.qualname)))
     except EditError as exc:
-        trial["error"] = str(exc)
-        return False
-    if edited in trials.seen:
-        trial["checks"] = "the same code as an earlier candidate"
-        return False
-    trials.seen.add(edited)
-    report = _try(res, site, edited)
-    broken = _broken(res, site, edited) if site.suite_decides else None
-    trial["checks"] = (report.summary() if report is not None else "no checks") + (
+        return pool.offer("", origin="project_edit", temperature=temperature, note=str(exc))
+    candidate = pool.offer(edited, origin="project_edit", temperature=temperature)
+    if candidate.same_as is None:
+        emit(
+            "executor.candidate",
+            run_id=site.run_id,
+            step_id=site.step.id,
+            temperature=temperature,
+            checks=_checks_said(candidate),
+        )
+    return candidate
+
+
+def _prove(res: Resources, site: _Site, candidate: Candidate) -> None:
+    """Run the step's checks on a candidate in the checkout, and the suite when it decides.
+
+    The previous attempt's choice runs the checks alone (its suite ran at that attempt's gate).
+    """
+    candidate.report = _try(res, site, candidate.source)
+    if site.suite_decides and candidate.origin != "earlier":
+        candidate.broken = _broken(res, site, candidate.source)
+
+
+def _checks_said(candidate: Candidate) -> str:
+    """What the checks and the suite said of a candidate, for the record."""
+    report, broken = candidate.report, candidate.broken
+    return (report.summary() if report is not None else "no checks") + (
         f"; {broken} test(s) that passed before fail" if broken is not None else ""
     )
-    emit(
-        "executor.candidate",
-        run_id=site.run_id,
-        step_id=site.step.id,
-        temperature=trial["temperature"],
-        checks=trial["checks"],
+
+
+def _record(candidate: Candidate) -> dict[str, Any]:
+    """One candidate as candidates.json shows it."""
+    if candidate.origin == "earlier":
+        return {"incumbent": True, "checks": _checks_said(candidate)}
+    said = (
+        {"checks": candidate.note}
+        if candidate.same_as is not None
+        else {"error": candidate.note}
+        if not candidate.source
+        else {"checks": _checks_said(candidate)}
     )
-    # The project's checks passed, then the tests kept, then every check (the model's
-    # reproduction tests too); the earliest wins a tie (the incumbent, then greedy first).
-    score = rank(report, broken=broken)
-    if trials.best is None or score > trials.best[0]:
-        trials.best = (score, edited)
-    return (report is None or report.all_passed()) and not broken
+    return {"temperature": candidate.temperature, **said}
 
 
-def _keep_best(site: _Site, attempt: AttemptRef, trials: _Trials) -> None:
-    """Reset the checkout; stage the best candidate and write the record of every one."""
+def _keep_best(site: _Site, attempt: AttemptRef, pool: Pool) -> None:
+    """Reset the checkout; stage the pool's best candidate and write the record of every one."""
     site.project.checkout.reset()
-    if trials.best is not None:
-        atomic_write_text(attempt.staging / site.path, trials.best[1])
-    atomic_write_json(attempt.path / CANDIDATES_FILE, {"candidates": trials.records})
+    best = pool.best
+    if best is not None:
+        atomic_write_text(attempt.staging / site.path, best.source)
+    atomic_write_json(
+        attempt.path / CANDIDATES_FILE,
+        {"candidates": [_record(c) for c in pool.candidates], "kept": pool.why(),
+         "yield": {origin: asdict(y) for origin, y in pool.yields().items()}},
+    )  # fmt: skip
 
 
 def edit_request(root: Path, task: str, step: PlanStep, feedback: str = "") -> list[BaseMessage]:
