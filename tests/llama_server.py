@@ -8,9 +8,12 @@ in with ``from tests.llama_server import LlamaServer, llama_server_fixture  # no
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,6 +128,21 @@ class LlamaServer:
         """Stop the server if it runs (SIGTERM, then SIGKILL); safe to call twice."""
         if self.process is not None and self.process.poll() is None:
             stop(self.process)
+
+    def kill(self) -> None:
+        """SIGKILL the server at once: its port closes in the middle of whatever it serves."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def busy(self) -> bool:
+        """Whether a slot is decoding a request now (GET /slots)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/slots", timeout=2) as response:
+                slots = json.loads(response.read())
+        except (OSError, ValueError):
+            return False
+        return any(slot.get("is_processing") for slot in slots)
 
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the server's log, for assertion messages."""

@@ -2,8 +2,9 @@
 
 The embedded model served by `llama-server --jinja`, reached as ``openai:`` with a base URL
 and no key: the small profile commits the task; the standard profile's tool loop drives real
-tool calls through the server's own tool-call parsing. A server that dies mid-run stops the
-run with one line, and `atom-agent resume` finishes it once the server is back.
+tool calls through the server's own tool-call parsing. A server that dies mid-run (stopped
+between requests, or killed while it decodes one) stops the run with one line, and
+`atom-agent resume` finishes it once the server is back.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,11 +30,17 @@ TASK = (
     "[low, high]. For example clamp(5, 0, 3) == 3 and clamp(-1, 0, 3) == 0."
 )
 
+TWO_STEPS = (
+    "Write two Python functions in one module: clamp(x, low, high) returns x limited to the "
+    "range [low, high], and sign(x) returns -1, 0 or 1 by the sign of x."
+)
+
 
 def _context(server: LlamaServer, tmp: Path, profile: str, **more: object) -> Context:
+    fields: dict[str, object] = {"max_tool_calls": 8, **more}
     return Context(model=SERVED, base_url=server.base_url, model_profile=profile,
                    workspace=str(tmp / "ws"), max_attempts=1, max_replans=0,
-                   max_tool_calls=8, ask_user=False, **more)  # type: ignore[arg-type]  # fmt: skip
+                   ask_user=False, **fields)  # type: ignore[arg-type]  # fmt: skip
 
 
 def _figures(ws: Workspace, run_id: str) -> list[dict[str, object]]:
@@ -63,8 +71,9 @@ def test_the_small_profile_commits_a_task_through_the_server(
 def test_the_standard_tool_loop_runs_on_real_calls_through_the_server(
     llama_server: LlamaServer, tmp_path: Path
 ) -> None:
-    # No plain answer to start from: the loop itself must write the code with tool calls.
-    ctx = _context(llama_server, tmp_path, "standard", candidate_zero=False)
+    # No plain answer to start from: the loop itself must write the code with tool calls (three
+    # at most: each call re-reads a prompt of thousands of tokens on two cores).
+    ctx = _context(llama_server, tmp_path, "standard", candidate_zero=False, max_tool_calls=3)
     outcome = run_task(TASK, ctx)
     assert outcome.status in ("done", "failed"), (outcome, llama_server.log_tail())
     assert outcome.usage["total_tokens"] > 0
@@ -116,3 +125,55 @@ def test_a_server_that_dies_mid_run_stops_it_with_one_line_and_resume_finishes_i
     assert outcome["status"] in ("done", "failed"), done.stderr
     assert ws.read_plan(ws.run("served")) == plan_before
     assert len(read_json(ws.run("served").plan_json)["revisions"]) == 1
+
+
+def _kept(ws: Workspace, run_id: str) -> dict[str, str]:
+    """The plan, every committed step's code and every finished attempt's record."""
+    run = ws.run(run_id)
+    files = [s.artifacts / "impl.py" for s in ws.list_steps(run)]
+    files += [a.history_json for s in ws.list_steps(run) for a in ws.list_attempts(s)]
+    kept = {str(f.relative_to(run.path)): f.read_text() for f in files if f.is_file()}
+    return kept | ({"plan": repr(ws.read_plan(run))} if run.plan_json.is_file() else {})
+
+
+@pytest.mark.timeout(1800)
+def test_a_server_killed_during_a_request_stops_the_run_with_one_line_and_resume_finishes_it(
+    llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    common = ["--model", SERVED, "--base-url", llama_server.base_url, "--workspace",
+              str(tmp_path / "ws"), "--max-attempts", "1", "--json"]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATOM_")}
+    env["ATOM_CANDIDATE_ZERO"] = "false"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "atom_agent.cli", "run", TWO_STEPS, "--run-id", "cut", *common],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        # The second request the server decodes (the first has answered and is on disk) is cut.
+        seen = 0
+        while seen < 2:
+            assert run.poll() is None, "the run ended before its second request"
+            if llama_server.busy():
+                seen += 1
+                while seen < 2 and llama_server.busy() and run.poll() is None:
+                    time.sleep(0.05)
+            time.sleep(0.05)
+        llama_server.kill()
+        out, err = run.communicate(timeout=600)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        llama_server.start()
+    assert run.returncode == 2, out + err
+    errors = [line for line in err.splitlines() if line.startswith("atom-agent: error")]
+    assert len(errors) == 1, err
+    assert "model server" in errors[0] and "atom-agent resume cut" in errors[0], errors[0]
+    assert "Traceback" not in err
+    ws = Workspace(tmp_path / "ws")
+    kept = _kept(ws, "cut")
+    # Back up: the same run finishes from where it stopped; nothing committed before is lost.
+    done = _cli("resume", "cut", *common, cwd=tmp_path)
+    outcome = json.loads(done.stdout)
+    assert outcome["status"] in ("done", "failed"), done.stderr
+    after = _kept(ws, "cut")
+    assert kept and all(after.get(name) == text for name, text in kept.items()), (kept, after)
