@@ -180,7 +180,7 @@ def _tool_path(
     )
     messages, stopped = _run(agent, prompt.text, context)
     if drafts is not None:
-        kept = _keep_better(at, drafts)
+        kept = _stage_pool_choice(at, drafts)
         stopped = "; ".join(why for why in (stopped, kept) if why)
         messages = [*drafts.spent, *messages]
     # Only a run that offered the tool waits on a question: an unattended one decides itself.
@@ -391,8 +391,8 @@ def _start_passed(drafts: Drafts | None) -> int | None:
     return len(first.report.passed) if first is not None and first.report is not None else None
 
 
-def _keep_better(at: _Attempt, drafts: Drafts) -> str:
-    """After the loop: the staged code is the loop's unless it executes worse than the start.
+def _stage_pool_choice(at: _Attempt, drafts: Drafts) -> str:
+    """After the loop: the loop's code is offered to the pool; staged is what the pool keeps.
 
     The step's checks are staged again too (sandboxed code could have rewritten them).
     Returns why the start was kept ('' when the loop's code stays).

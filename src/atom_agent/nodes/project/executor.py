@@ -136,7 +136,7 @@ def make_project_executor(res: Resources) -> Any:
         ladder = [] if pool.met else retry_temperatures(ladder, bool(feedback and incumbent))
         with for_attempt(step.id, attempt.n):
             spent = _sample_candidates(model, site, pool, messages, ladder)
-        _keep_best(site, attempt, pool)
+        _stage_pool_choice(site, attempt, pool)
         res.workspace.write_history(attempt, [*messages, *spent], memories=state.get("rules"))
         emit(
             "executor.done",
@@ -249,8 +249,8 @@ def _record(candidate: Candidate) -> dict[str, Any]:
     return {"temperature": candidate.temperature, **said}
 
 
-def _keep_best(site: _Site, attempt: AttemptRef, pool: Pool) -> None:
-    """Reset the checkout; stage the pool's best candidate and write the record of every one."""
+def _stage_pool_choice(site: _Site, attempt: AttemptRef, pool: Pool) -> None:
+    """Reset the checkout; stage what the pool keeps and write the record of every candidate."""
     site.project.checkout.reset()
     best = pool.best
     if best is not None:
