@@ -10,7 +10,7 @@ import ast
 import copy
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from atom_agent.names import code_blocks, defined_in_code, free_names
 
@@ -275,3 +275,48 @@ def after_header(tree: ast.Module) -> int:
             break
         after = node.end_lineno or node.lineno
     return after
+
+
+def importing_dependencies(
+    code: str, exports: Mapping[str, Sequence[str]], keep: Collection[str] = ()
+) -> str:
+    """`code` with its own copies of what earlier steps define replaced by imports of them.
+
+    A step's module that defines its own class or function under a name a dependency's
+    module defines shadows the one the result package exports: its code then raises and
+    checks against a twin of the exported exception, or builds a twin class. Each such
+    top-level definition (decorators included) is removed and the names are imported from
+    the dependency instead, at the first removed definition's place, so what the step's
+    checks run is the code the package will hold. `exports`: module → the names it defines
+    (the first module to name one owns it); names in `keep` (what the step itself must
+    define) stay. Code that does not parse is returned as it is.
+    """
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return code
+    owner: dict[str, str] = {}
+    for module, names in exports.items():
+        for name in names:
+            if name not in keep:
+                owner.setdefault(name, module)
+    spans: list[tuple[int, int]] = []
+    taken: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
+            node.name in owner
+        ):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            spans.append((first, node.end_lineno or node.lineno))
+            taken.setdefault(owner[node.name], []).append(node.name)
+    if not spans:
+        return code
+    lines = code.splitlines(keepends=True)
+    at = spans[0][0] - 1
+    for first, last in reversed(spans):
+        del lines[first - 1 : last]
+    imports = "".join(
+        f"from {module} import {', '.join(names)}\n" for module, names in taken.items()
+    )
+    lines.insert(at, imports)
+    return "".join(lines)

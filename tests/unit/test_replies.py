@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+import sys
+import types
+
+import pytest
+
 from atom_agent.names import defined_in_code
-from atom_agent.replies import complete_from_task, extract_code, with_stated_functions
+from atom_agent.replies import (
+    complete_from_task,
+    extract_code,
+    importing_dependencies,
+    with_stated_functions,
+)
 
 CODE = "def add(a, b):\n    return a + b\n"
 
@@ -139,3 +150,69 @@ def test_a_stated_function_written_as_a_method_not_using_self_is_defined_at_modu
     assert with_stated_functions("def transfer(:\n", ["transfer"]) == "def transfer(:\n"
     already = METHOD_REPLY + "\n\ndef transfer(a, b, c):\n    return None\n"
     assert with_stated_functions(already, ["transfer"]) == already
+
+
+DEPENDENCY = {"deps.step1.impl": ["Overdrawn", "Ledger"], "deps.step2.impl": ["Ledger", "fmt"]}
+
+SHADOWING = '''\
+"""Moves between ledgers."""
+from __future__ import annotations
+import functools
+
+
+class Overdrawn(Exception):
+    pass
+
+
+@functools.total_ordering
+class Ledger:
+    def __init__(self):
+        self.total = 0
+
+
+def move(a, b, n):
+    if n > a.total:
+        raise Overdrawn(n)
+    a.total -= n
+    b.total += n
+'''
+
+
+def test_a_steps_own_copies_of_its_dependencies_names_become_imports_of_them() -> None:
+    out = importing_dependencies(SHADOWING, DEPENDENCY, keep=["move"])
+    tree = ast.parse(out)
+    assert defined_in_code(out) == ["move"]
+    # Ledger is owned by the first module that defines it; imported where Overdrawn stood.
+    assert "from deps.step1.impl import Overdrawn, Ledger\n" in out
+    assert "functools.total_ordering" not in out
+    first_def = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    imports = [
+        n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "deps.step1.impl"
+    ]
+    assert imports and imports[0].lineno < first_def.lineno
+    assert out.startswith('"""Moves between ledgers."""\nfrom __future__ import annotations\n')
+
+
+def test_names_the_step_must_define_and_code_that_shadows_nothing_stay_as_written() -> None:
+    assert importing_dependencies(SHADOWING, DEPENDENCY, keep=["move", "Overdrawn", "Ledger"]) == (
+        SHADOWING
+    )
+    assert importing_dependencies(SHADOWING, {"deps.step1.impl": ["other"]}) == SHADOWING
+    assert importing_dependencies("def move(:\n", DEPENDENCY) == "def move(:\n"
+
+
+def test_the_rewritten_code_raises_the_dependencys_exception(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dependency = types.ModuleType("deps.step1.impl")
+    exec("class Overdrawn(Exception):\n    pass\n\nclass Ledger:\n    total = 0\n",
+         dependency.__dict__)  # fmt: skip
+    for name in ("deps", "deps.step1"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "deps.step1.impl", dependency)
+    step: dict[str, object] = {}
+    exec(importing_dependencies(SHADOWING, DEPENDENCY, ["move"]), step)
+    a, b = dependency.Ledger(), dependency.Ledger()
+    with pytest.raises(dependency.Overdrawn):  # as written, its own twin class: not caught
+        step["move"](a, b, 5)  # type: ignore[operator]
+    assert (a.total, b.total) == (0, 0)

@@ -14,9 +14,8 @@ fresh samples (CodeT, AlphaCode) and the next attempt, which is told what failed
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -27,12 +26,11 @@ from atom_agent.models.sampling import sample
 from atom_agent.names import defined_in_code
 from atom_agent.prompts import prompt_text, register
 from atom_agent.replies import complete_from_task, extract_code
-from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check, Plan, PlanStep
 from atom_agent.telemetry import emit
 from atom_agent.verification.crossexam import suspects
 
-from .pool import Candidate, Drafts, contract_prover
+from .pool import Candidate, ContractProver, Drafts
 
 logger = logging.getLogger(__name__)
 
@@ -158,11 +156,7 @@ def write_drafts(
     checks: Sequence[Check],
     task: str,
     defines: Sequence[str],
-    available: Sequence[str],
-    folder: Path,
-    python_path: Sequence[Path],
-    runner: SandboxRunner,
-    limits: Limits,
+    prover: ContractProver,
     witnesses: int = 0,
     first: str | None = None,
     drawn: Sequence[str] = (),
@@ -185,11 +179,14 @@ def write_drafts(
     its code they are ``drafts.own``; they run on every candidate after the contract's checks
     (``drafts.own_run``), save those a check the task states contradicts (the task wins). A
     witness's tests are not read: the candidates before it never ran them.
+
+    `prover` proves each candidate (in its folder, with its dependencies' exports); it runs
+    `checks` and the own tests, whatever checks it was made with.
     """
     drafts = Drafts(messages=[HumanMessage(prompt)])
     reply = _draft_reply(model, drafts, first, temperature, defines)
     runs = _own_tests(drafts, reply, checks, own, defines)
-    drafts.prove = contract_prover(folder, runs, defines, available, python_path, runner, limits)
+    drafts.prove = prover.with_checks(runs)
     origin = "plain" if first else "draft"
     draft = _offer(drafts, _code_of(reply, task, defines), defines, origin, temperature)
     if drafts.passes(draft) or not runs:
@@ -314,12 +311,25 @@ def failure_lines(report: ContractReport, suspect: set[int] | None = None) -> st
     return "\n".join(lines)
 
 
-def dependency_lines(artifacts: dict[str, Path], import_of: Any) -> dict[str, str]:
-    """``{dep_id: "from deps.x.impl import f, g"}`` for the dependencies' committed code."""
-    lines: dict[str, str] = {}
+def dependency_exports(
+    artifacts: Mapping[str, Path], import_of: Callable[[str], str]
+) -> dict[str, list[str]]:
+    """``{"deps.x.impl": ["f", "g"]}``: each dependency's module and what its code defines."""
+    exports: dict[str, list[str]] = {}
     for dep_id, path in artifacts.items():
         impl = path / IMPL_FILE
         names = defined_in_code(impl.read_text(errors="replace")) if impl.is_file() else []
+        exports[import_of(dep_id)] = names
+    return exports
+
+
+def dependency_lines(
+    artifacts: Mapping[str, Path], import_of: Callable[[str], str]
+) -> dict[str, str]:
+    """``{dep_id: "from deps.x.impl import f, g"}`` for the dependencies' committed code."""
+    lines: dict[str, str] = {}
+    for dep_id, path in artifacts.items():
         module = import_of(dep_id)
+        names = dependency_exports({dep_id: path}, import_of)[module]
         lines[dep_id] = f"from {module} import {', '.join(names)}" if names else f"import {module}"
     return lines

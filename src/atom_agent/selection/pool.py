@@ -9,9 +9,9 @@ the sandbox or in the project's checkout) and says which candidate is kept and w
 ask it; they keep no candidate of their own.
 
 Candidates compete by execution only (:func:`~atom_agent.selection.rank.rank`): the first that
-passes is kept, else the one that ranks highest, the earliest on ties, so a candidate replaces
-an earlier one only when it executes strictly better (candidate zero, the plain answer, and the
-step's earlier best are never replaced by worse code). Checks cross-examination discounted
+passes is kept, else the one that ranks highest, the earliest on ties; the incumbents (candidate
+zero, the plain answer, and the step's earlier best) win every tie whenever they were offered,
+so new code replaces them only when it executes strictly better. Checks cross-examination discounted
 (suspect) count for nothing; a check some candidate passes is never suspect. The drafts' own
 tests run beside the contract (after its checks, so a check's index is the same in every
 report), and code that answers the checks instead of the task
@@ -20,19 +20,23 @@ report), and code that answers the checks instead of the task
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, BaseMessage
 
 from atom_agent.checks.contract import ContractReport, run_contract
 from atom_agent.checks.gaming import gaming_findings
+from atom_agent.replies import importing_dependencies
 from atom_agent.sandbox import Limits, SandboxRunner
 from atom_agent.state import IMPL_FILE, Check
 from atom_agent.workspace.atomic import atomic_write_text
 
 from .rank import Rank, rank
+
+INCUMBENTS = frozenset({"plain", "earlier"})
+"""The sources of code a step already had: a tie never replaces them with new code."""
 
 
 @dataclass
@@ -60,6 +64,11 @@ class Candidate:
     """Why an offer without code is no candidate (the edit's error, for the record)."""
     same_as: int | None = None
     """The earlier candidate whose code this offer repeated (a pool of distinct code only)."""
+
+    @property
+    def incumbent(self) -> bool:
+        """It is code the step already had: the plain answer or an earlier attempt's best."""
+        return self.origin in INCUMBENTS
 
 
 Prove = Callable[[Candidate], None]
@@ -143,14 +152,15 @@ class Pool:
     def best(self) -> Candidate | None:
         """The first candidate that passed, else the one that ranks highest (earliest on ties).
 
-        The earliest winning a tie, candidate zero (the plain answer) or the step's earlier
-        best is replaced only by code that executes better. None: no offer had code.
+        The incumbents (candidate zero, the plain answer, and the step's earlier best) win
+        every tie, whenever they were offered: they are replaced only by code that executes
+        strictly better. None: no offer had code.
         """
         usable = [c for c in self.candidates if c.source.strip()]
-        passing = next((c for c in usable if self.passes(c)), None)
-        if passing is not None or not usable:
-            return passing
-        return max(usable, key=lambda c: (*self.rank_of(c), -c.k))
+        passing = [c for c in usable if self.passes(c)]
+        if passing or not usable:
+            return min(passing, key=lambda c: (not c.incumbent, c.k), default=None)
+        return max(usable, key=lambda c: (*self.rank_of(c), c.incumbent, -c.k))
 
     @property
     def met(self) -> bool:
@@ -164,12 +174,13 @@ class Pool:
         if best is None:
             return "no candidate: no offer had code"
         which = f"candidate {best.k} ({best.origin})"
+        among = "the code the step had wins ties" if best.incumbent else "the earliest among equals"
         if self.passes(best):
-            return f"{which}: the first to meet every check"
+            return f"{which}: it meets every check ({among})"
         ranked = self.rank_of(best)
         return (
             f"{which}: none met every check; it ranks highest (the task's checks {ranked.task}, "
-            f"all {ranked.passed}, own tests {ranked.own}), the earliest among equals"
+            f"all {ranked.passed}, own tests {ranked.own}; {among})"
         )
 
     def yields(self) -> dict[str, Yield]:
@@ -224,49 +235,45 @@ class Drafts(Pool):
         return [*self.messages, *self.side]
 
 
-def contract_prover(
-    folder: Path,
-    checks: Sequence[Check],
-    defines: Sequence[str],
-    available: Sequence[str],
-    python_path: Sequence[Path],
-    runner: SandboxRunner,
-    limits: Limits,
-) -> Prove:
-    """Proves a module candidate: :func:`run_candidate` with these checks, in ``folder/<k>``."""
-    checks = list(checks)
+@dataclass(frozen=True)
+class ContractProver:
+    """Proves a module candidate: its code in ``folder/<k>/impl.py``, the checks run on it.
 
-    def prove(candidate: Candidate) -> None:
-        run_candidate(candidate, folder, checks, defines, available, python_path, runner, limits)
-
-    return prove
-
-
-def run_candidate(
-    candidate: Candidate,
-    folder: Path,
-    checks: Sequence[Check],
-    defines: Sequence[str],
-    available: Sequence[str],
-    python_path: Sequence[Path],
-    runner: SandboxRunner,
-    limits: Limits,
-) -> ContractReport:
-    """Write `candidate` to ``folder/<k>/impl.py`` and run the contract on it (its report).
-
-    Its gaming findings against the same checks are set too (``candidate.gaming``).
+    A candidate's own copies of names the step's dependencies define are replaced by imports
+    of them first (:func:`~atom_agent.replies.importing_dependencies`): what is proved is the
+    code the step would commit. Its gaming findings against the same checks are set too.
     """
-    candidate.path = folder / str(candidate.k)
-    atomic_write_text(candidate.path / IMPL_FILE, candidate.source)
-    candidate.report = run_contract(
-        checks,
-        staging=candidate.path,
-        runner=runner,
-        limits=limits,
-        python_path=[candidate.path, *python_path],
-        defines=defines,
-        available=available,
-    )
-    files = {IMPL_FILE: candidate.source}
-    candidate.gaming = [f.describe() for f in gaming_findings(files, checks, defines)]
-    return candidate.report
+
+    folder: Path
+    checks: Sequence[Check]
+    defines: Sequence[str]
+    available: Sequence[str]
+    python_path: Sequence[Path]
+    runner: SandboxRunner
+    limits: Limits
+    exports: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """The dependencies' modules and the names each defines (nothing: no dependency)."""
+
+    def with_checks(self, checks: Sequence[Check]) -> ContractProver:
+        """The same prover running `checks`."""
+        return replace(self, checks=list(checks))
+
+    def __call__(self, candidate: Candidate) -> None:
+        """Prove `candidate`: set its code as proved, its folder, report and gaming findings."""
+        if self.exports:
+            candidate.source = importing_dependencies(candidate.source, self.exports,
+                                                      self.defines)  # fmt: skip
+        candidate.path = self.folder / str(candidate.k)
+        atomic_write_text(candidate.path / IMPL_FILE, candidate.source)
+        candidate.report = run_contract(
+            self.checks,
+            staging=candidate.path,
+            runner=self.runner,
+            limits=self.limits,
+            python_path=[candidate.path, *self.python_path],
+            defines=self.defines,
+            available=self.available,
+        )
+        files = {IMPL_FILE: candidate.source}
+        found = gaming_findings(files, self.checks, self.defines)
+        candidate.gaming = [f.describe() for f in found]

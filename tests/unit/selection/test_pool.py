@@ -67,7 +67,7 @@ def test_on_a_tie_the_earliest_candidate_is_kept_and_the_pool_says_so() -> None:
     assert pool.best is first
     assert pool.why() == (
         "candidate 0 (draft): none met every check; it ranks highest (the task's checks 2, "
-        "all 2, own tests 0), the earliest among equals"
+        "all 2, own tests 0; the earliest among equals)"
     )
 
 
@@ -77,7 +77,7 @@ def test_among_candidates_that_pass_the_first_is_kept() -> None:
     passing = pool.offer("b", origin="draft")
     pool.offer("c", origin="witness")
     assert pool.best is passing and pool.met
-    assert pool.why() == "candidate 1 (draft): the first to meet every check"
+    assert pool.why() == "candidate 1 (draft): it meets every check (the earliest among equals)"
 
 
 def test_code_meeting_every_check_it_could_run_is_kept_over_an_earlier_equal() -> None:
@@ -97,6 +97,29 @@ def test_the_plain_answer_is_never_replaced_by_code_that_executes_no_better(
     pool.offer("draft", origin="draft", temperature=0.4)
     pool.offer("earlier", origin="earlier", informed=True)
     assert pool.best is plain
+
+
+@pytest.mark.parametrize("incumbent", ["plain", "earlier"])
+@pytest.mark.parametrize("tie", [TASK_ONLY, ALL])
+def test_code_the_step_already_had_wins_a_tie_with_new_code_offered_before_it(
+    incumbent: str, tie: ContractReport
+) -> None:
+    # A retry writes its drafts first and offers the step's best so far last: the new code
+    # replaces it only by executing strictly better, not by having been offered earlier.
+    pool, _ = pool_of({"draft": tie, "witness": tie, "had": tie})
+    pool.offer("draft", origin="draft", temperature=0.4)
+    pool.offer("witness", origin="witness", temperature=0.8)
+    had = pool.offer("had", origin=incumbent, informed=True)
+    assert pool.best is had
+    assert pool.why().startswith(f"candidate 2 ({incumbent}): ")
+    assert pool.why().endswith("the code the step had wins ties)")
+
+
+def test_new_code_that_executes_better_replaces_the_code_the_step_had() -> None:
+    pool, _ = pool_of({"draft": ALL, "had": TASK_ONLY})
+    draft = pool.offer("draft", origin="draft")
+    pool.offer("had", origin="earlier", informed=True)
+    assert pool.best is draft and pool.met
 
 
 def test_the_plain_answer_is_replaced_by_code_that_passes_more_of_the_tasks_checks() -> None:

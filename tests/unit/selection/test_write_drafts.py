@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 from atom_agent.models.purpose import CallInfo
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.selection.drafts import write_drafts
-from atom_agent.selection.pool import Drafts, Yield
+from atom_agent.selection.pool import ContractProver, Drafts, Yield
 from atom_agent.state import Check
 from atom_agent.testing import ScriptedChatModel
 
@@ -48,10 +48,12 @@ def draft(tmp_path: Path, chat: ScriptedChatModel, **kw: object) -> Drafts:
         "drawn": (),
         **kw,
     }
+    prover = ContractProver(folder=tmp_path / "candidates", checks=[], defines=["add"],
+                            available=[], python_path=[], runner=default_runner(),
+                            limits=Limits(timeout_s=20.0))  # fmt: skip
     return write_drafts(
         model=chat, prompt="Write impl.py.", temperature=0.0, task=TASK, defines=["add"],
-        available=[], folder=tmp_path / "candidates", python_path=[], runner=default_runner(),
-        limits=Limits(timeout_s=20.0), **args,  # type: ignore[arg-type]
+        prover=prover, **args,  # type: ignore[arg-type]
     )  # fmt: skip
 
 

@@ -26,13 +26,14 @@ from atom_agent.names import defined_in_code
 from atom_agent.prompts import prompt_text, register
 from atom_agent.resources import Resources
 from atom_agent.selection.drafts import (
+    dependency_exports,
     dependency_lines,
     draft_prompt,
     failure_lines,
     temperatures,
     write_drafts,
 )
-from atom_agent.selection.pool import Drafts, Prove, contract_prover
+from atom_agent.selection.pool import ContractProver, Drafts
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, TEST_FILE, Check, DraftsSummary, Plan, PlanStep, State
 from atom_agent.telemetry import emit
@@ -349,17 +350,34 @@ def _stage_start(
     # answer's call is the planner's); the tool loop's code is offered to the same pool after.
     drafts = Drafts(messages=[AIMessage(content=f"```python\n{source.rstrip()}\n```")],
                     prove=_prover(res, at, at.runnable))  # fmt: skip
-    drafts.offer(source, origin=origin, temperature=0.0, informed=origin != "plain")
+    start = drafts.offer(source, origin=origin, temperature=0.0, informed=origin != "plain")
+    atomic_write_text(staging / IMPL_FILE, start.source)  # as proved (dependencies imported)
     atomic_write_text(staging / TEST_FILE, contract_tests(at.runnable))
     atomic_write_text(at.attempt.path / _CHECKS_MARK, "")
     return drafts
 
 
-def _prover(res: Resources, at: _Attempt, checks: list[Check]) -> Prove:
-    """How the attempt's candidates are proved: `checks` run on each in its own folder."""
-    return contract_prover(at.attempt.path / "candidates", checks, at.step.defines,
-                           at.available, at.scope.python_path()[1:], res.runner,
-                           res.limits)  # fmt: skip
+def _prover(res: Resources, at: _Attempt, checks: list[Check]) -> ContractProver:
+    """How the attempt's candidates are proved: `checks` run on each in its own folder.
+
+    A candidate's own copies of what the step's dependencies define become imports of them.
+    """
+    artifacts = res.workspace.dependency_artifacts(at.step_ref)
+    return ContractProver(
+        folder=at.attempt.path / "candidates",
+        checks=checks,
+        defines=at.step.defines,
+        available=at.available,
+        python_path=at.scope.python_path()[1:],
+        runner=res.runner,
+        limits=res.limits,
+        exports=dependency_exports(artifacts, _dependency_module),
+    )
+
+
+def _dependency_module(dep_id: str) -> str:
+    """The module a step's code imports a dependency's committed code from."""
+    return f"deps.{python_ident(dep_id)}.impl"
 
 
 LOOP_MIN_SECONDS = 20.0
@@ -407,6 +425,8 @@ def _stage_pool_choice(at: _Attempt, drafts: Drafts) -> str:
     if written.strip():
         loop = drafts.offer(written, origin="tool loop", informed=True)
         if drafts.best is loop:
+            if loop.source != written:  # as proved (dependencies imported)
+                atomic_write_text(impl, loop.source)
             return ""
     atomic_write_text(impl, start.source)
     return f"kept the {start.origin} code: the tool loop's executes worse on the step's checks"
@@ -533,11 +553,11 @@ def _draft(res: Resources, state: State, at: _Attempt) -> tuple[Drafts, dict[str
     (the best so far): an attempt never stages code that executes worse than what the step
     already had.
     """
-    task, step, attempt, scope, checks = state["task"], at.step, at.attempt, at.scope, at.runnable
+    task, step, attempt, checks = state["task"], at.step, at.attempt, at.runnable
     notes, reasons = draft_notes(res.memory, at.session, res.ctx, step, task)
     first = _first(state, at)
     artifacts = res.workspace.dependency_artifacts(at.step_ref)
-    deps = dependency_lines(artifacts, lambda d: f"deps.{python_ident(d)}.impl")
+    deps = dependency_lines(artifacts, _dependency_module)
     earlier = _last_feedback(res.workspace, at.step_ref, attempt)
     prompt = draft_prompt(task, at.plan, step, deps, earlier, notes)
     drafts = write_drafts(
@@ -547,11 +567,7 @@ def _draft(res: Resources, state: State, at: _Attempt) -> tuple[Drafts, dict[str
         checks=checks,
         task=task,
         defines=step.defines,
-        available=at.available,
-        folder=attempt.path / "candidates",
-        python_path=scope.python_path()[1:],
-        runner=res.runner,
-        limits=res.limits,
+        prover=_prover(res, at, checks),
         witnesses=at.profile.cross_samples,
         first=first,
         drawn=_task_samples(res, state, first),
