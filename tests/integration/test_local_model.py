@@ -181,7 +181,7 @@ def test_a_module_reply_ends_where_its_tests_begin_with_the_same_code() -> None:
 
 
 def test_a_prompt_that_begins_like_an_earlier_one_prefills_only_what_is_new() -> None:
-    chat = LocalChatModel(max_tokens=120, stop_early=True, prefix_cache_mb=256)
+    chat = LocalChatModel(max_tokens=64, stop_early=True, prefix_cache_mb=256)
     first = [HumanMessage("Write a Python function cube(x) that returns x cubed.")]
     reply = chat.invoke(first)
     chat.invoke([HumanMessage("Write a Python function that reverses a string.")])
@@ -196,7 +196,7 @@ def test_a_prompt_that_begins_like_an_earlier_one_prefills_only_what_is_new() ->
 
 
 def test_a_greedy_request_gives_the_same_reply_whatever_ran_before() -> None:
-    chat = LocalChatModel(max_tokens=160, stop_early=True, prefix_cache_mb=256)
+    chat = LocalChatModel(max_tokens=64, stop_early=True, prefix_cache_mb=256)
     ask = [HumanMessage("Write a Python function that returns the n-th Fibonacci number.")]
     first = chat.invoke(ask)
     # Other calls leave other KV states and saved prefixes, one of them this very prompt's.
