@@ -66,8 +66,8 @@ def test_generates_text_and_reports_usage(model: LocalChatModel) -> None:
 
 
 def test_a_reply_streams_token_by_token_the_first_piece_well_before_the_last() -> None:
-    # A reply nothing may cut later streams its text; one the early stop watches (the agent's
-    # default) streams empty chunks while decoding and its text on the last (see _stream).
+    # A reply nothing may cut later streams its text as decoded; one the early stop watches
+    # (the agent's default) a few lines behind (see _stream and the module-reply test below).
     model = LocalChatModel(max_tokens=96)
     assert not model.stop_early
     model.invoke([HumanMessage("Say hi.")], max_tokens=2)  # loaded: its load is not timed below
@@ -147,7 +147,11 @@ def test_a_reply_ends_after_its_code_block_with_the_same_code() -> None:
     from atom_agent.models.stopping import code_replies
     from atom_agent.replies import extract_code
 
-    ask = [HumanMessage("Write a Python function square(x) returning x squared, then explain it.")]
+    ask = [
+        HumanMessage(
+            "Write a Python function square(x) returning x squared, then explain it in a sentence."
+        )
+    ]
     with code_replies():
         watched = LocalChatModel(max_tokens=300, stop_early=True).invoke(ask)
     plain = LocalChatModel(max_tokens=300, stop_early=True).invoke(ask)  # not asked for code only
@@ -165,12 +169,17 @@ def test_a_module_reply_ends_where_its_tests_begin_with_the_same_code() -> None:
 
     ask = [
         HumanMessage(
-            "Write a Python function square(x) returning x squared, and pytest tests for it. "
+            "Write a Python function square(x) returning x squared, and one pytest test for it. "
             "Reply with the whole module in one ```python block, nothing else."
         )
     ]
     with code_replies("module", ["square"]):
-        watched = LocalChatModel(max_tokens=400, stop_early=True).invoke(ask)
+        # Streamed: the text comes a few lines behind the decoding, never past the cut.
+        chunks = list(LocalChatModel(max_tokens=400, stop_early=True).stream(ask))
+    watched = AIMessage(content="".join(c.text for c in chunks),
+                        response_metadata=chunks[-1].response_metadata,
+                        usage_metadata=chunks[-1].usage_metadata)  # fmt: skip
+    assert any(c.text for c in chunks[:-1])
     plain = LocalChatModel(max_tokens=400, stop_early=True).invoke(ask)
     assert watched.response_metadata.get("ended_early") == "implementation complete, tests follow"
     assert watched.text.rstrip().endswith("```") and "def test" not in watched.text

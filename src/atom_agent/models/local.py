@@ -247,12 +247,12 @@ class LocalChatModel(BaseChatModel):
         """The reply as it is decoded: one chunk per decoded piece, the last one completing it.
 
         A plain reply's chunks carry its text. A reply that may still be cut where its tests
-        begin (`stop_early`) streams chunks without content while decoding, the last chunk
-        carrying its text. A tool call or structured reply is one chunk, the last: its JSON
-        is known once complete, and chunks of a reply cut off mid-JSON would add up to a
-        call of a tool named "" (LangChain re-parses added chunks). So the chunks always add
-        up to :meth:`_generate`'s reply. The last chunk carries the usage; a budget and the
-        early stops hold while decoding, as in ``invoke``.
+        begin (`stop_early`) streams its text a few lines behind the decoding (what no cut
+        can reach), the last chunk carrying the rest. A tool call or structured reply is one
+        chunk, the last: its JSON is known once complete, and chunks of a reply cut off
+        mid-JSON would add up to a call of a tool named "" (LangChain re-parses added chunks).
+        So the chunks always add up to :meth:`_generate`'s reply. The last chunk carries the
+        usage; a budget and the early stops hold while decoding, as in ``invoke``.
         """
         call = self._prepare(messages, stop, run_manager, kwargs)
         decoded = _Decoded()
@@ -519,15 +519,27 @@ class _Shown:
         self.shows_text = self.chunked and call.watch is None
         """The pieces as decoded are the reply's text (nothing may cut its end)."""
         self.reply_id = reply_id
+        self.decoded = ""
         self.sent = ""
         self.sent_chunks = 0
 
     def chunk(self, piece: str) -> AIMessageChunk | None:
-        """The chunk of one decoded piece: its text, nothing yet, or none (see ``_stream``)."""
+        """The chunk of one decoded piece: its text, what of it is settled, or none.
+
+        A reply the early stop watches may be cut where its tests begin, at the start of a
+        line it has just written, and its end stripped: its chunks carry the text up to the
+        last non-blank character before its last :data:`UNSETTLED_LINES` line starts, which
+        no cut reaches, and the last chunk the rest (see ``_stream``).
+        """
         if not self.chunked:
             return None
         self.sent_chunks += 1
-        content = piece if self.shows_text else ""
+        self.decoded += piece
+        if self.shows_text:
+            content = piece
+        else:
+            settled = _settled(self.decoded)
+            content = settled[len(self.sent) :] if len(settled) > len(self.sent) else ""
         self.sent += content
         return AIMessageChunk(content=content, id=self.reply_id)
 
@@ -553,6 +565,25 @@ class _Shown:
             response_metadata=reply.response_metadata,
             chunk_position="last",
         )
+
+
+UNSETTLED_LINES = 3
+"""Lines at the end of a watched reply it streams only once they are followed by more: the
+early stop cuts at the start of the line where tests begin, found within a line of it."""
+
+
+def _settled(text: str) -> str:
+    """What of a watched reply no early stop can cut.
+
+    Its text up to its last :data:`UNSETTLED_LINES` line starts, without the whitespace before
+    them (a cut reply's end is stripped).
+    """
+    at = len(text)
+    for _ in range(UNSETTLED_LINES):
+        at = text.rfind("\n", 0, at)
+        if at < 0:
+            return ""
+    return text[:at].rstrip()
 
 
 def _prompt_tokens(llama: Any, chat: list[dict[str, Any]]) -> int:
