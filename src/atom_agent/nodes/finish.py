@@ -20,7 +20,7 @@ from atom_agent.memory.relevance import read_recalled
 from atom_agent.project.handback import hand_back, hand_back_markdown
 from atom_agent.report import criteria_summary, render_report, shown_criteria
 from atom_agent.resources import Resources
-from atom_agent.selection.candidates import floor
+from atom_agent.selection.candidates import floor, meets_clauses
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan, RunStatus, State
 from atom_agent.telemetry import emit
@@ -53,6 +53,8 @@ def make_finish(res: Resources) -> Any:
         deliverable, reason = _plain_if_empty(run, state, status, reason, deliverable)
         verification = _verification(res, run, statuses)
         clauses = clause_coverage(res.workspace, run, state.get("plan"), statuses)
+        if deliverable is not None and deliverable.get("unverified"):
+            clauses = plain_coverage(res, run, state) or clauses
         reason += _evidence_notes(verification, deliverable, clauses)
         final = _final_state(res, run, state, statuses, status, reason, budget, promoted)
         _record_run(res, run, final, statuses, verification, clauses, deliverable)
@@ -396,6 +398,34 @@ def clause_coverage(
                     status = SIGNATURE_PASSED
                 results.setdefault(result["clause"], []).append(status)
     return coverage(plan.clauses, results)
+
+
+def plain_coverage(res: Resources, run: RunRef, state: State) -> Coverage | None:
+    """Which of the task's clauses the plain answer handed back meets, its checks run now.
+
+    A run that hands back the plain answer (nothing committed, or the floor) still says
+    what its checks found on that code: they run in the sandbox at no model call, so a
+    clause is *failed* or *verified* there, never *not run*. None without a plan or checks.
+    """
+    plain = str(state.get("plain") or "")
+    if not state.get("plan") or not plain.strip():
+        return None
+    plan = Plan.model_validate(state["plan"])
+    report = meets_clauses(
+        plain, plan.clauses, folder=res.workspace.plain_dir(run) / "checks", runner=res.runner,
+        limits=res.limits, defines=task_names(state.get("task") or ""),
+    )  # fmt: skip
+    if report is None:
+        return None
+    results: dict[str, list[str]] = {}
+    for r in report.results:
+        status = str(r.status)
+        if status == "passed" and r.check.criterion in SHAPE_CRITERIA:
+            status = SIGNATURE_PASSED
+        results.setdefault(r.check.clause, []).append(status)
+    found = coverage(plan.clauses, results)
+    found.of = "the plain answer handed back"
+    return found
 
 
 def _outcome(statuses: Mapping[str, str], budget: str | None, reason: str) -> tuple[RunStatus, str]:

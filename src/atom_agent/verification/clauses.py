@@ -511,6 +511,8 @@ class Coverage:
     texts: dict[str, str] = field(default_factory=dict)
     rules: dict[str, list[str]] = field(default_factory=dict)
     """Per clause id, the rules that read its checks from the task (clauses with none left out)."""
+    of: str = ""
+    """What code the checks ran on, when not the committed steps (the plain answer handed back)."""
 
     @property
     def total(self) -> int:
@@ -528,9 +530,11 @@ class Coverage:
                 shown = "; ".join(_short(self.texts.get(i, i)) for i in ids[:4])
                 more = f"; +{len(ids) - 4} more" if len(ids) > 4 else ""
                 parts.append(f"{len(ids)} {label} ({shown}{more})")
-        return f"{self.total} clauses: " + ", ".join(parts)
+        on = f" (on {self.of})" if self.of else ""
+        plural = "s" if self.total != 1 else ""
+        return f"{self.total} clause{plural}{on}: " + ", ".join(parts)
 
-    def to_dict(self) -> dict[str, list[str] | dict[str, list[str]]]:
+    def to_dict(self) -> dict[str, str | list[str] | dict[str, list[str]]]:
         """For run.json and plan.json: the clause ids by status, and which rules fired on each."""
         return {
             "verified": self.verified,
@@ -538,6 +542,7 @@ class Coverage:
             "unchecked": self.unchecked,
             "not_run": self.not_run,
             "rules": self.rules,
+            **({"of": self.of} if self.of else {}),
         }
 
 

@@ -345,6 +345,12 @@ def test_no_call_starts_after_the_time_limit_and_the_plain_answer_is_handed_back
     assert info["deliverable"]["unverified"] is True
     assert outcome.result is not None
     assert (Path(outcome.result) / "plain_answer.py").read_text().strip() == WRONG_BOTH.strip()
+    # What the task's checks found on the code handed back: they ran, at no model call.
+    clauses = info["clauses"]
+    assert clauses["of"] == "the plain answer handed back"
+    assert clauses["failed"] and not clauses["not_run"]
+    assert "clause (on the plain answer handed back): 0 verified, 1 failed" in outcome.stop_reason
+    assert "not run" not in outcome.stop_reason, outcome.stop_reason
 
 
 def test_without_the_time_limit_the_same_run_asks_its_witnesses(

@@ -73,12 +73,13 @@ def test_a_plain_answer_that_meets_every_stated_check_is_the_whole_run(tmp_path:
     artifacts = ws.step(run, "step1").artifacts
     assert (artifacts / "impl.py").read_text().strip() == BOTH.strip()
     info = ws.read_run(run)
-    assert info["clauses"]["summary"].startswith(f"{len(plan['clauses'])} clauses: ")
+    n = len(plan["clauses"])
+    assert info["clauses"]["summary"].startswith(f"{n} clause{'s' if n != 1 else ''}: ")
     # Which rules of the table read each clause's checks: in run.json as in the plan.
     assert info["clauses"]["rules"] and info["clauses"]["rules"] == {
         c["id"]: c["rules"] for c in plan["clauses"] if c["rules"]
     }
-    assert "clauses:" in outcome.stop_reason
+    assert f"{n} clause{'s' if n != 1 else ''}:" in outcome.stop_reason
     assert "## Clauses of the task" in run.report_md.read_text()
 
 
