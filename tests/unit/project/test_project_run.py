@@ -168,6 +168,23 @@ def test_a_change_no_check_executed_is_committed_labelled_unverified(tmp_path: P
     assert "| 1-double | committed | 1 | no checks | unverified: no regression" in report
 
 
+def test_an_edit_that_changes_nothing_is_never_committed(tmp_path: Path) -> None:
+    # The model writes the target back as it was: nothing to commit, whatever the suite says.
+    repo = project(tmp_path / "proj")
+    same = '''
+    def double(x):
+        """Twice x."""
+        return x * 2
+    '''
+    outcome = run_task("Rewrite `calc.double` without multiplication.",
+                       ctx(tmp_path, repo), models=answers(double=same))  # fmt: skip
+    assert outcome.status == "failed", outcome.stop_reason
+    assert outcome.step_status == {"1-double": "failed"}
+    report = Path(outcome.report or "").read_text()
+    assert "the edit leaves the file exactly as it was: nothing changed" in report
+    assert git(repo, "log", "--oneline", f"atom/{outcome.run_id}").count("\n") == 1  # base only
+
+
 def test_a_retry_keeps_the_previous_choice_unless_a_sample_does_better(tmp_path: Path) -> None:
     repo = project(tmp_path / "proj")
     half = "def mul(a, b):\n    return abs(a * b)\n"  # mul(2, 3) right, mul(-1, 4) wrong

@@ -53,6 +53,8 @@ class ChangeEvidence:
     last_attempt: bool
     model_checks: int = 0
     """Of `checks`, the model's reproduction tests (the rest are the project's and the task's)."""
+    changed: bool = True
+    """The staged file differs from the branch's: an edit that changes nothing is no step."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,8 @@ class ChangeDecision:
 def decide_change(ev: ChangeEvidence) -> ChangeDecision:
     """The commit rule of a project step: never a regression, checks first.
 
-    - nothing staged, or the suite no longer runs, or a regression: not committed (retry
-      while attempts remain);
+    - nothing staged, an edit that changes nothing, the suite no longer runs, or a
+      regression: not committed (retry while attempts remain);
     - every check passes (at least one): committed, verified;
     - no check at all: committed on the regression suite alone, labelled unverified;
     - some checks fail: retried; on the last attempt committed unverified when at least one
@@ -79,6 +81,10 @@ def decide_change(ev: ChangeEvidence) -> ChangeDecision:
     retry_or_fail: Action = "fail" if ev.last_attempt else "retry"
     if not ev.written:
         return ChangeDecision(retry_or_fail, False, "no edit could be made from the reply")
+    if not ev.changed:
+        return ChangeDecision(
+            retry_or_fail, False, "the edit leaves the file exactly as it was: nothing changed"
+        )
     if not ev.collected:
         return ChangeDecision(retry_or_fail, False, "the project's tests no longer run")
     if ev.regressions:
@@ -224,8 +230,12 @@ def _judge(
         }
     path = step.target.partition("::")[0]
     staged = attempt.staging / path
+    original = checkout.root / path  # as the branch has it: the checkout was reset
+    changed = staged.is_file() and (
+        not original.is_file() or staged.read_bytes() != original.read_bytes()
+    )
     contract, result, verdict_gate = (
-        _run_change(res, project, step, staged, path) if staged.is_file() else (None, None, None)
+        _run_change(res, project, step, staged, path) if changed else (None, None, None)
     )
     evidence = ChangeEvidence(
         written=staged.is_file(),
@@ -236,6 +246,7 @@ def _judge(
         # A suite that did not collect before the change either is no evidence against it.
         collected=bool(result and (result.collected_ok or not project.baseline.collected_ok)),
         last_attempt=last,
+        changed=changed,
     )
     decision = decide_change(evidence)
     verdict: dict[str, Any] = {

@@ -20,6 +20,10 @@ def ev(**kw: object) -> ChangeEvidence:
         (ev(regressions=1), "retry", False),
         (ev(regressions=1, last_attempt=True), "fail", False),
         (ev(written=False), "retry", False),
+        # An edit that leaves the file as the branch has it is no change, checks or none.
+        (ev(changed=False, checks=0, checks_passed=0), "retry", False),
+        (ev(changed=False, checks=0, checks_passed=0, last_attempt=True), "fail", False),
+        (ev(changed=False), "retry", False),
         (ev(collected=False, last_attempt=True), "fail", False),
         (ev(checks=0, checks_passed=0), "commit", False),
         (ev(checks_passed=1), "retry", False),
