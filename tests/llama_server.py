@@ -135,14 +135,15 @@ class LlamaServer:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
-    def busy(self) -> bool:
-        """Whether a slot is decoding a request now (GET /slots)."""
+    def current_task(self) -> int | None:
+        """The id of the request a slot is decoding now (None: none is; GET /slots)."""
         try:
             with urllib.request.urlopen(f"{self.url}/slots", timeout=2) as response:
                 slots = json.loads(response.read())
         except (OSError, ValueError):
-            return False
-        return any(slot.get("is_processing") for slot in slots)
+            return None
+        return next((int(s["id_task"]) for s in slots
+                     if s.get("is_processing") and "id_task" in s), None)  # fmt: skip
 
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the server's log, for assertion messages."""

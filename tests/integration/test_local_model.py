@@ -147,11 +147,7 @@ def test_a_reply_ends_after_its_code_block_with_the_same_code() -> None:
     from atom_agent.models.stopping import code_replies
     from atom_agent.replies import extract_code
 
-    ask = [
-        HumanMessage(
-            "Write a Python function square(x) returning x squared, then explain it in a sentence."
-        )
-    ]
+    ask = [HumanMessage("Write a Python function square(x) returning x squared, then explain it.")]
     with code_replies():
         watched = LocalChatModel(max_tokens=300, stop_early=True).invoke(ask)
     plain = LocalChatModel(max_tokens=300, stop_early=True).invoke(ask)  # not asked for code only
@@ -169,7 +165,7 @@ def test_a_module_reply_ends_where_its_tests_begin_with_the_same_code() -> None:
 
     ask = [
         HumanMessage(
-            "Write a Python function square(x) returning x squared, and one pytest test for it. "
+            "Write a Python function square(x) returning x squared, and pytest tests for it. "
             "Reply with the whole module in one ```python block, nothing else."
         )
     ]

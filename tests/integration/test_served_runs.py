@@ -150,20 +150,24 @@ def test_a_server_killed_during_a_request_stops_the_run_with_one_line_and_resume
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        # The second request the server decodes (the first has answered and is on disk) is cut.
-        seen = 0
-        while seen < 2:
+        # A request after the first one seen decoding (that one has answered and is on disk)
+        # is cut; requests are told apart by the server's task id, even back to back.
+        first: int | None = None
+        while True:
             assert run.poll() is None, "the run ended before its second request"
-            if llama_server.busy():
-                seen += 1
-                while seen < 2 and llama_server.busy() and run.poll() is None:
-                    time.sleep(0.05)
+            task = llama_server.current_task()
+            if task is not None and first is None:
+                first = task
+            elif task is not None and task != first:
+                break
             time.sleep(0.05)
         llama_server.kill()
         out, err = run.communicate(timeout=600)
     finally:
         if run.poll() is None:
             run.kill()
+        if run.stdout is not None and not run.stdout.closed:
+            run.communicate()  # its pipes closed here, not by a later test's garbage collection
         llama_server.start()
     assert run.returncode == 2, out + err
     errors = [line for line in err.splitlines() if line.startswith("atom-agent: error")]
