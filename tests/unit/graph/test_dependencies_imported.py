@@ -36,20 +36,9 @@ class Ledger:
         self.total -= n
 '''
 
-MOVE_WITH_TWINS = """\
-class Overdrawn(Exception):
-    pass
-
-
-class Ledger:
-    def __init__(self, total=0):
-        self.total = total
-
-    def take(self, n):
-        if n > self.total:
-            raise Overdrawn(n)
-        self.total -= n
-
+MOVE_WITH_TWINS = (
+    LEDGER  # the whole first step written again: twin classes beside the function asked for
+    + """
 
 def move(src, dst, n):
     if n > src.total:
@@ -57,6 +46,7 @@ def move(src, dst, n):
     src.take(n)
     dst.total += n
 """
+)
 
 PLAN = Plan(
     steps=[
