@@ -404,6 +404,9 @@ class State(TypedDict, total=False):
     plain: str | None
     """Candidate zero: the code of the model's plain answer to the whole task ('' when the
     reply had none; None before it was asked or when candidate zero is off)."""
+    attempt_seconds: float | None
+    """How long the last attempt's executor took (seconds): the reflector starts no attempt the
+    run's time limit would cut before it ends."""
     plain_seconds: float | None
     """How long the plain answer's call took (None when it was not asked in this run): the
     tool loop's and the run's time limits are multiples of it (``Context.loop_time_factor``,

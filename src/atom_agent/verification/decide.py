@@ -45,6 +45,24 @@ class Evidence:
     implementations): both named, for the verdict and the report."""
     gaming: tuple[str, ...] = ()
     """Where the code answers the checks instead of the task (gaming findings, described)."""
+    attempt_seconds: float | None = None
+    """How long this attempt took, drafting and proving (None: not measured)."""
+    seconds_left: float | None = None
+    """What the run's time limit leaves for model calls (None: the run has no time limit)."""
+
+    def no_time(self) -> str:
+        """Why another attempt cannot finish in the time left ('' when it can, or unknown).
+
+        An attempt cut by the time limit is thrown away whole, so one that would take longer
+        than the time left (as long as this one took) is not started.
+        """
+        took, left = self.attempt_seconds, self.seconds_left
+        if took is None or left is None or left >= took:
+            return ""
+        return (
+            f"another attempt would not finish within the run's time limit "
+            f"(this one took {took:.0f} s, {max(left, 0.0):.0f} s are left)"
+        )
 
 
 @dataclass(frozen=True)
@@ -66,6 +84,9 @@ class Decision:
     overruled: tuple[str, ...] = ()
     """Failing checks set aside, each with what outranks it; on a commit on the task's checks
     also every failing check and test of the model the commit goes over."""
+    out_of_time: str = ""
+    """Why no further attempt was started although one was allowed ('' when not): the run's
+    time limit would have cut it."""
 
 
 def decide(evidence: Evidence) -> Decision:
@@ -77,7 +98,9 @@ def decide(evidence: Evidence) -> Decision:
     shown to the next attempt before anything is committed over it. When the attempts are
     spent, commit anyway if nothing is missing or gamed and the code meets every check the task
     itself states (the user's word outranks the model's checks and tests), labelled with the
-    checks that still fail, else replan while replans remain; else fail.
+    checks that still fail, else replan while replans remain; else fail. No retry or replan is
+    started that the run's time limit would cut before it ends (:meth:`Evidence.no_time`): the
+    step fails then, saying so.
 
     Verified only when nothing that ran against the code failed, or each failing check is
     outranked by a stronger independent one and the decision names both (``overruled``).
@@ -89,6 +112,7 @@ def decide(evidence: Evidence) -> Decision:
     reasons = list(problems)
     action: Action
     committed_on: CommittedOn = ""
+    out_of_time = ""
     overruled = list(e.overruled)
     if passed:
         action, committed_on = "commit", "all checks"
@@ -107,6 +131,9 @@ def decide(evidence: Evidence) -> Decision:
         if not e.tests_ok:
             over.append(f"the step's tests fail ({e.tests_failure or 'see the verdict'})")
         overruled += [f"{d}; outranked by every check the task states" for d in over]
+    elif (failures < e.max_attempts or e.replans < e.max_replans) and (no_time := e.no_time()):
+        action, out_of_time = "fail", no_time
+        reasons.append(f"{failures} failed attempts: {no_time}")
     elif failures < e.max_attempts:
         action = "retry"
     elif e.replans < e.max_replans:
@@ -118,8 +145,9 @@ def decide(evidence: Evidence) -> Decision:
     reasons += _unverified(e)
     verified = passed and not e.unchecked_clauses and not e.unexecuted_names
     return Decision(
-        action, passed, tuple(reasons), verified, failures, committed_on, tuple(overruled)
-    )
+        action, passed, tuple(reasons), verified, failures, committed_on, tuple(overruled),
+        out_of_time,
+    )  # fmt: skip
 
 
 def _problems(e: Evidence) -> list[str]:

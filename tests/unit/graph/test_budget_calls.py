@@ -396,3 +396,34 @@ def test_after_the_time_limit_code_that_needs_no_call_is_still_proven_and_commit
     assert list(outcome.step_status.values()) == ["committed"]
     info = json.loads(Workspace(ctx.workspace).run(outcome.run_id).run_json.read_text())
     assert info["budget"]["time_limit"] == 5.0 and "exhausted" not in info["budget"]
+
+
+def test_no_attempt_starts_that_the_time_limit_would_cut(
+    tmp_path: Path, timed_plain: Clock
+) -> None:
+    # Limit 8 x 10 s. The plain answer and its two samples take 30 s, attempt 1 (three
+    # witnesses) 30 s more: 20 s are left, less than an attempt takes. A retry would be cut
+    # by the limit and thrown away; it is not started, and the verdict says why.
+    roles = _one_step(timed_plain)
+    ctx = Context(workspace=str(tmp_path / "ws"), model_profile="small", run_time_factor=8)
+    began = timed_plain.t
+    outcome = run_task(SAMPLED, ctx, models=roles)
+
+    assert counts(roles) == {"planner": 0, "executor": 6}
+    assert timed_plain.t - began == 60.0  # the 20 s left were not spent on a doomed attempt
+    assert outcome.status == "failed", outcome.stop_reason
+    run = Workspace(ctx.workspace).run(outcome.run_id)
+    verdicts = sorted(run.path.glob("steps/*/attempts/*/verdict.json"))
+    assert len(verdicts) == 1
+    verdict = json.loads(verdicts[0].read_text())
+    why = json.dumps(verdict)
+    assert "would not finish within the run's time limit (this one took 30 s, 20 s are left)" in why
+    assert "would not finish within the run's time limit" in run.report_md.read_text()
+    # The user still gets the plain answer, labelled unverified.
+    assert outcome.result is not None
+    assert (Path(outcome.result) / "plain_answer.py").read_text().strip() == WRONG_BOTH.strip()
+    # With time for one more attempt, the same run retries.
+    roles = _one_step(timed_plain)
+    ctx = Context(workspace=str(tmp_path / "ws2"), model_profile="small", run_time_factor=10)
+    outcome = run_task(SAMPLED, ctx, models=roles)
+    assert counts(roles)["executor"] == 10

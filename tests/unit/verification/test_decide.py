@@ -71,6 +71,41 @@ CASES = {
         "commit",
         True,
     ),
+    "attempts left, but less time left than an attempt takes": (
+        replace(SPENT, failures=1, attempt_seconds=40.0, seconds_left=25.0),
+        "fail",
+        False,
+    ),
+    "attempts left and time enough for one": (
+        replace(SPENT, failures=1, attempt_seconds=40.0, seconds_left=41.0),
+        "retry",
+        False,
+    ),
+    "time up already, attempts left": (
+        replace(SPENT, failures=1, attempt_seconds=40.0, seconds_left=-3.0),
+        "fail",
+        False,
+    ),
+    "a replan that would not finish in time": (
+        replace(SPENT, task_checks_ok=False, attempt_seconds=30.0, seconds_left=10.0),
+        "fail",
+        False,
+    ),
+    "no time limit: the attempt's length decides nothing": (
+        replace(SPENT, failures=1, attempt_seconds=400.0, seconds_left=None),
+        "retry",
+        False,
+    ),
+    "out of time, but a passing attempt is committed": (
+        replace(PASSING, attempt_seconds=40.0, seconds_left=1.0),
+        "commit",
+        True,
+    ),
+    "out of time, attempts spent, the task's checks hold: committed as before": (
+        replace(SPENT, attempt_seconds=40.0, seconds_left=1.0),
+        "commit",
+        False,
+    ),
 }
 
 
@@ -128,3 +163,12 @@ def test_a_commit_on_the_tasks_checks_over_failing_tests_names_their_first_failu
         "the step's tests fail (FAILED test.py::test_add - assert -1 == 5); outranked by every "
         "check the task states"
     )
+
+
+def test_a_step_out_of_time_says_so_with_both_figures() -> None:
+    decision = decide(replace(SPENT, failures=1, attempt_seconds=42.4, seconds_left=17.2))
+    assert decision.action == "fail"
+    why = " ".join(decision.reasons)
+    assert "2 failed attempts" in why
+    assert "would not finish within the run's time limit" in why
+    assert "took 42 s, 17 s are left" in why

@@ -138,7 +138,7 @@ def make_executor(res: Resources) -> Any:
             known = agents[key] = (model, attempt_agent(model, tools, system))
         return known[1]
 
-    def executor(state: State) -> dict[str, Any]:
+    def attempt(state: State) -> dict[str, Any]:
         at = _this_attempt(res, state)
         with for_attempt(at.step.id, at.attempt.n):
             if at.profile.draft_first:
@@ -154,6 +154,12 @@ def make_executor(res: Resources) -> Any:
                 # The code met every check: the attempt is that code, and the reflector proves it.
                 return _finish_attempt(res, state, at, start, start.spent, None, "start passed", {})
             return _tool_path(res, state, at, start, agent_for(at.model, at.tools))
+
+    def executor(state: State) -> dict[str, Any]:
+        # How long the attempt took is what the reflector expects the next one to take.
+        began = now()
+        update = attempt(state)
+        return {**update, "attempt_seconds": round(now() - began, 3)}
 
     return executor
 

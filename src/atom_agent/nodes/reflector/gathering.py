@@ -187,9 +187,14 @@ def _gaming(res: Resources, target: Target, checks: list[Check]) -> list[Finding
 
 
 def evidence_of(
-    ctx: Context, state: State, target: Target, ran: Executed, uses: list[NameUse]
+    ctx: Context,
+    state: State,
+    target: Target,
+    ran: Executed,
+    uses: list[NameUse],
+    timing: tuple[float | None, float | None] = (None, None),
 ) -> Evidence:
-    """The plain values :func:`decide` rules on."""
+    """The plain values :func:`decide` rules on; `timing`: the attempt's seconds, those left."""
     contract, suspect = ran.contract, ran.set_aside
     task_ok = contract is not None and contract.task_checks_hold(ignore=suspect)
     trusted_failed = [
@@ -219,6 +224,8 @@ def evidence_of(
         unexecuted_names=tuple(not_exercised(public)),
         overruled=tuple(overruled(ran)),
         gaming=tuple(f.describe() for f in ran.gaming),
+        attempt_seconds=timing[0],
+        seconds_left=timing[1],
     )
 
 

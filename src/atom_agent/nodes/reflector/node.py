@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from atom_agent.budget import now
 from atom_agent.checks.exercised import NameUse
 from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import record_interface, record_lesson
@@ -22,7 +23,7 @@ from atom_agent.verification.evidence import (
     tests_evidence,
 )
 
-from ..common import dependants
+from ..common import dependants, run_budget
 from .gathering import (
     Executed,
     Target,
@@ -41,6 +42,7 @@ def make_reflector(res: Resources) -> Any:
     """
 
     def reflector(state: State) -> dict[str, Any]:
+        began = now()
         target = target_of(res, state)
         ran = execute(res, target)
         if ran.contract is not None and ran.contract.failed:
@@ -51,7 +53,10 @@ def make_reflector(res: Resources) -> Any:
             if not ran.missing
             else []
         )
-        decision = decide(evidence_of(res.ctx, state, target, ran, uses))
+        took = state.get("attempt_seconds")  # the executor's part; the proving is this node's
+        took = None if took is None else took + now() - began
+        timing = (took, _seconds_left(res, state))
+        decision = decide(evidence_of(res.ctx, state, target, ran, uses, timing))
         criteria = criteria_verdicts(step, contract, suspect)
         feedback = feedback_of(
             ran.missing, ran.result, contract, ran.testimony, ran.checks, ran.tests_ok, criteria,
@@ -71,6 +76,14 @@ def make_reflector(res: Resources) -> Any:
         return _record(res, state, target, ran, decision, feedback)
 
     return reflector
+
+
+def _seconds_left(res: Resources, state: State) -> float | None:
+    """What the run's time limit leaves for model calls (None: the run has no time limit)."""
+    budget = run_budget(state, res.ctx)
+    if budget is None or budget.calls_until is None:
+        return None
+    return budget.calls_until - now()
 
 
 # --- recording -----------------------------------------------------------------------------------
@@ -227,6 +240,8 @@ def _failed(
         )
     if decision.action == "fail":
         _fail_step(res, state, target, update)
+        if decision.out_of_time:  # the run's reason, should it end failed
+            update["stop_reason"] = f"step {step.id} not committed: {decision.out_of_time}"
 
 
 def _fail_step(res: Resources, state: State, target: Target, update: dict[str, Any]) -> None:
