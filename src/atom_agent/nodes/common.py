@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atom_agent.budget import RunBudget, watching
+from atom_agent.budget import RunBudget, now, watching
 from atom_agent.context import Context
 from atom_agent.errors import BudgetExhaustedError
 from atom_agent.models.ledger import CallLedger, recording
@@ -100,6 +100,12 @@ def time_limit(state: State, ctx: Context) -> tuple[float, str] | None:
     seconds = steps * max(ctx.run_time_factor * plain, MIN_STEP_SECONDS)
     why = f"{ctx.run_time_factor:g} x the plain answer's {plain:.1f}s for each of {steps} step(s)"
     return seconds, why
+
+
+def seconds_left(state: State, ctx: Context) -> float | None:
+    """What the run's time limit leaves for model calls, now (None: the run has no limit)."""
+    limit, started = time_limit(state, ctx), state.get("started_at")
+    return None if limit is None or started is None else started + limit[0] - now()
 
 
 def exhausted_budget(state: State, ctx: Context) -> str | None:

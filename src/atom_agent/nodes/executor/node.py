@@ -49,8 +49,8 @@ from ..common import (
     plan_of,
     python_ident,
     run_ref,
+    seconds_left,
     step_session,
-    time_limit,
     unfinished_attempt,
 )
 from .attempt import ASK_USER, AttemptContext
@@ -402,11 +402,10 @@ def _loop_time(ctx: Context, state: State) -> float | None:
     loop = None
     if ctx.loop_time_factor and plain >= 1.0:
         loop = max(ctx.loop_time_factor * plain, LOOP_MIN_SECONDS)
-    limit, started = time_limit(state, ctx), state.get("started_at")
-    if limit is None or started is None:
+    left = seconds_left(state, ctx)
+    if left is None:
         return loop
-    left = max(0.0, started + limit[0] - now())
-    return left if loop is None else min(loop, left)
+    return max(0.0, left) if loop is None else min(loop, max(0.0, left))
 
 
 def _start_passed(drafts: Drafts | None) -> int | None:

@@ -23,7 +23,7 @@ from atom_agent.verification.evidence import (
     tests_evidence,
 )
 
-from ..common import dependants, run_budget
+from ..common import dependants, seconds_left
 from .gathering import (
     Executed,
     Target,
@@ -55,7 +55,7 @@ def make_reflector(res: Resources) -> Any:
         )
         took = state.get("attempt_seconds")  # the executor's part; the proving is this node's
         took = None if took is None else took + now() - began
-        timing = (took, _seconds_left(res, state))
+        timing = (took, seconds_left(state, res.ctx))
         decision = decide(evidence_of(res.ctx, state, target, ran, uses, timing))
         criteria = criteria_verdicts(step, contract, suspect)
         feedback = feedback_of(
@@ -76,14 +76,6 @@ def make_reflector(res: Resources) -> Any:
         return _record(res, state, target, ran, decision, feedback)
 
     return reflector
-
-
-def _seconds_left(res: Resources, state: State) -> float | None:
-    """What the run's time limit leaves for model calls (None: the run has no time limit)."""
-    budget = run_budget(state, res.ctx)
-    if budget is None or budget.calls_until is None:
-        return None
-    return budget.calls_until - now()
 
 
 # --- recording -----------------------------------------------------------------------------------
