@@ -5,6 +5,8 @@ sees). Prints, per arm, tasks solved, tokens and seconds per task (mean, median)
 solved task, and which tasks the agent fixed or broke against the plain call:
 
     python benchmarks/devtasks_eval.py ../shared/devtasks/tasks.jsonl --workspace dev_ws
+    python benchmarks/devtasks_eval.py benchmarks/heldout/tasks.jsonl \\
+        --oracle benchmarks/heldout/oracle.py --workspace held_ws      # another set, its oracle
 
 - plain: the task asked once (``selection.candidates.PLAIN_TASK``, greedy), exactly as candidate
   zero is.
@@ -209,12 +211,12 @@ def prefill_line(rows: dict[str, dict[str, Any]]) -> str:
     )
 
 
-def oracle(ws: Path, prefix: str) -> dict[str, bool]:
-    """PASS/FAIL per task id from the devtasks oracle."""
-    if not ORACLE.is_file():  # every task would read as failed
-        raise SystemExit(f"the devtasks oracle is not at {ORACLE}: put ../shared beside the repo")
+def oracle(ws: Path, prefix: str, script: Path = ORACLE) -> dict[str, bool]:
+    """PASS/FAIL per task id from the set's oracle (the devtasks one unless told another)."""
+    if not script.is_file():  # every task would read as failed
+        raise SystemExit(f"the oracle is not at {script}: put ../shared beside the repo")
     out = subprocess.run(
-        [sys.executable, str(ORACLE), str(ws), prefix], capture_output=True, text=True, check=False
+        [sys.executable, str(script), str(ws), prefix], capture_output=True, text=True, check=False
     ).stdout
     verdicts: dict[str, bool] = {}
     for line in out.splitlines():
@@ -249,6 +251,8 @@ def main() -> None:
     parser.add_argument("--arms", default="plain,warming,agent")
     parser.add_argument("--only", default="", help="comma-separated task ids")
     parser.add_argument("--settings", default="{}", help="Context fields for the agent (JSON)")
+    parser.add_argument("--oracle", type=Path, default=ORACLE,
+                        help="the set's oracle: WORKSPACE PREFIX -> '<id>: PASS|FAIL'")  # fmt: skip
     parser.add_argument("--cache", help="replay cache file (model calls recorded there replay)")
     parser.add_argument("--base-url", default="", help="OpenAI-compatible server (server arm)")
     parser.add_argument("--served-model", default="qwen2.5-coder-1.5b-instruct",
@@ -277,7 +281,7 @@ def main() -> None:
         for arm in (a for a in AGENT_ARMS if a in arms):
             rows[arm] = agent_arm(res, tasks_path, ws, arm, arm_context(ctx, arm, args))
     ids = [t["id"] for t in tasks]
-    verdicts = {arm: oracle(ws, prefix_of(arm)) for arm in rows}
+    verdicts = {arm: oracle(ws, prefix_of(arm), args.oracle.resolve()) for arm in rows}
     for arm, arm_rows in rows.items():
         mine = {i: arm_rows[i] for i in ids if i in arm_rows}
         table[arm] = summary(mine, verdicts[arm])

@@ -22,6 +22,7 @@ STARTS_PROCESSES = frozenset(
         "batch/test_batch_budget.py",
         "batch/test_replay.py",
         "benchmarks/test_candidate_ceiling.py",
+        "test_heldout_oracle.py",
         "benchmarks/test_generation_ceiling.py",
         "benchmarks/test_repotasks_eval.py",
         "checks/test_contract.py",

@@ -147,16 +147,41 @@ def _exception_name(name: str) -> bool:
     return name.endswith(("Error", "Exception", "Warning"))
 
 
-def runnable_on_baseline(checks: list[Check], baseline: ContractReport) -> list[Check]:
-    """The checks that ran against the unchanged project without a name or import error."""
+def runnable_on_baseline(
+    checks: list[Check], baseline: ContractReport, *, adds: str = ""
+) -> list[Check]:
+    """The checks that ran against the unchanged project without a name or import error.
+
+    With `adds` (a definition the step adds), a check whose only error is that name missing
+    is kept: it cannot run before the change, and that is the change.
+    """
     kept: list[Check] = []
     for check, result in zip(checks, baseline.results, strict=True):
         if result.status == "invalid":
             continue
-        if result.status == "error" and any(n in result.reason for n in _UNRUNNABLE):
+        unrunnable = result.status == "error" and any(n in result.reason for n in _UNRUNNABLE)
+        if unrunnable and not (adds and lacks(result.reason, adds)):
             continue
         kept.append(check)
     return kept
+
+
+def lacks(reason: str, name: str) -> bool:
+    """Whether an error says `name` (``Class.method``: its last part) is not there."""
+    attr = re.escape(name.rpartition(".")[2])
+    return bool(
+        re.search(rf"name '{attr}' is not defined|cannot import name '{attr}'", reason)
+        or re.search(rf"AttributeError: .*has no attribute '{attr}'", reason)
+    )
+
+
+def missing(checks: list[Check], baseline: ContractReport, name: str) -> list[Check]:
+    """The checks whose run on the unchanged project stopped at `name` not being defined."""
+    return [
+        check
+        for check, result in zip(checks, baseline.results, strict=True)
+        if result.status == "error" and lacks(result.reason, name)
+    ]
 
 
 def project_examples(root: Path, path: str, qualname: str) -> list[Check]:

@@ -1,10 +1,11 @@
-"""Edits to a project's files: a definition replaced by the one a model wrote.
+"""Edits to a project's files: a definition replaced by the one a model wrote, or added.
 
 The edit format for a model that writes code, not diffs: it answers with the complete new
 definition of the target (``def …`` with its body, or a class), and code splices it into the
 file at the target's lines with the target's indentation, so a method comes back as a method
 and the rest of the file is kept byte for byte. Small models copy a whole 2,000-line file
-badly and out of their window; one definition they can write.
+badly and out of their window; one definition they can write. A definition the file does not
+have yet (a task that asks to add one) goes at the end of the module or of its class.
 """
 
 from __future__ import annotations
@@ -120,10 +121,11 @@ def _cut_short(new: str, old: str) -> bool:
 def apply_edit(text: str, edit: Edit) -> str:
     """`text` (a module's source) with `edit.qualname` replaced by `edit.source`.
 
-    A replacement without a docstring keeps the one the definition had. The result must parse.
+    A replacement without a docstring keeps the one the definition had. A name the module does
+    not define yet is added (:func:`_added`). The result must parse.
 
     Raises:
-        EditError: the module does not parse, does not define `edit.qualname`, or the edited
+        EditError: the module does not parse, a new method's class is not in it, or the edited
             module does not parse.
     """
     try:
@@ -133,12 +135,40 @@ def apply_edit(text: str, edit: Edit) -> str:
     lines = text.splitlines(keepends=True)
     node = _find(tree, edit.qualname)
     if node is None:
-        raise EditError(f"`{edit.qualname}` is not defined in the file")
+        return _added(text, tree, edit)
     start, end = _source.first_line(node), node.end_lineno or node.lineno
     source = _with_docstring(textwrap.dedent(edit.source), "".join(lines[start - 1 : end]))
     new = textwrap.indent(source.rstrip("\n") + "\n", " " * node.col_offset)
     new = "\n".join(ln if ln.strip() else "" for ln in new.split("\n"))
-    out = "".join(lines[: start - 1]) + new + "".join(lines[end:])
+    return _parsed("".join(lines[: start - 1]) + new + "".join(lines[end:]))
+
+
+def _added(text: str, tree: ast.Module, edit: Edit) -> str:
+    """`text` with the new definition `edit.source` at the end of the module or of its class.
+
+    A function goes after everything else, two blank lines before it; a method (``Class.name``)
+    after the last statement of its class, indented as the class's body.
+    """
+    owner = edit.qualname.rpartition(".")[0]
+    source = textwrap.dedent(edit.source).strip("\n") + "\n"
+    if not owner:
+        out = text.rstrip("\n") + ("\n\n\n" if text.strip() else "") + source
+        return _parsed(out)
+    cls = _find(tree, owner)
+    if not isinstance(cls, ast.ClassDef):
+        raise EditError(f"`{owner}` is not a class of the file: `{edit.qualname}` has no place")
+    lines = text.splitlines(keepends=True)
+    end = cls.end_lineno or cls.lineno
+    indent = " " * (cls.body[0].col_offset if cls.body else cls.col_offset + 4)
+    body = textwrap.indent(source, indent)
+    body = "\n".join(ln if ln.strip() else "" for ln in body.split("\n"))
+    head = "".join(lines[:end])
+    head += "" if head.endswith("\n") else "\n"
+    return _parsed(head + "\n" + body + "".join(lines[end:]))
+
+
+def _parsed(out: str) -> str:
+    """`out` when it parses (else :class:`EditError`)."""
     try:
         ast.parse(out)
     except SyntaxError as exc:

@@ -47,6 +47,8 @@ class Definition:
     """The body after the docstring only raises NotImplementedError, passes or is ``...``."""
     test: bool = False
     """Defined in a test file (``test_*.py``, ``*_test.py``, ``conftest.py``, a tests folder)."""
+    new: bool = False
+    """Not in the project yet: a definition the task asks to add (``lineno`` is 0)."""
 
     @property
     def dotted(self) -> str:
@@ -110,7 +112,7 @@ def _scan_file(root: Path, path: Path, max_bytes: int) -> list[Definition]:
     except (OSError, SyntaxError, ValueError, RecursionError) as exc:
         logger.info("repository map skips %s: %s", rel, exc)
         return []
-    module, test = _module_name(rel), _is_test_path(rel)
+    module, test = module_name(rel), is_test_path(rel)
     found = []
     for node, qualname, kind in _source.walk_definitions(tree.body):
         signature, _ = _source.header(lines, node)
@@ -131,7 +133,8 @@ def _scan_file(root: Path, path: Path, max_bytes: int) -> list[Definition]:
     return found
 
 
-def _module_name(rel: str) -> str:
+def module_name(rel: str) -> str:
+    """The dotted module of a relative path: ``src/pkg/x.py`` is ``pkg.x``."""
     parts = rel.removesuffix(".py").split("/")
     if parts[0] == "src" and len(parts) > 1:
         parts = parts[1:]
@@ -140,7 +143,8 @@ def _module_name(rel: str) -> str:
     return ".".join(parts)
 
 
-def _is_test_path(rel: str) -> bool:
+def is_test_path(rel: str) -> bool:
+    """Whether a relative path is a test file (``test_*.py``, a tests folder, ``conftest.py``)."""
     *folders, name = rel.split("/")
     return (
         name.startswith("test_")
@@ -258,6 +262,11 @@ def _mentions(task: str) -> tuple[list[str], list[str]]:
     found += [(m.start(), m.group(1)) for m in _DOTTED.finditer(text)]
     found += [(m.start(), m.group(1)) for m in _CALL.finditer(text)]
     return [name for _, name in sorted(found)], paths
+
+
+def task_paths(task: str) -> list[str]:
+    """The file paths a task mentions (``textkit/words.py``), in order, without duplicates."""
+    return list(dict.fromkeys(_mentions(task)[1]))
 
 
 def _in_file(d: Definition, path: str) -> bool:

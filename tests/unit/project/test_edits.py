@@ -59,10 +59,23 @@ def test_replies_that_cannot_be_an_edit_say_why(reply: str, message: str) -> Non
         definition_of(reply, "helper")
 
 
-def test_a_name_the_file_does_not_define_is_refused() -> None:
-    for qualname in ("Box.last", "Crate.open", "tail"):
-        with pytest.raises(EditError, match=f"`{qualname}` is not defined"):
-            apply_edit(SOURCE, Edit(qualname, "def open(self):\n    return 1\n"))
+def test_a_function_the_file_does_not_define_is_added_at_its_end() -> None:
+    out = apply_edit(SOURCE, Edit("tail", "def tail(xs):\n    return xs[-1]\n"))
+    assert out == SOURCE + "\n\ndef tail(xs):\n    return xs[-1]\n"
+
+
+def test_a_method_its_class_does_not_define_is_added_at_the_end_of_the_class() -> None:
+    out = apply_edit(SOURCE, Edit("Box.last", "def last(self):\n    return self.items[-1]\n"))
+    added = "        return self.items[0]\n\n    def last(self):\n        return self.items[-1]\n"
+    assert added in out
+    assert out.replace("\n    def last(self):\n        return self.items[-1]\n", "", 1) == SOURCE
+
+
+def test_a_method_of_a_class_the_file_does_not_have_is_refused() -> None:
+    with pytest.raises(EditError, match="`Crate` is not a class of the file"):
+        apply_edit(SOURCE, Edit("Crate.open", "def open(self):\n    return 1\n"))
+    with pytest.raises(EditError, match="does not parse"):
+        apply_edit(SOURCE, Edit("tail", "def tail(xs):\n  return xs[\n"))
 
 
 def test_a_body_without_its_docstring_keeps_the_docstring_the_definition_had() -> None:

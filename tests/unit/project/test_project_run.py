@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -508,3 +509,67 @@ def test_the_request_for_tests_shows_how_the_projects_tests_get_the_object(
     assert [c["call"].splitlines()[-1] for c in plan["steps"][0]["checks"]] == [
         "pack(1, 2, 3).size()"
     ]
+
+
+WORDS = '''\
+"""Word helpers."""
+
+
+def word_count(text):
+    """How many words text has."""
+    return len(text.split())
+'''
+WORD_TESTS = "from textkit.words import word_count\n\n\ndef test_count():\n" \
+    "    assert word_count('a b') == 2\n"  # fmt: skip
+ADD_LONGEST = "Add a function longest_word(text) to textkit/words.py: " \
+    "longest_word('a bb ccc') == 'ccc'."  # fmt: skip
+
+
+def _words_project(root: Path) -> Path:
+    files = {
+        "textkit/__init__.py": "",
+        "textkit/words.py": WORDS,
+        "tests/test_words.py": WORD_TESTS,
+    }
+    return files_project(root, files)
+
+
+def test_a_function_the_task_asks_to_add_is_added_to_the_file_it_names(tmp_path: Path) -> None:
+    repo = _words_project(tmp_path / "proj")
+    longest = '''
+    def longest_word(text):
+        """The longest word of text."""
+        return max(text.split(), key=len)
+    '''
+    outcome = run_task(ADD_LONGEST, ctx(tmp_path, repo), models=answers(longest_word=longest))
+    assert outcome.status == "done", outcome.stop_reason
+    assert outcome.step_status == {"1-longest-word": "committed"}
+    changed = git(repo, "show", f"atom/{outcome.run_id}:textkit/words.py")
+    assert changed == WORDS + "\n\n" + textwrap.dedent(longest).lstrip("\n")
+    step = tmp_path / "ws" / "runs" / outcome.run_id / "steps" / "1-longest-word"
+    verdict = json.loads((step / "attempts" / "1" / "verdict.json").read_text())
+    assert verdict["verified"], verdict
+    results = verdict["checks"]["results"]
+    assert "longest_word('a bb ccc') == 'ccc'" in [r["check"] for r in results]
+    assert {r["status"] for r in results} == {"passed"}
+
+
+def test_an_added_function_that_fails_the_tasks_example_is_never_called_verified(
+    tmp_path: Path,
+) -> None:
+    repo = _words_project(tmp_path / "proj")
+    first = '''
+    def longest_word(text):
+        """The first word of text."""
+        return text.split()[0]
+    '''
+    outcome = run_task(ADD_LONGEST, ctx(tmp_path, repo), models=answers(longest_word=first))
+    # Retried once told what failed, then committed labelled: the example ran and failed.
+    assert "committed unverified: 1-longest-word (no regression, but 1 of 2 checks fail" in (
+        outcome.stop_reason
+    )
+    step = tmp_path / "ws" / "runs" / outcome.run_id / "steps" / "1-longest-word"
+    verdict = json.loads((step / "attempts" / "2" / "verdict.json").read_text())
+    assert not verdict["verified"]
+    failed = [r["check"] for r in verdict["checks"]["results"] if r["status"] != "passed"]
+    assert failed == ["longest_word('a bb ccc') == 'ccc'"]

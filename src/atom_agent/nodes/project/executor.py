@@ -25,6 +25,7 @@ from atom_agent.checks.contract import ContractReport
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.purpose import for_attempt
 from atom_agent.models.sampling import sample
+from atom_agent.project.additions import placement
 from atom_agent.project.documents import documents_for
 from atom_agent.project.edits import Edit, EditError, apply_edit, definition_of
 from atom_agent.project.repomap import excerpt, render_map, scan
@@ -66,6 +67,24 @@ docstring out: it is kept as it is. Reply with only that definition{method} in o
 block.""",
 )
 """The executor's request for a project step: the target's new definition."""
+
+PROJECT_ADD = register(
+    "PROJECT_ADD",
+    """\
+{task}
+
+Other files of the project (signatures):
+{repo_map}
+{documents}
+`{path}` as it is (line numbers on the left); `{qualname}` is not in it yet:
+{excerpt}
+{feedback}
+Write the definition of `{qualname}` to add to `{path}`: its `def` line with the parameters the \
+task gives, a one-line docstring, and a body that does what the task says, using the file's \
+imports and the project's own helpers where they fit. Reply with only that definition{method} \
+in one ```python block.""",
+)
+"""The executor's request for a project step that adds a definition the file does not have."""
 
 PROJECT_ANEW = register(
     "PROJECT_ANEW",
@@ -271,13 +290,12 @@ def edit_request(root: Path, task: str, step: PlanStep, feedback: str = "") -> l
     path, _, qualname = step.target.partition("::")
     defs = scan(root)
     target = target_of(defs, step)
-    around = (
-        excerpt(root, target, budget_tokens=EXCERPT_TOKENS)
-        if target is not None
-        else "(not defined yet)"
-    )
+    if target is None:  # a definition the step adds: the file it goes in is the context
+        around = placement(root, path, defs, budget_tokens=EXCERPT_TOKENS)
+    else:
+        around = excerpt(root, target, budget_tokens=EXCERPT_TOKENS)
     others = [d for d in defs if not d.test and d.path != path]
-    text = prompt_text("PROJECT_EDIT").format(
+    text = prompt_text("PROJECT_EDIT" if target is not None else "PROJECT_ADD").format(
         task=task,
         repo_map=render_map(others, budget_tokens=MAP_TOKENS, focus=[qualname]) or "(none)",
         qualname=qualname,

@@ -12,9 +12,11 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from atom_agent.checks.contract import ContractReport
 from atom_agent.models.purpose import calling, for_attempt
 from atom_agent.models.sampling import sample
+from atom_agent.project.additions import new_definitions, placement
 from atom_agent.project.checkout import open_checkout
 from atom_agent.project.checks import (
     docstring_checks,
+    missing,
     project_examples,
     reached,
     reproducing,
@@ -98,8 +100,10 @@ def make_project_planner(res: Resources) -> Any:
         project = load_project(res, run) or _open(res, state)
         defs = scan(project.checkout.root)
         named = [d for d in mentioned(state["task"], defs) if d.kind != "class"]
-        # Named stubs are what the task asks to write; other names it gives are context.
-        targets = [d for d in named if d.stub] or named
+        added = new_definitions(state["task"], defs, project.checkout.root)
+        # Named stubs and new names are what the task asks to write; other names it gives are
+        # context.
+        targets = [d for d in named if d.stub] + added or named
         spent: list[BaseMessage] = []
         if not targets:
             targets, spent = _locate(res, state["run_id"], state["task"], defs)
@@ -233,7 +237,8 @@ def _step(
         mine = ContractReport(baseline.results[: len(checks)], baseline.error)
         found = ContractReport(baseline.results[len(checks) :], baseline.error)
         reproduced = reproducing(examples, found, target.qualname)
-        checks = runnable_on_baseline(checks, mine) + reproduced
+        adds = target.qualname if target.new else ""
+        checks = runnable_on_baseline(checks, mine, adds=adds) + reproduced
         emit("project.examples", target=target.qualname, tried=len(examples), kept=len(reproduced))
     spent: list[BaseMessage] = []
     slug = re.sub(r"[^a-z0-9]+", "-", target.qualname.lower()).strip("-")[:36] or "change"
@@ -242,7 +247,7 @@ def _step(
         checks, spent = _reproduction(res, project, task, target, module, step_id)
     return PlanStep(
         id=step_id,
-        title=f"{target.qualname} in {target.path}",
+        title=f"{target.qualname} in {target.path}" + (" (new)" if target.new else ""),
         description=task,
         acceptance_criteria=[
             f"{target.qualname} does what the task and its docstring say",
@@ -265,7 +270,7 @@ def _reproduction(
     Each request is attempt 1 of step `step_id` in its call's metadata; asked again, 2.
     """
     model = res.model("planner")
-    around = excerpt(project.checkout.root, target, budget_tokens=CONTRACT_EXCERPT_TOKENS)
+    around = _around(project, target)
     prompt = reproduction_prompt(
         task, target.qualname, target.path, around, _origins(res, project, target, module)
     )
@@ -285,9 +290,11 @@ def _reproduction(
             emit("project.reproduction", target=target.qualname, written=0, kept=0)
             break
         baseline = checks_in_checkout(res, project, written, module)
-        kept = chosen(groups, {c.describe() for c in reached(written, baseline, target.qualname)})
+        # A new definition's tests reproduce by stopping where its name is missing.
+        hit = (missing if target.new else reached)(written, baseline, target.qualname)
+        kept = chosen(groups, {c.describe() for c in hit})
         emit("project.reproduction", target=target.qualname, written=len(written), kept=len(kept))
-        stopped = stopped_before(baseline, target.qualname)
+        stopped = [] if target.new else stopped_before(baseline, target.qualname)
         if kept or not stopped:
             break
         # None reached the target: asked once more, told what stopped each test and how the
@@ -362,11 +369,25 @@ def _attributed(step: PlanStep, clauses: list[Clause]) -> PlanStep:
     return step.model_copy(update={"checks": checks})
 
 
+def _around(project: ProjectRun, target: Definition) -> str:
+    """The code the model sees around the target (for a new one, the file it goes in)."""
+    root = project.checkout.root
+    if target.new:
+        defs = scan(root)
+        return placement(root, target.path, defs, budget_tokens=CONTRACT_EXCERPT_TOKENS)
+    return excerpt(root, target, budget_tokens=CONTRACT_EXCERPT_TOKENS)
+
+
 def _doc_and_parameters(project: ProjectRun, target: Definition) -> tuple[str, list[str]]:
-    """The target's docstring and parameter names in order (``self`` included for a method)."""
+    """The target's docstring and parameter names in order (``self`` included for a method).
+
+    A new definition has no docstring yet; its parameters are the ones the task gave.
+    """
     text = (project.checkout.root / target.path).read_text(encoding="utf-8", errors="replace")
     lines = text.splitlines()
     source = "\n".join(lines[target.lineno - 1 : target.end_lineno])
+    if target.new:
+        source = f"{target.signature or 'def _()'}:\n    pass\n"
     try:
         tree = ast.parse(textwrap.dedent(source))
     except SyntaxError:
