@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from atom_agent.project.additions import new_definitions
 from atom_agent.project.repomap import Definition, excerpt, find, mentioned, render_map, scan
 
 MOD = '''\
@@ -382,6 +383,8 @@ def test_mentioned_finds_the_target_of_real_project_tasks(task: dict[str, str]) 
     defs = scan(REPOTASKS / task["repo"])
     found = [(d.path, d.qualname) for d in mentioned(task["task"], defs)]
     assert (target["file"], target["qualname"]) in found
+    # Nothing the task writes as a call is taken for a definition to add.
+    assert new_definitions(task["task"], defs, REPOTASKS / task["repo"]) == []
 
 
 def test_excerpt_of_a_method_shows_the_same_method_of_another_class(tmp_path: Path) -> None:
