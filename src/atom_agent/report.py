@@ -65,6 +65,30 @@ def shown_criteria(verdict: dict[str, Any]) -> list[dict[str, Any]]:
 _UNVERIFIED = ("not verified", "committed on the task's own checks")
 
 
+def check_report(verdict: dict[str, Any]) -> dict[str, Any]:
+    """The checks a verdict ran (summary, results): a module step's contract, a project's checks."""
+    return dict(verdict.get("contract") or verdict.get("checks") or {})
+
+
+def _project_evidence(step_id: str, attempt: int, verdict: dict[str, Any]) -> str:
+    """A project step's verdict: its decision and why, each check run, the suite before/after."""
+    label = "verified" if verdict.get("verified") else "not verified"
+    lines = [f"### {step_id} (attempt {attempt}: {verdict.get('decision')}, {label})"]
+    lines.append(f"- {verdict.get('reason', '')}")
+    for result in check_report(verdict).get("results") or []:
+        got = f" (got {str(result.get('got'))[:80]})" if result.get("status") != "passed" else ""
+        lines.append(f"- **{result.get('status')}** — `{str(result.get('check'))[:200]}`{got}")
+    suite = verdict.get("suite") or {}
+    if suite:
+        before, after = suite.get("before") or {}, suite.get("after") or {}
+        regressions = ", ".join(suite.get("regressions") or []) or "none"
+        lines.append(
+            f"- the project's tests: {before.get('passed', 0)} passed before, "
+            f"{after.get('passed', 0)} after; regressions: {regressions}"
+        )
+    return "\n".join(lines)
+
+
 def _evidence_section(step_id: str, verdict: dict[str, Any]) -> str:
     lines = [f"### {step_id} (attempt {verdict.get('attempt', '?')}: {verdict.get('outcome')})"]
     if not verdict.get("verified", True):
@@ -202,11 +226,13 @@ def _steps_table(
         if attempts and attempts[-1].verdict_json.exists():
             verdict = workspace.read_verdict(attempts[-1])
             tests = str((verdict.get("tests") or {}).get("summary", "–"))
-            checks = str((verdict.get("contract") or {}).get("summary", "–"))
+            checks = str(check_report(verdict).get("summary", "–"))
             shown = shown_criteria(verdict)
             if shown:
                 criteria = criteria_summary(shown)
                 evidence.append(_evidence_section(step.id, verdict))
+            elif "checks" in verdict:  # a project step's verdict
+                evidence.append(_project_evidence(step.id, attempts[-1].n, verdict))
         files = (
             sorted(p.name for p in ref.artifacts.iterdir() if p.is_file())
             if ref.artifacts.is_dir()

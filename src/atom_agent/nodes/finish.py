@@ -18,7 +18,7 @@ from atom_agent.memory.changes import MemoryChanges
 from atom_agent.memory.learning import promote_once, record_decisions
 from atom_agent.memory.relevance import read_recalled
 from atom_agent.project.handback import hand_back, hand_back_markdown
-from atom_agent.report import criteria_summary, render_report, shown_criteria
+from atom_agent.report import check_report, criteria_summary, render_report, shown_criteria
 from atom_agent.resources import Resources
 from atom_agent.selection.candidates import floor, meets_clauses
 from atom_agent.session import SessionContext
@@ -391,7 +391,7 @@ def clause_coverage(
             s.get("check")
             for s in (verdict.get("cross_examination") or {}).get("suspect_checks", [])
         }
-        for result in (verdict.get("contract") or {}).get("results") or []:
+        for result in check_report(verdict).get("results") or []:
             if result.get("clause") and result.get("check") not in suspect:
                 status = str(result.get("status"))
                 if status == "passed" and result.get("criterion") in SHAPE_CRITERIA:

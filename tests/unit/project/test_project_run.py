@@ -552,6 +552,12 @@ def test_a_function_the_task_asks_to_add_is_added_to_the_file_it_names(tmp_path:
     results = verdict["checks"]["results"]
     assert "longest_word('a bb ccc') == 'ccc'" in [r["check"] for r in results]
     assert {r["status"] for r in results} == {"passed"}
+    # What ran is reported as run: the clauses verified, each check and the suite in report.md.
+    assert outcome.stop_reason.endswith("1 clause: 1 verified"), outcome.stop_reason
+    report = Path(outcome.report or "").read_text()
+    assert "### 1-longest-word (attempt 1: commit, verified)" in report
+    assert "- **passed** — `longest_word('a bb ccc') == 'ccc'`" in report
+    assert "| 1-longest-word | committed | 1 | 2 passed, 0 failed |" in report
 
 
 def test_an_added_function_that_fails_the_tasks_example_is_never_called_verified(
