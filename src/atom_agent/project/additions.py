@@ -21,6 +21,7 @@ from atom_agent.project.repomap import (
     is_test_path,
     module_name,
     render_map,
+    scan_file,
     task_paths,
 )
 
@@ -146,7 +147,7 @@ def _definition(path: str, name: str, kind: str, signature: str) -> Definition:
     )
 
 
-def placement(root: Path, path: str, defs: list[Definition], *, budget_tokens: int) -> str:
+def placement(root: Path, path: str, *, budget_tokens: int) -> str:
     """What the model sees of the file at `path` a new definition goes in, line numbers on.
 
     The whole file when it fits `budget_tokens` (characters // 4), else its outline (the
@@ -156,5 +157,5 @@ def placement(root: Path, path: str, defs: list[Definition], *, budget_tokens: i
     numbered = "\n".join(f"{n:5}| {line}" for n, line in enumerate(lines, 1))
     if len(numbered) // 4 <= budget_tokens:
         return numbered or "(the file is empty)"
-    mine = [d for d in defs if d.path == path and not d.new]
+    mine = scan_file(root.resolve(), (root / path).resolve())
     return render_map(mine, budget_tokens=budget_tokens) or "(the file defines nothing)"

@@ -69,7 +69,7 @@ def scan(root: Path, *, max_files: int = 2000, max_bytes: int = 2_000_000) -> li
         if count >= max_files:
             logger.warning("repository map stops at %d files under %s", max_files, root)
             break
-        found.extend(_scan_file(root, path, max_bytes))
+        found.extend(scan_file(root, path, max_bytes))
     return found
 
 
@@ -102,7 +102,8 @@ def _skipped_dir(path: Path) -> bool:
     )
 
 
-def _scan_file(root: Path, path: Path, max_bytes: int) -> list[Definition]:
+def scan_file(root: Path, path: Path, max_bytes: int = 2_000_000) -> list[Definition]:
+    """The definitions of one Python file under `root` (none: too big, or it does not parse)."""
     rel = path.relative_to(root).as_posix()
     try:
         if path.stat().st_size > max_bytes:

@@ -100,7 +100,7 @@ def test_the_file_a_new_definition_goes_in_is_shown_numbered_or_as_its_outline(
     tmp_path: Path,
 ) -> None:
     root = _project(tmp_path)
-    shown = placement(root, "textkit/words.py", scan(root), budget_tokens=2000)
+    shown = placement(root, "textkit/words.py", budget_tokens=2000)
     assert "    6| def word_count(text):" in shown and "Counter" in shown
-    outline = placement(root, "textkit/words.py", scan(root), budget_tokens=20)
+    outline = placement(root, "textkit/words.py", budget_tokens=20)
     assert "def word_count(text)" in outline and "|" not in outline

@@ -50,14 +50,19 @@ from .common import (
     target_of,
 )
 
-PROJECT_EDIT = register(
-    "PROJECT_EDIT",
-    """\
+_EDIT_CONTEXT = """\
 {task}
 
 Other files of the project (signatures):
 {repo_map}
 {documents}
+"""
+"""What both edit requests open with: the task, the other files' signatures, the documents."""
+
+PROJECT_EDIT = register(
+    "PROJECT_EDIT",
+    _EDIT_CONTEXT
+    + """\
 `{qualname}` in `{path}`, with the code around it (line numbers on the left):
 {excerpt}
 {feedback}
@@ -70,12 +75,8 @@ block.""",
 
 PROJECT_ADD = register(
     "PROJECT_ADD",
-    """\
-{task}
-
-Other files of the project (signatures):
-{repo_map}
-{documents}
+    _EDIT_CONTEXT
+    + """\
 `{path}` as it is (line numbers on the left); `{qualname}` is not in it yet:
 {excerpt}
 {feedback}
@@ -291,7 +292,7 @@ def edit_request(root: Path, task: str, step: PlanStep, feedback: str = "") -> l
     defs = scan(root)
     target = target_of(defs, step)
     if target is None:  # a definition the step adds: the file it goes in is the context
-        around = placement(root, path, defs, budget_tokens=EXCERPT_TOKENS)
+        around = placement(root, path, budget_tokens=EXCERPT_TOKENS)
     else:
         around = excerpt(root, target, budget_tokens=EXCERPT_TOKENS)
     others = [d for d in defs if not d.test and d.path != path]

@@ -373,8 +373,7 @@ def _around(project: ProjectRun, target: Definition) -> str:
     """The code the model sees around the target (for a new one, the file it goes in)."""
     root = project.checkout.root
     if target.new:
-        defs = scan(root)
-        return placement(root, target.path, defs, budget_tokens=CONTRACT_EXCERPT_TOKENS)
+        return placement(root, target.path, budget_tokens=CONTRACT_EXCERPT_TOKENS)
     return excerpt(root, target, budget_tokens=CONTRACT_EXCERPT_TOKENS)
 
 
