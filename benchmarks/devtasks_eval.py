@@ -12,7 +12,11 @@ solved task, and which tasks the agent fixed or broke against the plain call:
   zero is.
 - warming: plain calls at rising temperature until every check the task's clauses state
   passes (the last sample is kept when none does); its first sample is the plain call's.
-- agent: ``atom-agent batch`` on the same tasks (runs ``tasks.<id>``), with `--settings`.
+- agent: ``atom-agent batch`` on the same tasks (runs ``tasks.<id>``), with `--settings`, each
+  task with its own memory (``--isolated-memory``).
+- memory: the agent as configured with one memory for all the tasks, run in order (runs
+  ``memory.<id>``): what a user's later tasks recall from the earlier ones. Beside ``agent`` it
+  shows what memory costs or wins on tasks that share no rule.
 
 Each arm appends a line per task to ``<workspace>/devtasks_<arm>.jsonl`` and skips the tasks
 already there, so a stopped evaluation resumes.
@@ -142,9 +146,10 @@ def warming_arm(
     return done
 
 
-AGENT_ARMS = ("agent", "small", "standard", "server")
-"""Arms that run the agent: as configured (``agent``), on one profile, or the standard
-profile through an OpenAI-compatible server (``server``: --base-url)."""
+AGENT_ARMS = ("agent", "memory", "small", "standard", "server")
+"""Arms that run the agent: as configured (``agent``; ``memory``: one memory across the tasks),
+on one profile, or the standard profile through an OpenAI-compatible server (``server``:
+--base-url)."""
 
 
 def arm_context(ctx: Context, arm: str, args: argparse.Namespace) -> Context:
@@ -175,9 +180,10 @@ def agent_arm(
         "devtasks_agent_results.jsonl" if arm == "agent" else f"devtasks_{arm}_results.jsonl"
     )
     # Memory isolated per task *and arm*: an arm must not recall what another arm's run of the
-    # same task learned (each arm starts from what one user's first run would have).
+    # same task learned (each arm starts from what one user's first run would have). The memory
+    # arm shares one memory across its own tasks only.
     arm_ctx = (ctx or res.ctx).replace(project_id=f"{(ctx or res.ctx).project_id}.{arm}")
-    options = BatchOptions(arm_ctx, 1, isolated_memory=True, resources=res)
+    options = BatchOptions(arm_ctx, 1, isolated_memory=arm != "memory", resources=res)
     run_batch(named, results, options)
     rows = _done(results)
     return {
@@ -243,6 +249,24 @@ def summary(rows: dict[str, dict[str, Any]], passed: dict[str, bool]) -> dict[st
     }
 
 
+def memory_line(
+    table: dict[str, Any], verdicts: dict[str, dict[str, bool]],
+    rows: dict[str, dict[str, dict[str, Any]]], ids: list[str],
+) -> str:  # fmt: skip
+    """The memory arm against the agent's: tasks lost and won, seconds, memories recalled."""
+    lost = [i for i in ids if verdicts["agent"].get(i) and not verdicts["memory"].get(i)]
+    won = [i for i in ids if verdicts["memory"].get(i) and not verdicts["agent"].get(i)]
+    mean = (table["memory"]["seconds_mean"] or 0) / (table["agent"]["seconds_mean"] or 1)
+    recalled = [rows["memory"][i].get("recalled", 0) for i in ids if i in rows["memory"]]
+    carried = sum(1 for n in recalled if n)
+    table["memory_vs_agent"] = {"lost": lost, "won": won, "mean_seconds": round(mean, 2),
+                                "runs_that_recalled": carried}  # fmt: skip
+    return (
+        f"memory vs agent: lost {lost}, won {won}, mean seconds {mean:.2f}x; "
+        f"{carried} of {len(recalled)} runs recalled a memory ({sum(recalled)} in all)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tasks", type=Path)
@@ -301,6 +325,8 @@ def main() -> None:
                 ratio = (table[arm]["seconds_median"] or 0) / plain_median
                 table[arm]["median_vs_plain"] = round(ratio, 2)
                 print(f"{arm}: median seconds {ratio:.2f}x the plain call's")
+    if "agent" in rows and "memory" in rows:
+        print(memory_line(table, verdicts, rows, ids))
     for i in ids:
         cells = [f"{arm} {'PASS' if verdicts[arm].get(i) else 'fail'} "
                  f"{rows[arm].get(i, {}).get('tokens', '-')} tok "

@@ -40,6 +40,7 @@ def run_figures(run_dir: Path) -> dict[str, Any]:
         "model_calls": int(usage.get("model_calls", 0)),
         "finished": info.get("status") in FINISHED,
         "calls": info.get("calls") or {},
+        "recalled": len((info.get("memories") or {}).get("recalled") or []),
     }
 
 

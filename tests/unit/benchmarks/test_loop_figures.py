@@ -28,10 +28,22 @@ def test_a_runs_figures_add_up_its_attempts(tmp_path: Path) -> None:
     got = figures.run_figures(run)
     assert got == {"tool_calls": 7, "tool_errors": 1, "broken_calls": 2, "recovered_calls": 1,
                    "tool_limit_hits": 1, "largest_prompt": 4100, "context_window": 8192,
-                   "status": "done", "model_calls": 9, "finished": True, "calls": {}}  # fmt: skip
+                   "status": "done", "model_calls": 9, "finished": True, "calls": {},
+                   "recalled": 0}  # fmt: skip
     line = figures.arm_line("standard", [{**got, "id": "t1"}])
     assert "largest prompt 4100 of 8192" in line and "tool-limit hits 1" in line
     assert "unfinished 0" in line
+
+
+def test_the_memories_a_run_recalled_are_counted(tmp_path: Path) -> None:
+    run = tmp_path / "memory.t3"
+    run.mkdir()
+    recalled = [{"id": "m1", "type": "lesson"}, {"id": "m2", "type": "convention"}]
+    info = {"status": "failed", "memories": {"recalled": recalled}}
+    (run / "run.json").write_text(json.dumps(info))
+    assert figures.run_figures(run)["recalled"] == 2
+    (run / "run.json").write_text(json.dumps({"status": "failed", "memories": {"written": []}}))
+    assert figures.run_figures(run)["recalled"] == 0
 
 
 def test_a_run_that_never_ended_is_unfinished(tmp_path: Path) -> None:
