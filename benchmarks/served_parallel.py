@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,10 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "src"), str(REPO)]
+
+from tests.servers import free_port, stop, wait_http_ok  # noqa: E402
 
 from atom_agent.models.weights import resolve_local_weights  # noqa: E402
 
@@ -35,26 +37,6 @@ PROMPTS = (
     "Write a Python function to_roman(n) for 1 <= n <= 3999.",
     "Write a Python function word_freq(text) returning a dict of lower-case word counts.",
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"llama-server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit(f"llama-server was not ready in {timeout_s:.0f} s")
 
 
 def _ask(base: str, prompt: str, tokens: int) -> int:
@@ -70,23 +52,23 @@ def _ask(base: str, prompt: str, tokens: int) -> int:
 
 def timed(binary: str, slots: int, prompts: list[str], tokens: int) -> tuple[float, int]:
     """Wall seconds and tokens decoded for ``prompts`` on a server with ``slots`` slots."""
-    port = _free_port()
+    port = free_port()
     args = [binary, "-m", str(resolve_local_weights()), "--host", "127.0.0.1", "--port",
             str(port), "-c", str(4096 * slots), "-t", "2", "--parallel", str(slots)]  # fmt: skip
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+    with tempfile.TemporaryDirectory() as tmp, open(Path(tmp) / "server.log", "wb") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)  # fmt: skip
         try:
             base = f"http://127.0.0.1:{port}"
-            _wait(f"{base}/health", proc)
+            wait_http_ok(f"{base}/health", proc, Path(log.name), timeout_s=180)
             _ask(base, "Say hi.", 4)  # warm: weights paged in, graph built
             t0 = time.monotonic()
             with ThreadPoolExecutor(max_workers=slots) as pool:
                 decoded = sum(pool.map(lambda p: _ask(base, p, tokens), prompts))
             return time.monotonic() - t0, decoded
         finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+            stop(proc)
 
 
 def main() -> None:
