@@ -68,26 +68,26 @@ def test_generates_text_and_reports_usage(model: LocalChatModel) -> None:
 def test_a_reply_streams_token_by_token_the_first_piece_well_before_the_last() -> None:
     # A reply nothing may cut later streams its text as decoded; one the early stop watches
     # (the agent's default) a few lines behind (see _stream and the module-reply test below).
-    model = LocalChatModel(max_tokens=96)
+    model = LocalChatModel(max_tokens=64)
     assert not model.stop_early
     model.invoke([HumanMessage("Say hi.")], max_tokens=2)  # loaded: its load is not timed below
     prompt = [HumanMessage("Write a Python function that returns the square of x, with a "
                            "docstring and three pytest tests.")]  # fmt: skip
     arrivals: list[tuple[float, AIMessageChunk]] = []
     started = time.perf_counter()
-    for chunk in model.stream(prompt, max_tokens=96):
+    for chunk in model.stream(prompt, max_tokens=64):
         assert isinstance(chunk, AIMessageChunk)
         arrivals.append((time.perf_counter() - started, chunk))
     text = "".join(c.text for _, c in arrivals)
     assert len(arrivals) > 10 and "def " in text
     first, last = arrivals[0][0], arrivals[-1][0]
-    # Decoding 96 tokens takes seconds on 2 cores; the first piece comes after the prefill.
+    # Decoding 64 tokens takes seconds on 2 cores; the first piece comes after the prefill.
     assert first < last / 2, (first, last)
     final = arrivals[-1][1]
     assert final.chunk_position == "last" and final.usage_metadata is not None
     assert final.usage_metadata["output_tokens"] == len([c for _, c in arrivals if c.text])
     # The same request invoked gives the same reply (greedy): streaming changes nothing.
-    assert model.invoke(prompt, max_tokens=96).text == text
+    assert model.invoke(prompt, max_tokens=64).text == text
 
 
 def test_bind_tools_yields_a_valid_call_of_a_bound_tool(model: LocalChatModel) -> None:
@@ -150,7 +150,11 @@ def test_a_reply_ends_after_its_code_block_with_the_same_code() -> None:
     ask = [HumanMessage("Write a Python function square(x) returning x squared, then explain it.")]
     with code_replies():
         watched = LocalChatModel(max_tokens=300, stop_early=True).invoke(ask)
-    plain = LocalChatModel(max_tokens=300, stop_early=True).invoke(ask)  # not asked for code only
+    assert watched.usage_metadata
+    # Not asked for code only, the same greedy reply runs on past the block: a few dozen tokens
+    # past the cut show it (the rest of its prose would only take the suite's time).
+    past = watched.usage_metadata["output_tokens"] + 24
+    plain = LocalChatModel(max_tokens=300, stop_early=True).invoke(ask, max_tokens=past)
     assert watched.response_metadata.get("ended_early") == "code block complete"
     assert watched.text.rstrip().endswith("```")
     assert plain.usage_metadata and watched.usage_metadata
@@ -176,7 +180,10 @@ def test_a_module_reply_ends_where_its_tests_begin_with_the_same_code() -> None:
                         response_metadata=chunks[-1].response_metadata,
                         usage_metadata=chunks[-1].usage_metadata)  # fmt: skip
     assert any(c.text for c in chunks[:-1])
-    plain = LocalChatModel(max_tokens=400, stop_early=True).invoke(ask)
+    assert watched.usage_metadata
+    # The same greedy reply, not watched, goes on into its tests: the first of them shows it.
+    past = watched.usage_metadata["output_tokens"] + 48
+    plain = LocalChatModel(max_tokens=400, stop_early=True).invoke(ask, max_tokens=past)
     assert watched.response_metadata.get("ended_early") == "implementation complete, tests follow"
     assert watched.text.rstrip().endswith("```") and "def test" not in watched.text
     assert plain.usage_metadata and watched.usage_metadata
@@ -201,7 +208,7 @@ def test_a_prompt_that_begins_like_an_earlier_one_prefills_only_what_is_new() ->
 
 
 def test_a_greedy_request_gives_the_same_reply_whatever_ran_before() -> None:
-    chat = LocalChatModel(max_tokens=64, stop_early=True, prefix_cache_mb=256)
+    chat = LocalChatModel(max_tokens=32, stop_early=True, prefix_cache_mb=256)
     ask = [HumanMessage("Write a Python function that returns the n-th Fibonacci number.")]
     first = chat.invoke(ask)
     # Other calls leave other KV states and saved prefixes, one of them this very prompt's.

@@ -34,6 +34,7 @@ STARTS_PROCESSES = frozenset(
         "cli/test_exit.py",
         "cli/test_models.py",
         "cli/test_runs_calls.py",
+        "cli/test_startup.py",
         "evals/test_humaneval.py",
         "graph/test_broken_calls.py",
         "graph/test_budget_calls.py",

@@ -5,17 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from atom_agent.batch import BatchOptions, BatchProgress, run_batch
-from atom_agent.resources import models_from_factory
-
 from .run import context_from_args, model_options
+
+if TYPE_CHECKING:  # loaded by the command: `--help` and bad options need none of it
+    from atom_agent.batch import BatchProgress
 
 
 def _line(p: BatchProgress) -> Text:
@@ -30,6 +30,9 @@ def _line(p: BatchProgress) -> Text:
 
 
 def _cmd(args: argparse.Namespace) -> int:
+    from atom_agent.batch import BatchOptions, run_batch
+    from atom_agent.resources import models_from_factory
+
     ctx = context_from_args(args)
     tasks = Path(args.tasks)
     out = (

@@ -9,14 +9,14 @@ from typing import Any
 
 from rich.console import Console
 
-from atom_agent.evals.humaneval import load_problems
-from atom_agent.evals.runner import run_humaneval
-from atom_agent.resources import models_from_factory
-
 from .run import context_from_args, model_options
 
 
 def _cmd(args: argparse.Namespace) -> int:
+    from atom_agent.evals.humaneval import load_problems
+    from atom_agent.evals.runner import run_humaneval
+    from atom_agent.resources import models_from_factory
+
     ctx = context_from_args(args)
     problems = load_problems(args.ids.split(",") if args.ids else None, args.limit)
     out = Path(args.out) if args.out else Path(ctx.workspace) / "evals" / "humaneval"

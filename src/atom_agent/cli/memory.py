@@ -7,18 +7,19 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from atom_agent.context import Context
 from atom_agent.environment import check_workspace
 from atom_agent.errors import ConfigError, InvalidInputError
-from atom_agent.memory import MemoryManager, MemoryRecord
-from atom_agent.memory.records import MAX_CONTENT_CHARS, MEMORY_TYPES, MemoryType
-from atom_agent.memory.rules import record_rules
+from atom_agent.memory.records import MAX_CONTENT_CHARS, MEMORY_TYPES, MemoryRecord, MemoryType
 from atom_agent.rule_text import StatedRule, states_change
 from atom_agent.session import SessionContext
 
-Handler = Callable[[MemoryManager, SessionContext, argparse.Namespace], int]
+if TYPE_CHECKING:  # loaded by the handlers: `--help` and bad options need no Chroma
+    from atom_agent.memory import MemoryManager
+
+Handler = Callable[["MemoryManager", SessionContext, argparse.Namespace], int]
 
 
 def register(subparsers: Any) -> None:
@@ -121,6 +122,8 @@ def _run(
     if not ctx.chroma_url:
         check_workspace(Path(ctx.workspace).expanduser())  # a file or read-only: say so
     session = SessionContext(session_id="cli", project_id=ctx.project_id)
+    from atom_agent.memory import MemoryManager
+
     with MemoryManager.from_context(ctx) as manager:
         return handler(manager, session, args)
 
@@ -203,6 +206,8 @@ def _check_add(args: argparse.Namespace) -> None:
 
 
 def _add(manager: MemoryManager, session: SessionContext, args: argparse.Namespace) -> int:
+    from atom_agent.memory.rules import record_rules
+
     statement = StatedRule(
         args.text, changes=args.type == "convention" and states_change(args.text)
     )

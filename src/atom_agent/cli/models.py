@@ -11,22 +11,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from atom_agent.errors import AtomAgentError
-from atom_agent.models import LOCAL, load_chat_model, resolve_default_model
 from atom_agent.models import weights as local_weights
-from atom_agent.models.local import llama_available
-from atom_agent.models.registry import (
-    LISTED_PROVIDERS,
-    PROVIDER_KEYS,
-    gemini_key,
-    provider_package,
-)
 from atom_agent.sandbox import sandbox_status
+
+# LangChain's chat models (the registry, the local model) load in the functions that use them:
+# `atom-agent --help` and every other command start without them.
 
 CHECK_PROMPT = (
     "Write a one-line Python function `add(a, b)` that returns the sum. Reply with code only."
@@ -44,6 +38,9 @@ class ProviderStatus:
 
 
 def _local_status() -> ProviderStatus:
+    from atom_agent.models.local import llama_available
+    from atom_agent.models.registry import LOCAL
+
     if not llama_available():
         return ProviderStatus(LOCAL, "llama-cpp-python", False, local_weights.INSTALL_HINT)
     override = os.environ.get("ATOM_LOCAL_MODEL_PATH", "").strip()
@@ -68,6 +65,8 @@ def _local_status() -> ProviderStatus:
 
 
 def _remote_status(provider: str) -> ProviderStatus:
+    from atom_agent.models.registry import PROVIDER_KEYS, provider_package
+
     package = provider_package(provider)
     dist = package.split(".")[0].replace("_", "-")
     if importlib.util.find_spec(package.split(".")[0]) is None:
@@ -84,11 +83,17 @@ def _remote_status(provider: str) -> ProviderStatus:
 
 def provider_statuses() -> list[ProviderStatus]:
     """The status of the local model and the listed remote providers."""
+    from atom_agent.models.registry import LISTED_PROVIDERS
+
     return [_local_status(), *(_remote_status(p) for p in LISTED_PROVIDERS)]
 
 
 def run_check(spec: str) -> dict[str, Any]:
     """Load `spec` and generate one reply: a real end-to-end check of the model."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from atom_agent.models.registry import load_chat_model
+
     started = time.perf_counter()
     model = load_chat_model(spec)
     reply = model.invoke([HumanMessage(CHECK_PROMPT)])
@@ -109,6 +114,8 @@ def run_check(spec: str) -> dict[str, Any]:
 
 
 def _cmd(args: argparse.Namespace) -> int:
+    from atom_agent.models.registry import LOCAL, gemini_key, resolve_default_model
+
     statuses = provider_statuses()
     try:
         resolution = resolve_default_model(args.model)

@@ -6,18 +6,18 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError
-from atom_agent.resources import Resources, models_from_factory
-from atom_agent.run import RunOutcome, resume_run, run_task
-from atom_agent.workspace.deliverable import ExportError, export_result
 
 from .progress import Progress
+
+if TYPE_CHECKING:  # the handlers load the run's machinery: `--help` and bad options need none
+    from atom_agent.run import RunOutcome
 
 EXIT_CODES = {"done": 0, "failed": 1, "interrupted": 3, "budget_exhausted": 4}
 
@@ -159,6 +159,9 @@ def _ask(outcome: RunOutcome, console: Console) -> str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from atom_agent.resources import Resources, models_from_factory
+    from atom_agent.run import resume_run, run_task
+
     ctx = context_from_args(args)
     console = Console(stderr=args.json)
     progress = None if args.json else Progress(console, verbose=args.verbose > 0)
@@ -176,6 +179,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _export(outcome: RunOutcome, args: argparse.Namespace, console: Console) -> int:
     """``--out DIR``: copy the run's result there (never over existing files without --force)."""
+    from atom_agent.workspace.deliverable import ExportError, export_result
+
     if not args.out or outcome.status == "interrupted":
         return 0
     if not outcome.result:
@@ -193,6 +198,9 @@ def _export(outcome: RunOutcome, args: argparse.Namespace, console: Console) -> 
 
 
 def _resume(args: argparse.Namespace) -> int:
+    from atom_agent.resources import Resources, models_from_factory
+    from atom_agent.run import resume_run
+
     ctx = context_from_args(args)
     console = Console(stderr=args.json)
     progress = None if args.json else Progress(console, verbose=args.verbose > 0)

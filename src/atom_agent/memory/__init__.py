@@ -1,10 +1,27 @@
-"""Two-tier memory: Chroma-backed long-term records and per-session working memory."""
+"""Two-tier memory: Chroma-backed long-term records and per-session working memory.
+
+The names below are loaded on first use (PEP 562): importing a light submodule
+(``atom_agent.memory.records``, ``.rules``) does not load Chroma and its embedder, which take
+about a second, so a command that needs neither (``atom-agent --help``) starts at once.
+"""
 
 from __future__ import annotations
 
-from atom_agent.memory.manager import MemoryManager
-from atom_agent.memory.records import MemoryRecord, MemoryType, SourceType
-from atom_agent.memory.working import WorkingMemory
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from atom_agent.memory.manager import MemoryManager
+    from atom_agent.memory.records import MemoryRecord, MemoryType, SourceType
+    from atom_agent.memory.working import WorkingMemory
+
+_WHERE = {
+    "MemoryManager": "atom_agent.memory.manager",
+    "MemoryRecord": "atom_agent.memory.records",
+    "MemoryType": "atom_agent.memory.records",
+    "SourceType": "atom_agent.memory.records",
+    "WorkingMemory": "atom_agent.memory.working",
+}
 
 __all__ = [
     "MemoryManager",
@@ -13,3 +30,12 @@ __all__ = [
     "SourceType",
     "WorkingMemory",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value

@@ -1,7 +1,24 @@
-"""Chat models: ``provider:model`` specs through LangChain, the embedded local model, defaults."""
+"""Chat models: ``provider:model`` specs through LangChain, the embedded local model, defaults.
 
-from atom_agent.models.local import LocalChatModel
-from atom_agent.models.registry import LOCAL, load_chat_model, resolve_default_model
+The names below are loaded on first use (PEP 562): a light submodule (``.weights``,
+``.profiles``) is imported without LangChain's chat models, which take over a second to load.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from atom_agent.models.local import LocalChatModel
+    from atom_agent.models.registry import LOCAL, load_chat_model, resolve_default_model
+
+_WHERE = {
+    "LocalChatModel": "atom_agent.models.local",
+    "LOCAL": "atom_agent.models.registry",
+    "load_chat_model": "atom_agent.models.registry",
+    "resolve_default_model": "atom_agent.models.registry",
+}
 
 __all__ = [
     "LOCAL",
@@ -9,3 +26,12 @@ __all__ = [
     "load_chat_model",
     "resolve_default_model",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
