@@ -7,8 +7,9 @@ about a second, so a command that needs neither (``atom-agent --help``) starts a
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from atom_agent.lazy import lazy_names
 
 if TYPE_CHECKING:
     from atom_agent.memory.manager import MemoryManager
@@ -32,10 +33,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)

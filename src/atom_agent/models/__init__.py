@@ -6,8 +6,9 @@ The names below are loaded on first use (PEP 562): a light submodule (``.weights
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from atom_agent.lazy import lazy_names
 
 if TYPE_CHECKING:
     from atom_agent.models.local import LocalChatModel
@@ -28,10 +29,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _WHERE)
