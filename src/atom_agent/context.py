@@ -129,6 +129,14 @@ class Context:
     """Start with one plain call of the model for the whole task (candidate zero): its code is
     the first candidate of every step it covers, and replaced only by code that executes
     better; when it meets every check the task states, the task is planned as one step."""
+    parallel_calls: int = field(
+        default=0, metadata=_doc("Model calls a run may make at once; 0 = auto.")
+    )
+    """How many model calls that do not depend on each other a run makes at once (the plain
+    answer and the contract of a task planned without a call). 0 = auto: 2 for a model named by
+    a provider spec other than the embedded one (an API or a model server answers requests side
+    by side), 1 for the embedded model (one sequence decodes at a time) and for chat-model
+    objects given to the run (set it for those)."""
 
     # --- sandbox ---
     sandbox_timeout_s: float = field(default=60.0, metadata=_doc("Wall-clock seconds per run."))
@@ -202,6 +210,7 @@ class Context:
         _check_range(self, "loop_time_factor", 0.0, 1000.0)
         _check_range(self, "run_time_factor", 0.0, 1000.0)
         _check_range(self, "max_plan_steps", 1, 50)
+        _check_range(self, "parallel_calls", 0, 16)
         _check_range(self, "max_tokens", 1, None)
         _check_range(self, "max_cost_usd", 0.0, None)
         _check_range(self, "max_wall_seconds", 0.001, None)

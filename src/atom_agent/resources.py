@@ -28,7 +28,7 @@ from atom_agent.checkpoints import sqlite_checkpointer
 from atom_agent.context import Context
 from atom_agent.errors import ConfigError
 from atom_agent.memory import MemoryManager
-from atom_agent.models import load_chat_model, resolve_default_model
+from atom_agent.models import LOCAL, load_chat_model, resolve_default_model
 from atom_agent.models.structured import with_schema_computed_once
 from atom_agent.prompts import Prompts
 from atom_agent.sandbox import Limits, SandboxRunner, default_runner
@@ -194,6 +194,24 @@ class Resources:
         if cache is not None and model.cache is None:
             model.cache = cache
         return model
+
+    def parallel_calls(self, *roles: str) -> int:
+        """How many independent calls of the models of `roles` a run makes at once.
+
+        ``Context.parallel_calls`` when set; else 1 when a role's model is the embedded one
+        (it decodes one sequence at a time: a second call would only wait) or an object given
+        to the run (what serves it is unknown), 2 when every role's model comes from a spec of
+        an API or a model server.
+        """
+        if self.ctx.parallel_calls:
+            return self.ctx.parallel_calls
+        given = self._shared.models
+        for role in roles:
+            if isinstance(given, BaseChatModel) or (given is not None and role in given):
+                return 1
+            if resolve_default_model(self.ctx.model_for(role) or None).spec == LOCAL:
+                return 1
+        return 2
 
     def spec(self, role: str) -> str:
         """The model a role uses, as a spec or a class name (for reports)."""

@@ -38,6 +38,7 @@ STARTS_PROCESSES = frozenset(
         "evals/test_humaneval.py",
         "graph/test_broken_calls.py",
         "graph/test_budget_calls.py",
+        "graph/test_calls_alongside.py",
         "graph/test_dependencies_imported.py",
         "graph/test_budgets_and_shape.py",
         "graph/test_calls_end.py",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from langchain_core.messages import (
 from pydantic import ValidationError
 
 from atom_agent.checks.contract import ContractReport
+from atom_agent.models.concurrent import alongside
 from atom_agent.models.profiles import profile_for
 from atom_agent.models.purpose import calling
 from atom_agent.models.structured import SizedReply, StructuredReply, invoke_sized
@@ -131,7 +133,8 @@ def make_planner(res: Resources) -> Any:
         run = run_ref(res, state)
         model = res.model("planner")
         committed, replan_text = _replan_context(state)
-        zero = _ask_candidate_zero(res, run, state)
+        with alongside(_contracts_ahead(res, state)) as ahead:
+            zero = _ask_candidate_zero(res, run, state)
         spent = list(zero.spent) if zero is not None else []
         reason = _one_step_reason(res, state, zero)
         if reason is None:
@@ -146,9 +149,13 @@ def make_planner(res: Resources) -> Any:
             # One step can only be the task itself (one function or class, or a plan held to
             # one step): no model call is needed to plan it, only its contract.
             plan = finalize_plan(single_step_plan(state["task"]), state["task"])
-        plan, contracts = write_contracts(
-            model, state["task"], plan, skip={s.id for s in committed}
-        )
+        if ahead is not None:  # the one-step plan's contract, asked alongside the plain answer
+            plan, contracts = ahead.result()
+        else:
+            skip, parallel = {s.id for s in committed}, res.parallel_calls("planner")
+            plan, contracts = write_contracts(
+                model, state["task"], plan, skip=skip, parallel=parallel
+            )
         usage = usage_of([*spent, *contracts], model_name_of(model))
         return {**accept_plan(res, state, run, plan, reason, usage), **_plain(zero)}
 
@@ -170,18 +177,48 @@ def _replan_context(state: State) -> tuple[list[PlanStep], str]:
     return committed, replan_text
 
 
+def _asks_zero(res: Resources, state: State) -> bool:
+    """This first plan asks for candidate zero (not on a replan, nor when off or had)."""
+    return not state.get("plan") and res.ctx.candidate_zero and state.get("plain") is None
+
+
 def _ask_candidate_zero(res: Resources, run: RunRef, state: State) -> _Zero | None:
     """Candidate zero when this first plan asks for it (None on a replan, or when off or had)."""
-    if state.get("plan") or not res.ctx.candidate_zero or state.get("plain") is not None:
+    return _candidate_zero(res, run, state["task"]) if _asks_zero(res, state) else None
+
+
+def _one_step_whatever_it_answers(res: Resources, state: State) -> bool:
+    """A first plan that is the task as one step, known before the plain answer."""
+    return not state.get("plan") and (
+        res.ctx.max_plan_steps == 1 or single_unit(own_task(state["task"]))
+    )
+
+
+def _contracts_ahead(
+    res: Resources, state: State
+) -> Callable[[], tuple[Plan, list[AIMessage]]] | None:
+    """The contract call of a one-step first plan, to make while the plain answer is asked.
+
+    Neither depends on the other: the plan is known from the task alone, and the contract is
+    written from the task, never from an answer. Only where the models answer calls side by
+    side (:meth:`~atom_agent.resources.Resources.parallel_calls`; an API or a model server):
+    the embedded model decodes one sequence at a time, so there it would only wait.
+    """
+    if not _one_step_whatever_it_answers(res, state) or not _asks_zero(res, state):
         return None
-    return _candidate_zero(res, run, state["task"])
+    if res.parallel_calls("planner", "executor") < 2:
+        return None
+    plan = finalize_plan(single_step_plan(state["task"]), state["task"])
+    model, task = res.model("planner"), state["task"]
+    emit("plan.contract_alongside", run_id=state["run_id"])
+    return lambda: write_contracts(model, task, plan)
 
 
 def _one_step_reason(res: Resources, state: State, zero: _Zero | None) -> str | None:
     """Why a first plan is the task as one step, planned without a call (None: ask the model)."""
     if state.get("plan"):
         return None
-    if res.ctx.max_plan_steps == 1 or single_unit(own_task(state["task"])):
+    if _one_step_whatever_it_answers(res, state):
         return "initial plan"
     if zero is not None and zero.meets_task:
         emit("plan.plain_meets_task", run_id=state["run_id"])

@@ -21,6 +21,7 @@ import ast
 import logging
 import math
 import re
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -29,6 +30,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from atom_agent.checks.asserts import checks_from_tests
 from atom_agent.checks.contract import SHAPE_CRITERIA, check_problems
 from atom_agent.checks.exercised import referenced_names
+from atom_agent.models.concurrent import at_once
 from atom_agent.models.purpose import calling, for_attempt
 from atom_agent.models.stopping import code_replies
 from atom_agent.models.structured import complete_items, invoke_sized
@@ -143,16 +145,22 @@ def contract_max_tokens(most: int) -> int:
 
 
 def write_contracts(
-    model: BaseChatModel, task: str, plan: Plan, *, skip: set[str] | None = None
+    model: BaseChatModel,
+    task: str,
+    plan: Plan,
+    *,
+    skip: set[str] | None = None,
+    parallel: int = 1,
 ) -> tuple[Plan, list[AIMessage]]:
     """`plan` with a contract for each step with a name no runnable value check uses.
 
     (:func:`unchecked`; steps in `skip` are left as they are.) Returns the plan and the model's
     replies (for usage). A reply without usable tests leaves its step with the checks it had
-    (none: the step then relies on its tests).
+    (none: the step then relies on its tests). The steps' contract calls do not depend on each
+    other: up to `parallel` of them are made at once (a model that answers calls side by side).
     """
-    spent: list[AIMessage] = []
-    steps: list[PlanStep] = []
+    wanted: dict[str, str] = {}
+    missing_of: dict[str, list[str]] = {}
     available: list[str] = []
     for step in plan.steps:
         runnable = [
@@ -161,38 +169,56 @@ def write_contracts(
             if not check_problems(c, defines=step.defines, available=available)
         ]
         missing = unchecked(step.defines, runnable)
+        available += step.defines
         if not wants_contract(plan, step, missing) or step.id in (skip or set()):
-            steps.append(step)
-            available += step.defines
             continue
         # The model's checks prove the step's one prose criterion (the others are code's).
         prose = [c for c in step.acceptance_criteria if c not in CODE_CRITERIA]
-        criterion = prose[0] if len(prose) == 1 else ""
-        reply, found = ask_contract(model, task, plan, step, criterion=criterion)
-        if reply is not None:
-            spent.append(reply)
-        have = {c.describe() for c in step.checks}
-        usable = [
-            placed(c, task, plan.clauses)
-            for c in found
-            if c.describe() not in have
-            and not check_problems(c, defines=step.defines, available=available)
-        ]
-        emit(
-            "plan.contract",
-            step_id=step.id,
-            unchecked=missing,
-            asserts=len(found),
-            usable=len(usable),
-        )
-        kept = (
-            per_clause(usable)
-            if skeleton_clauses(plan, step)
-            else capped(usable, missing or list(step.defines))
-        )
-        steps.append(step.model_copy(update={"checks": [*step.checks, *kept]}))
+        wanted[step.id], missing_of[step.id] = (prose[0] if len(prose) == 1 else ""), missing
+    by_id = {s.id: s for s in plan.steps}
+    answers = at_once(
+        {sid: partial(ask_contract, model, task, plan, by_id[sid], criterion=criterion)
+         for sid, criterion in wanted.items()},
+        parallel,
+    )  # fmt: skip
+    spent: list[AIMessage] = []
+    steps: list[PlanStep] = []
+    available = []
+    for step in plan.steps:
+        if step.id in answers:
+            reply, found = answers[step.id]
+            if reply is not None:
+                spent.append(reply)
+            step = _with_contract(task, plan, step, found, missing_of[step.id], available)
+        steps.append(step)
         available += step.defines
     return Plan(steps=steps, rationale=plan.rationale, clauses=plan.clauses), spent
+
+
+def _with_contract(
+    task: str,
+    plan: Plan,
+    step: PlanStep,
+    found: list[Check],
+    missing: list[str],
+    available: list[str],
+) -> PlanStep:
+    """`step` with the usable checks of its contract reply added."""
+    have = {c.describe() for c in step.checks}
+    usable = [
+        placed(c, task, plan.clauses)
+        for c in found
+        if c.describe() not in have
+        and not check_problems(c, defines=step.defines, available=available)
+    ]
+    emit("plan.contract", step_id=step.id, unchecked=missing, asserts=len(found),
+         usable=len(usable))  # fmt: skip
+    kept = (
+        per_clause(usable)
+        if skeleton_clauses(plan, step)
+        else capped(usable, missing or list(step.defines))
+    )
+    return step.model_copy(update={"checks": [*step.checks, *kept]})
 
 
 def ask_contract(
