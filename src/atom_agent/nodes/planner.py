@@ -149,7 +149,7 @@ def make_planner(res: Resources) -> Any:
             # One step can only be the task itself (one function or class, or a plan held to
             # one step): no model call is needed to plan it, only its contract.
             plan = finalize_plan(single_step_plan(state["task"]), state["task"])
-        if ahead is not None:  # the one-step plan's contract, asked alongside the plain answer
+        if ahead is not None and len(plan.steps) == 1:  # its contract, asked alongside
             plan, contracts = ahead.result()
         else:
             skip, parallel = {s.id for s in committed}, res.parallel_calls("planner")
@@ -204,7 +204,10 @@ def _contracts_ahead(
     side (:meth:`~atom_agent.resources.Resources.parallel_calls`; an API or a model server):
     the embedded model decodes one sequence at a time, so there it would only wait.
     """
-    if not _one_step_whatever_it_answers(res, state) or not _asks_zero(res, state):
+    known = _one_step_whatever_it_answers(res, state) or (
+        not state.get("plan") and one_step_task(state["task"])  # one step, by its answer or not
+    )
+    if not known or not _asks_zero(res, state):
         return None
     if res.parallel_calls("planner", "executor") < 2:
         return None
