@@ -133,10 +133,10 @@ class Context:
         default=0, metadata=_doc("Model calls a run may make at once; 0 = auto.")
     )
     """How many model calls that do not depend on each other a run makes at once (the plain
-    answer and the contract of a task planned without a call). 0 = auto: 2 for a model named by
-    a provider spec other than the embedded one (an API or a model server answers requests side
-    by side), 1 for the embedded model (one sequence decodes at a time) and for chat-model
-    objects given to the run (set it for those)."""
+    answer and the contract of a task planned without a call). 0 = auto: 2 for a provider's API
+    (it answers requests independently); 1 for the embedded model (one sequence decodes at a
+    time), for a server at ``base_url`` (its slots may share one machine: set 2 for one that
+    batches well, e.g. on a GPU) and for chat-model objects given to the run."""
 
     # --- sandbox ---
     sandbox_timeout_s: float = field(default=60.0, metadata=_doc("Wall-clock seconds per run."))

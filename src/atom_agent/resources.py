@@ -198,10 +198,13 @@ class Resources:
     def parallel_calls(self, *roles: str) -> int:
         """How many independent calls of the models of `roles` a run makes at once.
 
-        ``Context.parallel_calls`` when set; else 1 when a role's model is the embedded one
-        (it decodes one sequence at a time: a second call would only wait) or an object given
-        to the run (what serves it is unknown), 2 when every role's model comes from a spec of
-        an API or a model server.
+        ``Context.parallel_calls`` when set; else 2 when every role's model is a provider's API
+        (it answers requests independently), and 1 for the embedded model (it decodes one
+        sequence at a time: a second call would only wait), for a server at ``base_url`` (its
+        slots may share one machine's cores: measured on a 2-slot `llama-server` on 2 cores,
+        the plain answer decoded beside the contract took longer, and the run's time limit,
+        a multiple of it, grew with it) and for model objects given to the run (what serves
+        them is unknown).
         """
         if self.ctx.parallel_calls:
             return self.ctx.parallel_calls
@@ -209,7 +212,8 @@ class Resources:
         for role in roles:
             if isinstance(given, BaseChatModel) or (given is not None and role in given):
                 return 1
-            if resolve_default_model(self.ctx.model_for(role) or None).spec == LOCAL:
+            spec = resolve_default_model(self.ctx.model_for(role) or None).spec
+            if spec == LOCAL or (self.ctx.base_url and spec.startswith("openai:")):
                 return 1
         return 2
 

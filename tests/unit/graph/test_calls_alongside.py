@@ -109,15 +109,18 @@ def test_a_failing_call_alongside_raises_its_own_error_and_keeps_the_plain_answe
     assert plain.read_text().strip() == CODE.strip()
 
 
-def test_auto_is_two_for_served_models_and_one_for_the_embedded_one(tmp_path: Path) -> None:
+def test_auto_is_two_for_an_api_and_one_for_a_server_or_the_embedded_model(tmp_path: Path) -> None:
     ws = str(tmp_path / "ws")
+    with Resources(Context(workspace=ws, model="openai:some-model")) as res:
+        assert res.parallel_calls("planner", "executor") == 2
+    # A server you run may share one machine's cores between its slots: one call at a time.
     served = Context(workspace=ws, model="openai:some-model", base_url="http://127.0.0.1:9/v1")
     with Resources(served) as res:
+        assert res.parallel_calls("planner", "executor") == 1
+    with Resources(served.replace(parallel_calls=2)) as res:
         assert res.parallel_calls("planner", "executor") == 2
     with Resources(Context(workspace=ws, model="local")) as res:
         assert res.parallel_calls("planner", "executor") == 1
     mixed = Context(workspace=ws, model="openai:some-model", executor_model="local")
     with Resources(mixed) as res:
         assert res.parallel_calls("planner", "executor") == 1
-    with Resources(Context(workspace=ws, model="local", parallel_calls=3)) as res:
-        assert res.parallel_calls("planner", "executor") == 3
