@@ -33,6 +33,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "src"), str(REPO)]
 
+from devtasks_eval import oracle  # noqa: E402  (this folder is on sys.path)
 from tests.servers import free_port, stop, wait_http_ok  # noqa: E402
 
 from atom_agent import Context, run_task  # noqa: E402
@@ -94,17 +95,6 @@ def _row(workspace: Path, arm: str, task: Task, base_url: str) -> dict[str, Any]
             "calls": {k: v.get("calls") for k, v in calls.items()}}  # fmt: skip
 
 
-def _oracle(script: Path, workspace: Path, prefix: str) -> dict[str, bool]:
-    out = subprocess.run([sys.executable, str(script), str(workspace), prefix],
-                         capture_output=True, text=True, check=False).stdout  # fmt: skip
-    verdicts = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[1] in ("PASS", "FAIL"):
-            verdicts[parts[0].rstrip(":")] = parts[1] == "PASS"
-    return verdicts
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", required=True, help="the llama-server binary")
@@ -131,7 +121,7 @@ def main() -> None:
     if args.tasks is not None:
         script = args.oracle or args.tasks.with_name("oracle.py")
         for arm in ARMS:
-            verdicts = _oracle(script.resolve(), args.workspace, arm)
+            verdicts = oracle(args.workspace, arm, script.resolve())
             for row in rows:
                 if row["arm"] == arm:
                     row["passed"] = verdicts.get(row["task"], False)
