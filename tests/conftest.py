@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,22 @@ OFFLINE_ENV = {
 }
 os.environ.update(OFFLINE_ENV)
 
+
+def model_threads(workers: int) -> str | None:
+    """The embedded model's and llama-server's threads in a run of `workers` xdist workers.
+
+    Two workers may each decode at once (a test file is a group, see :func:`test_group`):
+    two jobs on one thread each decode about 1.3x as much as two taking turns on two threads
+    (llama.cpp's threads wait for the slowest at every token), and a job beside the other
+    worker's tests loses nothing by it. None: one process, every core.
+    """
+    return "1" if workers > 1 else None
+
+
+_THREADS = model_threads(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))
+if _THREADS is not None:
+    os.environ.setdefault("ATOM_LOCAL_THREADS", _THREADS)
+
 import pytest  # noqa: E402
 
 
@@ -30,6 +45,7 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
         if (
             name.startswith("ATOM_")
             and name != "ATOM_LOCAL_MODEL_PATH"
+            and name != "ATOM_LOCAL_THREADS"
             and name != "ATOM_WHEEL_CACHE"
         ):
             monkeypatch.delenv(name, raising=False)
@@ -37,32 +53,17 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-MODEL_GROUP = "model"
-"""The pytest-xdist group of every test file that runs the embedded model or llama-server."""
-
 _TESTS = Path(__file__).resolve().parent
 
 
 def test_group(nodeid: str) -> str:
-    """The group a test runs in under ``pytest -n 2 --dist loadgroup`` (``make test``).
+    """The group a test runs in under ``pytest -n 2 --dist loadgroup`` (``make test``): its file.
 
-    Its file (module fixtures, a server or a loaded model, start once), except that every
-    file that uses the embedded model or llama-server is one group: two decoding jobs on two
-    cores would each take twice as long, and both would load 1.1 GB.
+    A file's module fixtures (a server, a loaded model) start once. The files that decode
+    with the model are groups like any other, so both workers may decode at once, each on
+    one thread (:func:`model_threads`).
     """
-    path = nodeid.split("::", 1)[0]
-    return MODEL_GROUP if _uses_model(path) else path
-
-
-@cache
-def _uses_model(path: str) -> bool:
-    try:
-        text = (_TESTS.parent / path).read_text(encoding="utf-8")
-    except OSError:
-        return False
-    # The marker of embedded-model tests, or the llama-server fixture's module: a test that
-    # only names the model (a path override, a spec built without loading) is not one of them.
-    return "mark.local_model" in text or "tests.llama_server" in text
+    return nodeid.split("::", 1)[0]
 
 
 class _FileGroups:

@@ -24,7 +24,8 @@ ENV_VAR = "ATOM_LLAMA_SERVER"
 PATH_FILE = Path(sys.prefix) / "llama-server.path"
 ERROR_FILE = Path(sys.prefix) / "llama-server.error"
 CONTEXT = 8192
-THREADS = 2
+THREADS = int(os.environ.get("ATOM_LOCAL_THREADS") or 2)
+"""The server's threads: one each when two test workers may decode at once (tests/conftest.py)."""
 READY_TIMEOUT_S = 120
 
 

@@ -66,6 +66,25 @@ def llama_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
+def default_threads() -> int:
+    """The embedded model's threads: ``ATOM_LOCAL_THREADS``, else the cores this process may use.
+
+    One thread per core; two decoding jobs on two cores decode faster on one thread each than
+    taking turns on two (llama.cpp's threads wait for the slowest at every step).
+
+    Raises:
+        ModelUnavailableError: ``ATOM_LOCAL_THREADS`` is set but is not a whole number ≥ 1.
+    """
+    given = os.environ.get("ATOM_LOCAL_THREADS", "").strip()
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise ModelUnavailableError(
+                f"ATOM_LOCAL_THREADS={given!r}: must be a whole number of threads ≥ 1"
+            )
+        return int(given)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _load(path: str, n_ctx: int, n_threads: int, prefix_cache_mb: int = 0) -> Any:
     try:
         from llama_cpp.llama_cache import LlamaRAMCache
@@ -102,8 +121,8 @@ class LocalChatModel(BaseChatModel):
     """GGUF file; None = ``ATOM_LOCAL_MODEL_PATH`` or the verified built-in weights."""
     n_ctx: int = Field(default=8192, ge=512)
     """Context window in tokens."""
-    n_threads: int | None = None
-    """CPU threads; None = all cores."""
+    n_threads: int | None = Field(default=None, ge=1)
+    """CPU threads; None = ``ATOM_LOCAL_THREADS`` or every core this process may use."""
     max_tokens: int = Field(default=1024, ge=1)
     """Tokens generated per reply at most (tool calls that write files need room)."""
     stop: list[str] | None = None
@@ -175,7 +194,7 @@ class LocalChatModel(BaseChatModel):
             if self._llama is None:
                 if self._resolved is None:
                     self._resolved = self.model_path or str(resolve_local_weights())
-                threads = self.n_threads or os.cpu_count() or 1
+                threads = self.n_threads or default_threads()
                 self._llama = _load(self._resolved, self.n_ctx, threads, self.prefix_cache_mb)
             return self._llama, self._lock
 

@@ -148,6 +148,11 @@ def run_suite(
     junit = scratch / "junit.xml"
     out = scratch / "plugin.out"
     argv, env, python_path = _invocation(root, command, scratch, junit, out, only, plugin)
+    plugins = runner.pytest_plugins()
+    if plugins is not None:
+        # The sandbox's own plugins by name, pytest's autoload off (SandboxRunner.pytest_plugins).
+        argv = [*argv[:3], *(a for module in plugins for a in ("-p", module)), *argv[3:]]
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     try:
         result = runner.run(
             argv,

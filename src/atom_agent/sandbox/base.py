@@ -197,6 +197,17 @@ class SandboxRunner(ABC):
         """
         return self
 
+    def pytest_plugins(self) -> tuple[str, ...] | None:
+        """The pytest plugins a whole suite's run loads, by module; None: pytest's autoload.
+
+        A runner that shows only some distributions names their plugins, so pytest loads them
+        with its autoload off: with it on, pytest would rewrite the asserts of every plugin
+        distribution's modules when they are imported (hypothesis: seconds a run, since a
+        read-only site-packages keeps no rewritten bytecode). This one shows the whole
+        interpreter, so pytest finds its plugins itself.
+        """
+        return None
+
     def run_python(
         self,
         script: str,

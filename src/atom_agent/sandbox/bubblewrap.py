@@ -136,9 +136,9 @@ def _requirement_names(dist: metadata.Distribution) -> list[str]:
     return names
 
 
-def _distribution_entries(packages: Iterable[str]) -> dict[Path, list[str]]:
-    """Top-level files and folders of `packages` and their dependencies, by site directory."""
-    found: dict[Path, set[str]] = {}
+def _distributions(packages: Iterable[str]) -> list[metadata.Distribution]:
+    """`packages` and their dependencies, installed ones only, each once."""
+    found: list[metadata.Distribution] = []
     todo, seen = list(packages), set()
     while todo:
         name = todo.pop()
@@ -150,14 +150,34 @@ def _distribution_entries(packages: Iterable[str]) -> dict[Path, list[str]]:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
             continue  # e.g. a backport this Python does not need
+        found.append(dist)
+        todo.extend(_requirement_names(dist))
+    return found
+
+
+def _distribution_entries(packages: Iterable[str]) -> dict[Path, list[str]]:
+    """Top-level files and folders of `packages` and their dependencies, by site directory."""
+    found: dict[Path, set[str]] = {}
+    for dist in _distributions(packages):
         site = Path(str(dist.locate_file(""))).resolve()
         tops = found.setdefault(site, set())
         for file in dist.files or []:
             first = Path(str(file)).parts[0]
             if first not in ("..", "__pycache__") and not first.endswith(".pth"):
                 tops.add(first)
-        todo.extend(_requirement_names(dist))
     return {site: sorted(t for t in tops if (site / t).exists()) for site, tops in found.items()}
+
+
+@functools.cache
+def pytest_plugins(packages: tuple[str, ...]) -> tuple[str, ...]:
+    """The modules of the pytest plugins (``pytest11`` entry points) `packages` bring, sorted."""
+    modules = {
+        ep.value.partition(":")[0].strip()
+        for dist in _distributions(packages)
+        for ep in dist.entry_points
+        if ep.group == "pytest11"
+    }
+    return tuple(sorted(modules))
 
 
 @functools.cache
@@ -260,6 +280,10 @@ class BubblewrapRunner(SubprocessRunner):
         if not support.usable or support.path is None:
             raise SandboxUnavailableError(f"bubblewrap runner unavailable: {support.reason}")
         self.bwrap = support.path
+
+    def pytest_plugins(self) -> tuple[str, ...]:
+        """The plugin modules of the distributions bound in (see the base class)."""
+        return pytest_plugins(self.packages)
 
     def with_packages(self, packages: Sequence[str]) -> SandboxRunner:
         """This runner's confinement with `packages` (and their dependencies) bound too."""

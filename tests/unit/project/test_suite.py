@@ -221,6 +221,32 @@ def test_src_layout_imports(tmp_path: Path, runner: SandboxRunner) -> None:
     assert result.collected_ok and not result.failed
 
 
+PLUGINS_SEEN = """
+    import sys
+
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+
+
+    def test_the_sandbox_plugins_load_and_their_libraries_are_not_rewritten():
+        import hypothesis
+
+        assert "_hypothesis_pytestplugin" in sys.modules
+        # Autoload would mark hypothesis for assert rewriting: seconds of every suite run.
+        assert not isinstance(hypothesis.__loader__, AssertionRewritingHook)
+        assert "langsmith" not in sys.modules
+"""
+
+
+def test_a_suite_loads_the_sandbox_s_plugins_by_name(tmp_path: Path) -> None:
+    runner = make_runner("bubblewrap")
+    assert runner.pytest_plugins() == ("_hypothesis_pytestplugin",)
+    root = make(tmp_path, {"tests/test_plugins.py": PLUGINS_SEEN})
+    result = run_suite(root, detect(root, python=runner.python), runner=runner, limits=LIMITS)
+    assert result.passed == {
+        "tests/test_plugins.py::test_the_sandbox_plugins_load_and_their_libraries_are_not_rewritten"
+    }, result.output_tail
+
+
 def test_node_ids_are_relative_to_the_project_root(tmp_path: Path, runner: SandboxRunner) -> None:
     # The config in a subfolder would make that folder pytest's rootdir (and its node ids
     # "tests/test_a.py::…"), which the gate's reruns could not find from the root.
