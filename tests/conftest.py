@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -57,19 +56,6 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
 _TESTS = Path(__file__).resolve().parent
 
 
-def decodes(path: str) -> bool:
-    """Whether the test file at `path` (from the repository root) decodes with the model.
-
-    The marker of embedded-model tests, or the llama-server fixture's module: a file that only
-    names the model (a path override, a spec built without loading) does not.
-    """
-    try:
-        text = (_TESTS.parent / path).read_text(encoding="utf-8")
-    except OSError:
-        return False
-    return "mark.local_model" in text or "tests.llama_server" in text
-
-
 def test_group(nodeid: str) -> str:
     """The group a test runs in under ``pytest -n 2 --dist loadgroup`` (``make test``): its file.
 
@@ -86,10 +72,6 @@ class _FileGroups:
     xdist's own loadgroup reads ``xdist_group`` marks by rewriting node ids, which pytest 9.2
     no longer lets it do; this scheduler groups by file instead, so no mark is needed.
     """
-
-    def pytest_configure_node(self, node: Any) -> None:
-        # A worker's own `dist` is "no": tell it how the controller schedules.
-        node.workerinput["atom_dist"] = node.config.getvalue("dist")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
@@ -108,29 +90,6 @@ def pytest_configure(config: pytest.Config) -> None:
     """Schedule by :func:`test_group` when pytest-xdist runs the suite."""
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_FileGroups(), "atom-file-groups")
-        if config.getvalue("dist") == "loadgroup":
-            config.option.loadscopereorder = False  # the order is schedule_order's
-
-
-def schedule_order(nodeids: list[str]) -> list[str]:
-    """The order groups are handed to workers: the files that decode, then by size (stable).
-
-    The longest groups first, so none starts at the end with the other worker idle: a file
-    that decodes takes minutes however few its tests (xdist's own order, by test count, put
-    them last).
-    """
-    counts = Counter(test_group(n) for n in nodeids)
-    return sorted(nodeids, key=lambda n: (not decodes(test_group(n)), -counts[test_group(n)]))
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In the workers of ``--dist loadgroup``, collect in :func:`schedule_order`.
-
-    The workers collect; the controller hands their groups out in that order.
-    """
-    if getattr(config, "workerinput", {}).get("atom_dist") == "loadgroup":
-        position = {n: i for i, n in enumerate(schedule_order([i.nodeid for i in items]))}
-        items.sort(key=lambda item: position[item.nodeid])
 
 
 def _utf8(text: str) -> str:

@@ -37,26 +37,3 @@ def test_the_model_s_threads_come_from_the_environment_or_the_usable_cores(
         monkeypatch.setenv("ATOM_LOCAL_THREADS", bad)
         with pytest.raises(ModelUnavailableError, match="ATOM_LOCAL_THREADS"):
             default_threads()
-
-
-DECODING = {
-    "tests/integration/test_llama_server.py",
-    "tests/integration/test_local_conformance.py",
-    "tests/integration/test_local_model.py",
-    "tests/integration/test_local_run.py",
-    "tests/integration/test_local_sized_calls.py",
-    "tests/integration/test_served_runs.py",
-}
-
-
-def test_the_files_that_decode_are_handed_out_first_then_the_largest() -> None:
-    files = sorted(p.relative_to(TESTS.parent).as_posix() for p in TESTS.rglob("test_*.py"))
-    assert {f for f in files if suite.decodes(f)} == DECODING
-    assert not suite.decodes("tests/unit/models/test_weights.py")  # names the model only
-    few = "tests/unit/test_suite_groups.py"
-    many = "tests/unit/test_no_process_caches.py"
-    served = "tests/integration/test_served_runs.py"
-    ids = [f"{few}::a", f"{many}::a", f"{many}::b", f"{served}::a", f"{few}::b", f"{many}::c"]
-    order = suite.schedule_order(ids)
-    assert order == [f"{served}::a", f"{many}::a", f"{many}::b", f"{many}::c", f"{few}::a",
-                     f"{few}::b"]  # fmt: skip
