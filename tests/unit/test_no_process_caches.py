@@ -22,6 +22,7 @@ ALLOWED = {
     # what this machine's kernel and binaries can do (probed once; they do not change)
     ("sandbox/bubblewrap.py", "probe_bubblewrap"),
     ("sandbox/bubblewrap.py", "_python_binds"),  # the interpreter's and pytest's install paths
+    ("sandbox/bubblewrap.py", "pytest_plugins"),  # the installed distributions' pytest plugins
     ("sandbox/cgroups.py", "probe_cgroups"),
     ("sandbox/subprocess_runner.py", "probe_isolation"),
 }

@@ -189,7 +189,9 @@ def _invocation(
     if not any(a.startswith("--rootdir") for a in options):
         argv.append(f"--rootdir={root}")  # node ids relative to the project root
     # The runners set it too; a project's checkout gets no __pycache__ whatever the runner.
-    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    # One hash seed for every run: a test parametrized over a set gets its ids (`x0`, `x1` …)
+    # in iteration order, and the gate compares node ids of the runs before and after a change.
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
     python_path = [root / p for p in command.python_path]
     if plugin is not None:
         plugins = scratch / "plugins"

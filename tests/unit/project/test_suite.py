@@ -247,6 +247,26 @@ def test_a_suite_loads_the_sandbox_s_plugins_by_name(tmp_path: Path) -> None:
     }, result.output_tail
 
 
+SET_PARAMETRIZED = """
+    import pytest
+
+
+    @pytest.mark.parametrize("pair", list({("a", 1), ("b", 2), ("c", 3), ("d", 4)}))
+    def test_pair(pair):
+        assert pair[0] == "a"
+"""
+
+
+def test_node_ids_are_the_same_run_after_run(tmp_path: Path) -> None:
+    # Ids `pair0` … follow the set's iteration order, which the hash seed decides: the gate
+    # would see a passing test vanish and another appear between the baseline and a change.
+    runner = make_runner("bubblewrap")
+    root = make(tmp_path, {"tests/test_set.py": SET_PARAMETRIZED})
+    command = detect(root, python=runner.python)
+    passed = [run_suite(root, command, runner=runner, limits=LIMITS).passed for _ in range(4)]
+    assert len(passed[0]) == 1 and all(p == passed[0] for p in passed), passed
+
+
 def test_node_ids_are_relative_to_the_project_root(tmp_path: Path, runner: SandboxRunner) -> None:
     # The config in a subfolder would make that folder pytest's rootdir (and its node ids
     # "tests/test_a.py::…"), which the gate's reruns could not find from the root.
