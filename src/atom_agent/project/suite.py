@@ -147,12 +147,9 @@ def run_suite(
     scratch = Path(tempfile.mkdtemp(prefix="atom-suite-"))
     junit = scratch / "junit.xml"
     out = scratch / "plugin.out"
-    argv, env, python_path = _invocation(root, command, scratch, junit, out, only, plugin)
-    plugins = runner.pytest_plugins()
-    if plugins is not None:
-        # The sandbox's own plugins by name, pytest's autoload off (SandboxRunner.pytest_plugins).
-        argv = [*argv[:3], *(a for module in plugins for a in ("-p", module)), *argv[3:]]
-        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    argv, env, python_path = _invocation(
+        root, command, scratch, (junit, out), only, plugin, runner.pytest_plugins()
+    )
     try:
         result = runner.run(
             argv,
@@ -173,16 +170,19 @@ def _invocation(
     root: Path,
     command: TestCommand,
     scratch: Path,
-    junit: Path,
-    out: Path,
+    reports: tuple[Path, Path],
     only: Sequence[str],
     plugin: Plugin | None,
+    installed: Sequence[str] | None,
 ) -> tuple[list[str], dict[str, str], list[Path]]:
-    """The suite's argv (junit report, root dir, plugin, targets), its env and python path.
+    """The suite's argv (junit report, root dir, plugins, targets), its env and python path.
 
-    A plugin's module is written into `scratch` (writable, seen by the sandbox), never into
-    the project's tree; what it writes goes to `out`.
+    `reports` are the junit file and the file a plugin writes to. A plugin's module is
+    written into `scratch` (writable, seen by the sandbox), never into the project's tree.
+    `installed` are the sandbox's own pytest plugins (``SandboxRunner.pytest_plugins``):
+    loaded by name with pytest's autoload off; None leaves autoload on.
     """
+    junit, out = reports
     options = command.argv[: len(command.argv) - len(command.targets)]
     targets = list(only or command.targets)
     argv = [*options, f"--junitxml={junit}", "-o", "junit_family=xunit2"]
@@ -192,6 +192,9 @@ def _invocation(
     # One hash seed for every run: a test parametrized over a set gets its ids (`x0`, `x1` …)
     # in iteration order, and the gate compares node ids of the runs before and after a change.
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
+    if installed is not None:
+        argv += [a for module in installed for a in ("-p", module)]
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     python_path = [root / p for p in command.python_path]
     if plugin is not None:
         plugins = scratch / "plugins"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -43,11 +44,17 @@ def structured_tool(func: Callable[..., str], schema: type[BaseModel] | None = N
 
 
 def manual(func: Callable[..., Any]) -> str:
-    """`func`'s docstring up to its ``Args:`` section: the tool description the model reads."""
-    return _ARGS_SECTION.split(func.__doc__ or "", maxsplit=1)[0].strip()
+    """`func`'s docstring up to its ``Args:`` section: the tool description the model reads.
+
+    Sent with every call that offers the tool, so it is sent compact: the source's
+    indentation and line wrapping dropped, a paragraph a line.
+    """
+    text = _ARGS_SECTION.split(inspect.cleandoc(func.__doc__ or ""), maxsplit=1)[0]
+    return "\n".join(" ".join(p.split()) for p in _PARAGRAPHS.split(text.strip()) if p.strip())
 
 
 _ARGS_SECTION = re.compile(r"\n[ \t]*Args:[ \t]*\n")
+_PARAGRAPHS = re.compile(r"\n[ \t]*\n")
 
 
 def tool_error_json(error: ToolException) -> str:

@@ -419,6 +419,18 @@ def test_each_argument_the_model_sees_is_described_by_its_tools_docstring() -> N
     assert fields["remember"]["type"]["enum"] == list(MEMORY_TYPES)
 
 
+def test_a_tools_manual_is_sent_without_its_docstrings_layout() -> None:
+    # Every call that offers the tools sends their manuals: the docstring's indentation and
+    # hard line wraps cost tokens and say nothing. A paragraph is one line.
+    for tool in EXECUTOR_TOOLS:
+        description = convert_to_openai_tool(tool)["function"]["description"]
+        assert description == description.strip(), tool.name
+        for paragraph in description.split("\n"):
+            assert paragraph and paragraph == " ".join(paragraph.split()), (tool.name, paragraph)
+    (read_file,) = (t for t in EXECUTOR_TOOLS if t.name == "read_file")
+    assert "\n" in read_file.description  # its two paragraphs stay two
+
+
 def test_an_agent_is_told_which_argument_it_left_out(
     context: ToolContext, area: dict[str, Path]
 ) -> None:
