@@ -23,6 +23,7 @@ STARTS_PROCESSES = frozenset(
         "batch/test_replay.py",
         "benchmarks/test_candidate_ceiling.py",
         "test_heldout_oracle.py",
+        "test_heldout_streams_oracle.py",
         "benchmarks/test_generation_ceiling.py",
         "benchmarks/test_repotasks_eval.py",
         "checks/test_contract.py",

@@ -1,0 +1,268 @@
+"""Oracle of the held-out stream: each task's own request, and the standing rules said earlier.
+
+The interface of ``../shared/streams/oracle.py``, so ``benchmarks/streams_eval.py`` runs it:
+
+    python oracle.py score WORKSPACE STREAM.jsonl [--json OUT]   # runs WORKSPACE/runs/<stem>.<id>
+    python oracle.py told STREAM.jsonl                           # the rules in force written first
+    python oracle.py selftest                                    # the references pass
+
+A run's code is its committed ``impl.py`` files (steps in order), then the non-test modules of its
+``result/`` folder. Each run is scored in a child process with a time limit; always exits 0 after
+scoring. Rules (said in t1, one changed in t4): every public function fully annotated; an argument
+of the wrong type raises TypeError (t1), then TextTypeError, a TypeError subclass (t4 on).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Namespace = dict[str, Any]
+
+_BOTH = (
+    "Standing rules of this package: every public function is fully type-annotated (every "
+    "parameter and the return value), and an argument of the wrong type raises "
+)
+TOLD = {
+    "t2": _BOTH + "TypeError.",
+    "t3": _BOTH + "TypeError.",
+    "t4": "Standing rule of this package: every public function is fully type-annotated "
+    "(every parameter and the return value).",
+    "t5": _BOTH + "TextTypeError, a subclass of TypeError defined in the module.",
+}
+"""What a user would write before each later task if nothing remembered the rules (t4 states
+the rule it changes itself, so it is told only the one it keeps)."""
+
+
+def _function(ns: Namespace, name: str) -> Callable[..., Any]:
+    found = ns.get(name)
+    assert callable(found), f"{name} is not defined"
+    return found
+
+
+def _raises(kind: type[BaseException], call: Callable[[], Any]) -> BaseException:
+    try:
+        call()
+    except kind as error:
+        return error
+    except Exception as error:  # noqa: BLE001 - the wrong kind is the finding
+        raise AssertionError(f"raised {type(error).__name__}, not {kind.__name__}") from error
+    raise AssertionError(f"did not raise {kind.__name__}")
+
+
+def annotated(ns: Namespace, name: str) -> None:
+    """Every parameter and the return value of `name` have annotations."""
+    signature = inspect.signature(_function(ns, name))
+    bare = [p.name for p in signature.parameters.values() if p.annotation is p.empty]
+    assert not bare, f"{name}: parameters without annotations {bare}"
+    assert signature.return_annotation is not signature.empty, f"{name}: no return annotation"
+
+
+def wrong_type(ns: Namespace, name: str, args: tuple[Any, ...], subclass: str | None) -> None:
+    """`name(*args)` (an argument of the wrong type) raises TypeError, or the named subclass."""
+    error = _raises(TypeError, lambda: _function(ns, name)(*args))
+    if subclass is not None:
+        assert type(error).__name__ == subclass, f"raised {type(error).__name__}, not {subclass}"
+        assert type(error) is not TypeError
+
+
+# ---------------------------------------------------------------- the tasks' own checks
+
+
+def task_t1(ns: Namespace) -> None:
+    f = _function(ns, "word_count")
+    assert f("") == 0 and f("one") == 1 and f("  two words\n") == 2 and f("a\tb  c") == 3
+    annotated(ns, "word_count")
+    wrong_type(ns, "word_count", (12,), None)
+
+
+def task_t2(ns: Namespace) -> None:
+    f = _function(ns, "initials")
+    assert f("ada king lovelace") == "AKL" and f("") == "" and f("  grace   hopper ") == "GH"
+
+
+def task_t3(ns: Namespace) -> None:
+    f = _function(ns, "truncate")
+    assert f("hello", 5) == "hello" and f("hello", 9) == "hello"
+    assert f("hello world", 8) == "hello..." and f("abcdef", 3) == "..."
+    _raises(ValueError, lambda: f("hello", 2))
+
+
+def task_t4(ns: Namespace) -> None:
+    f = _function(ns, "normalize_spaces")
+    assert f("  a \t b\n\nc  ") == "a b c" and f("") == "" and f("one") == "one"
+    wrong_type(ns, "normalize_spaces", (3,), "TextTypeError")
+
+
+def task_t5(ns: Namespace) -> None:
+    f = _function(ns, "count_vowels")
+    assert f("Banana") == {"a": 3} and f("") == {} and f("xyz") == {}
+    assert f("AEiou oU") == {"a": 1, "e": 1, "i": 1, "o": 2, "u": 2}
+
+
+# ---------------------------------------------------------------- the rules in force, by task
+
+Part = Callable[[str, Callable[[], Any]], None]
+
+RULES: dict[str, Callable[[Namespace, Part], None]] = {
+    "t2": lambda ns, r: (
+        r("annotated", lambda: annotated(ns, "initials")),
+        r("wrong type: TypeError", lambda: wrong_type(ns, "initials", (7,), None)),
+    ),
+    "t3": lambda ns, r: (
+        r("annotated", lambda: annotated(ns, "truncate")),
+        r("wrong type: TypeError", lambda: wrong_type(ns, "truncate", (("a", "b"), 5), None)),
+    ),
+    "t4": lambda ns, r: r("annotated", lambda: annotated(ns, "normalize_spaces")),
+    "t5": lambda ns, r: (
+        r("annotated", lambda: annotated(ns, "count_vowels")),
+        r(
+            "wrong type: TextTypeError",
+            lambda: wrong_type(ns, "count_vowels", (9,), "TextTypeError"),
+        ),
+    ),
+}
+TASKS = {"t1": task_t1, "t2": task_t2, "t3": task_t3, "t4": task_t4, "t5": task_t5}
+
+
+def rule_parts(task_id: str, ns: Namespace) -> list[list[Any]]:
+    """[[part, passed], ...] of the rules in force for `task_id` (empty: none)."""
+    parts: list[list[Any]] = []
+
+    def part(name: str, check: Callable[[], Any]) -> None:
+        try:
+            check()
+            parts.append([name, True])
+        except BaseException:  # noqa: BLE001 - any failure fails the part
+            parts.append([name, False])
+
+    if task_id in RULES:
+        RULES[task_id](ns, part)
+    return parts
+
+
+# ---------------------------------------------------------------- loading and scoring a run
+
+
+def _load(path: Path, ns: Namespace) -> None:
+    name = f"_heldout_{abs(hash(str(path)))}"
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except BaseException:  # noqa: BLE001 - a module that does not import scores nothing
+        return
+    ns.update({k: v for k, v in vars(module).items() if not k.startswith("_")})
+
+
+def namespace(run: Path) -> Namespace:
+    ns: Namespace = {}
+    for impl in sorted((run / "steps").glob("*/committed/artifacts/impl.py")):
+        sys.path.insert(0, str(impl.parent))
+        _load(impl, ns)
+    result = run / "result"
+    for module in sorted(result.rglob("*.py")) if result.is_dir() else []:
+        if not module.name.startswith("test") and module.name != "conftest.py":
+            sys.path[:0] = [str(module.parent), str(result)]
+            _load(module, ns)
+    return ns
+
+
+def score_one(task_id: str, ns: Namespace) -> dict[str, Any]:
+    row: dict[str, Any] = {"id": task_id, "task": True, "task_why": "", "rules": None,
+                           "rules_why": "", "parts": []}  # fmt: skip
+    try:
+        TASKS[task_id](ns)
+    except BaseException as error:  # noqa: BLE001
+        row["task"], row["task_why"] = False, f"{type(error).__name__}: {error}"[:200]
+    if task_id in RULES:
+        row["parts"] = rule_parts(task_id, ns)
+        row["rules"] = all(ok for _, ok in row["parts"])
+    return row
+
+
+def score(workspace: Path, stream: Path, timeout: float = 30.0) -> list[dict[str, Any]]:
+    stem = stream.name.removesuffix(".jsonl")
+    rows = []
+    for line in stream.read_text().splitlines():
+        if not line.strip():
+            continue
+        task_id = json.loads(line)["id"]
+        run = workspace / "runs" / f"{stem}.{task_id}"
+        failed = {"id": task_id, "task": False, "rules": False if task_id in RULES else None,
+                  "parts": [[name, False] for name, _ in rule_parts(task_id, {})]}  # fmt: skip
+        if not run.is_dir():
+            rows.append({**failed, "task_why": "no run"})
+            continue
+        try:
+            with tempfile.TemporaryDirectory() as cwd:
+                argv = [sys.executable, __file__, "_child", str(run), task_id]
+                done = subprocess.run(
+                    argv, capture_output=True, text=True, timeout=timeout, cwd=cwd
+                )
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        except subprocess.TimeoutExpired:
+            rows.append({**failed, "task_why": "timeout"})
+        except (json.JSONDecodeError, IndexError):
+            rows.append({**failed, "task_why": "the scoring process failed"})
+    return rows
+
+
+def told(stream: Path) -> str:
+    out = []
+    for line in stream.read_text().splitlines():
+        if line.strip():
+            task = json.loads(line)
+            if task["id"] in TOLD:
+                task["task"] = f"{TOLD[task['id']]} {task['task']}"
+            out.append(json.dumps(task))
+    return "\n".join(out)
+
+
+def selftest() -> int:
+    bad = 0
+    for task_id in TASKS:
+        ns: Namespace = {}
+        path = Path(__file__).with_name("reference") / f"{task_id}.py"
+        exec(compile(path.read_text(), str(path), "exec"), ns)  # noqa: S102 - our own reference
+        row = score_one(task_id, {k: v for k, v in ns.items() if not k.startswith("_")})
+        if not row["task"] or row["rules"] is False:
+            bad += 1
+            print(f"reference {task_id} fails: {row}")
+    print(f"selftest: {len(TASKS) - bad}/{len(TASKS)} references pass")
+    return 1 if bad else 0
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args[:1] == ["_child"] and len(args) == 3:
+        print(json.dumps(score_one(args[2], namespace(Path(args[1])))))
+    elif args[:1] == ["score"] and len(args) >= 3:
+        rows = score(Path(args[1]), Path(args[2]))
+        for row in rows:
+            parts = row.get("parts") or []
+            rules = "-" if row["rules"] is None else f"{sum(ok for _, ok in parts)}/{len(parts)}"
+            print(f"{row['id']}: task {'PASS' if row['task'] else 'FAIL'}  rules {rules}  "
+                  f"{row.get('task_why', '')}")  # fmt: skip
+        if "--json" in args:
+            Path(args[args.index("--json") + 1]).write_text(json.dumps(rows, indent=1))
+    elif args[:1] == ["told"] and len(args) == 2:
+        print(told(Path(args[1])))
+    elif args[:1] == ["selftest"]:
+        sys.exit(selftest())
+    else:
+        print(__doc__)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
