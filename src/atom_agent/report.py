@@ -311,7 +311,8 @@ def clause_lines(plan: Plan, clauses: dict[str, Any]) -> list[str]:
 
 
 RULE_STATUS = {
-    "verified": "verified (a check read from it ran and held)",
+    "verified": "verified (checks of each thing it asks ran and held)",
+    "partly": "verified in part ({held} of {of} things it asks; no check of the rest ran: {rest})",
     "failed": "failed (a check read from it ran and did not hold)",
     "carried": "carried (in every prompt; no check of it ran)",
 }
@@ -327,6 +328,9 @@ def rule_lines(info: dict[str, Any]) -> list[str]:
     for rule in applied:
         origin = "stated in this task" if rule.get("origin") == "stated" else "stated earlier"
         status = RULE_STATUS.get(str(rule.get("status")), str(rule.get("status")))
+        if rule.get("status") == "partly":
+            held, rest = rule.get("verified") or [], rule.get("unchecked") or []
+            status = status.format(held=len(held), of=len(held) + len(rest), rest=", ".join(rest))
         content = " ".join(str(rule.get("content") or "").split())
         content = content if len(content) <= 200 else content[:200] + "…"
         lines.append(f"- `{rule.get('id')}` {content} — {origin}; {status}")

@@ -99,8 +99,10 @@ def _strip_markdown(text: str) -> str:
 def rules_applied(info: dict[str, Any], clauses: Coverage) -> list[dict[str, Any]]:
     """Each rule the run carried or stated, with what executing its clauses' checks gave.
 
-    A rule is *verified* when a check read from one of its clauses ran and held, *failed* when
-    one ran and did not, and only *carried* when no check of it ran (the prompt had it).
+    A rule is a clause per demand it makes. It is *verified* when checks of every demand ran
+    and held, *partly* verified when some demands were and the rest have no check that ran,
+    *failed* when a check of it ran and did not hold, and only *carried* when no check of it
+    ran (the prompt had it).
     """
     words: dict[str, str] = info.get("words") or {}
     out: list[dict[str, Any]] = []
@@ -112,13 +114,16 @@ def rules_applied(info: dict[str, Any], clauses: Coverage) -> list[dict[str, Any
             seen.add(rule_id)
             text = norm_words(words.get(rule_id, ""))
             mine = [c for c, t in clauses.texts.items() if norm_words(t) and norm_words(t) in text]
+            held = [c for c in mine if c in clauses.verified]
             status = (
                 "failed" if any(c in clauses.failed for c in mine)
-                else "verified" if any(c in clauses.verified for c in mine)
+                else "verified" if held and len(held) == len(mine)
+                else "partly" if held
                 else "carried"
             )  # fmt: skip
             out.append({"id": rule_id, "content": words.get(rule_id, ""), "origin": origin,
-                        "status": status, "clauses": mine})  # fmt: skip
+                        "status": status, "clauses": mine, "verified": held,
+                        "unchecked": [c for c in mine if c not in held]})  # fmt: skip
     return out
 
 

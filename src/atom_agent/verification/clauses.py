@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
@@ -104,6 +104,7 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
     clauses: list[Clause] = []
     seen: set[str] = set()
     parts = _statements(task, split_clauses(task), signed, classes)
+    parts = _demands(parts, _standing_rules(task))
     stated = _stated(task, parts, signed, classes)
     examples = _example_arguments(task, names)
     constructible = [c for c in classes if c in stated or re.search(rf"\b{c}\(\)", task)]
@@ -183,34 +184,20 @@ def _with_standing_rules(
 ) -> list[Clause]:
     """The project's rules (carried, or stated in the task) with the checks they state.
 
-    The block's heading is no clause; a clause that is (part of) a rule gets the checks that
-    rule states over the task's functions (:func:`standing_checks`), once per rule; a rule that
-    an error's message starts with the argument's name also checks each call the other checks
-    expect to raise (:func:`message_check`).
+    The block's heading is no clause. A rule is a clause per demand (:func:`_demands`); its
+    checks over the task's functions (:func:`standing_checks`) go to the demand whose own words
+    state them; a rule that an error's message starts with the argument's name also checks each
+    call the other checks expect to raise (:func:`message_check`), under that demand.
     """
-    rules = [
-        *carried_rules(task),
-        *(s.text for s in find_rules(own_task(task)) if isinstance(s, StatedRule)),
-    ]
     functions = [n for n in names if n[:1].islower()]
-    done: set[str] = set()
+    built = _rule_checks(_standing_rules(task), clauses, functions, signatures)
     kept: list[Clause] = []
     for clause in clauses:
         if clause.text.strip().startswith(RULES_HEADER.rstrip(":")):
             continue
-        words = norm_words(clause.text)
-        rule = next((r for r in rules if words and words in norm_words(r)), None)
-        extra: list[Check] = []
-        if rule is not None and rule not in done:
-            done.add(rule)
-            built = standing_checks(rule, functions, signatures)
-            if MESSAGE_NAMES_ARGUMENT.search(rule):
-                raising = [c for cl in clauses for c in cl.checks if c.raises] + built
-                built += [m for c in raising
-                          if (sig := signatures.get(c.call.split("(")[0].strip())) is not None
-                          and (m := message_check(c, sig)) is not None]  # fmt: skip
-            extra = [c.model_copy(update={"clause": clause.id})
-                     for c in built if not check_problems(c, defines=names)]  # fmt: skip
+        mine = built.get(clause.id, [])
+        extra = [c.model_copy(update={"clause": clause.id})
+                 for c in mine if not check_problems(c, defines=names)]  # fmt: skip
         if extra:
             clause = clause.model_copy(update={
                 "checks": [*clause.checks, *extra],
@@ -219,6 +206,106 @@ def _with_standing_rules(
             })  # fmt: skip
         kept.append(clause)
     return [_renumbered(c, f"c{i}") for i, c in enumerate(kept, 1)]
+
+
+def _rule_checks(
+    rules: Sequence[str],
+    clauses: Sequence[Clause],
+    functions: Sequence[str],
+    signatures: Mapping[str, Signature],
+) -> dict[str, list[Check]]:
+    """Per clause id, the checks of the rule whose demand the clause is.
+
+    A check goes to the demand whose own words state it (else the rule's first); a rule's
+    message check goes to the demand that speaks of the message.
+    """
+    demands: dict[str, list[Clause]] = {}
+    for clause in clauses:
+        words = norm_words(clause.text)
+        rule = next((r for r in rules if words and words in norm_words(r)), None)
+        if rule is not None:
+            demands.setdefault(rule, []).append(clause)
+    built: dict[str, list[Check]] = {}
+    for rule, mine in demands.items():
+        checks = standing_checks(rule, functions, signatures)
+        for check in checks:
+            owner = next((c for c in mine if _states(c.text, check, functions, signatures)),
+                         mine[0])  # fmt: skip
+            built.setdefault(owner.id, []).append(check)
+        if MESSAGE_NAMES_ARGUMENT.search(rule):
+            owner = next((c for c in mine if MESSAGE_NAMES_ARGUMENT.search(c.text)), mine[0])
+            raising = [c for cl in clauses for c in cl.checks if c.raises] + checks
+            built.setdefault(owner.id, []).extend(
+                m for c in raising
+                if (sig := signatures.get(c.call.split("(")[0].strip())) is not None
+                and (m := message_check(c, sig)) is not None
+            )  # fmt: skip
+    return built
+
+
+def _states(
+    text: str, check: Check, functions: Sequence[str], signatures: Mapping[str, Signature]
+) -> bool:
+    """Whether the words `text` alone state `check` as a standing rule."""
+    said = check.describe()
+    return any(c.describe() == said for c in standing_checks(text, functions, signatures))
+
+
+def _standing_rules(task: str) -> list[str]:
+    """The project's rules in `task`: carried in its rules block, or stated in its own words."""
+    return [
+        *carried_rules(task),
+        *(s.text for s in find_rules(own_task(task)) if isinstance(s, StatedRule)),
+    ]
+
+
+_AND_DEMAND = re.compile(r",\s+and\s+")
+
+
+def _demands(parts: Sequence[tuple[str, int]], rules: Sequence[str]) -> list[tuple[str, int]]:
+    """`parts` with a standing rule that asks several things split into a clause per demand.
+
+    "…: amounts are integers in cents, and an invalid argument raises ValueError" asks two
+    things; as one clause, a check of the error would call the whole rule verified. A part is
+    cut at ", and" outside brackets and quotes, where both sides have three words or more, when
+    it is (part of) one rule, or when each piece is (part of) a rule (a sentence that stated
+    two rules at once).
+    """
+    normed = [norm_words(r) for r in rules]
+
+    def in_rule(text: str) -> bool:
+        words = norm_words(text)
+        return bool(words) and any(words in r for r in normed)
+
+    out: list[tuple[str, int]] = []
+    for text, start in parts:
+        pieces, cut, top = [], 0, set(_top_level(text))
+        for match in _AND_DEMAND.finditer(text):
+            left, right = text[cut : match.start()].strip(), text[match.end() :]
+            if match.start() not in top or len(left.split()) < 3 or len(right.split()) < 3:
+                continue
+            pieces.append((left, start + cut))
+            cut = match.end()
+        pieces.append((text[cut:], start + cut))
+        whole = in_rule(text)
+        out += pieces if whole or all(in_rule(p) for p, _ in pieces) else [(text, start)]
+    return out
+
+
+def _top_level(text: str) -> Iterator[int]:
+    """The offsets of `text`'s characters outside brackets and quotes (not those marks)."""
+    depth, quote = 0, ""
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"`" and (i == 0 or not text[i - 1].isalnum()):
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            yield i
 
 
 def _renumbered(clause: Clause, new_id: str) -> Clause:
@@ -333,23 +420,10 @@ def split_clauses(task: str) -> list[tuple[str, int]]:
     text = _FENCE_MARK.sub(lambda m: " " * len(m.group()), text)
     parts: list[tuple[str, int]] = []
     start = 0
-    depth, quote = 0, ""
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"`" and (i == 0 or not text[i - 1].isalnum()):
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth = max(0, depth - 1)
-        elif depth == 0 and _ends_clause(text, i):
+    for i in _top_level(text):
+        if _ends_clause(text, i):
             parts.append((text[start : i + 1], start))
             start = i + 1
-        i += 1
     parts.append((text[start:], start))
     out: list[tuple[str, int]] = []
     for part, offset in parts:

@@ -100,6 +100,35 @@ def test_a_carried_rule_is_a_clause_with_its_checks_and_the_heading_is_none() ->
     assert cents.checks == []  # carried, not checked
 
 
+def test_a_rule_asking_two_things_is_a_clause_per_demand_each_with_its_own_checks() -> None:
+    """A check of one demand never sits in (and verifies) the clause of the other."""
+    rule = (
+        "From now on every function of this project is fully type-annotated, and every optional "
+        "parameter is keyword-only (declared after a bare *, e.g. 'f(a, *, b=1)')."
+    )
+    for task in (
+        with_rules("Write scale(values: list, factor: int = 2).", f"{RULES_HEADER}\n- {rule}"),
+        f"{rule} Write scale(values: list, factor: int = 2).",  # stated in the task itself
+    ):
+        clauses = task_clauses(task, names=["scale"])
+        annotated, kw_only = [c for c in clauses if "standing_rule" in c.rules or "type-" in c.text]
+        assert annotated.text.endswith("fully type-annotated") and annotated.checks == []
+        assert kw_only.text.startswith("every optional parameter")  # the bracket is not cut
+        assert [c.criterion for c in kw_only.checks] == [RULE_CRITERION]
+
+
+def test_a_sentence_stating_two_rules_at_once_gives_each_its_checks_in_its_own_task() -> None:
+    task = (
+        "Rules for every function of this project from now on: every optional parameter is "
+        "keyword-only, and a function that returns several values returns them as a tuple. "
+        "Write scale(values: list, factor: int = 2) that multiplies each value."
+    )
+    clauses = task_clauses(task, names=["scale"])
+    rules = [c for c in clauses if "standing_rule" in c.rules]
+    assert [c.text.split(":")[-1].split()[:3] for c in rules] == [
+        ["every", "optional", "parameter"], ["a", "function", "that"]]  # fmt: skip
+
+
 def test_a_section_that_must_name_each_parameter_fails_when_one_is_missing(tmp_path: Path) -> None:
     missing = KEEPS.replace("        factor: the multiplier.\n", "")
     assert set(_run(tmp_path, missing, SECTION)) == {"failed"}
