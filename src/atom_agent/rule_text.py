@@ -153,22 +153,31 @@ def _statements(sentence: str, *, every_line: bool) -> list[Statement]:
     )
     if not scoped or (not heading and not every_line and _about_named_code(sentence)):
         return []  # a statement about one piece of code (what it does now) is no standing rule
-    changes = bool(_CHANGE.search(sentence))
     if _RETRACT.search(body) and not _new_content(body):
         return [Retraction(sentence)]
-    parts = _parts(body) if heading and _plural(head) else [body]
-    prefix = f"{head.strip()}: " if heading and len(parts) > 1 else ""
-    words = [(prefix + p) if prefix else (sentence if heading else p) for p in parts]
-    return [StatedRule(_clip(w), changes=changes) for w in words if len(w.split()) >= 3]
+    parts = _parts(body)
+    if len(parts) < 2:
+        return [StatedRule(_clip(sentence if heading else body),
+                           changes=bool(_CHANGE.search(sentence)))]  # fmt: skip
+    # A sentence that asks several things is a rule per thing: a later change to one of them
+    # supersedes that one alone. A heading's scope stays in front of each.
+    prefix = f"{head.strip()}: " if heading else ""
+    head_changes = bool(heading) and bool(_CHANGE.search(head))
+    out: list[Statement] = []
+    for part in parts:
+        if len(part.split()) < 3:
+            continue
+        if _RETRACT.search(part) and not _new_content(part):
+            out.append(Retraction(_clip(prefix + part)))
+        else:
+            changes = head_changes or bool(_CHANGE.search(part))
+            out.append(StatedRule(_clip(prefix + part), changes=changes))
+    return out
 
 
 def states_change(text: str) -> bool:
     """Whether a statement says it changes an earlier rule ("instead of", "no longer" ...)."""
     return bool(_CHANGE.search(text))
-
-
-def _plural(head: str) -> bool:
-    return bool(re.search(r"\b(?:rules|conventions|guidelines|policies|standards)\b", head, re.I))
 
 
 def _new_content(body: str) -> bool:
@@ -178,7 +187,10 @@ def _new_content(body: str) -> bool:
 
 
 def _parts(body: str) -> list[str]:
-    """A heading's body split into its rules: at ';' and ', and' between whole statements."""
+    """A rule's words split into what each asks: at ';' and ', and' before a new subject.
+
+    A piece that goes on about the one before ("its message …") stays with it.
+    """
     parts: list[str] = []
     for piece in re.split(r";\s+|,\s+and\s+(?=(?:an?|the|every|each|all|any|no)\b)", body):
         piece = piece.strip().rstrip(".")

@@ -102,8 +102,9 @@ def test_a_task_without_rules_carries_none_and_states_none(tmp_path: Path) -> No
 
 
 TWO_DEMANDS = (
-    "From now on every function of this project has a docstring, and a negative count raises "
-    "ValueError. Write double(count: int) -> int that returns twice count, e.g. double(2) == 4."
+    "From now on every function of this project has a docstring, and for a negative count it "
+    "raises ValueError. Write double(count: int) -> int that returns twice count, e.g. "
+    "double(2) == 4."
 )
 
 
