@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from atom_agent.checks.contract import SIGNATURE_CRITERION, check_problems
@@ -488,35 +488,60 @@ def _clause_checks(
 # --- the planner model's checks, and coverage ----------------------------------------------------
 
 
-def attribute(check: Check, clauses: Sequence[Clause]) -> str:
+def attribute(
+    check: Check, clauses: Sequence[Clause], *, rules: Collection[str] = frozenset()
+) -> str:
     """The clause a model-written check executes: the one it shares most with ('' if none).
 
-    Shared: the exception it expects, the names it calls, the literals it uses.
+    Shared: the exception it expects, the names it calls, the literals it uses. A clause of a
+    project rule (its id in `rules`) counts only the exception and the literals: the rule names
+    no function, and a parameter's name it happens to use ("a negative count …") is no sign the
+    check executes it.
     """
     best, best_score = "", 0
-    literals = set(_LITERAL.findall(check.call + " " + check.expect))
     names = set(re.findall(r"[A-Za-z_]\w*", check.call))
     for clause in clauses:
         if clause.kind == "signature":
             continue
-        score = 0
-        if check.raises and check.raises.split(".")[-1] in clause.text:
-            score += 3
-        score += sum(1 for n in names if len(n) > 2 and re.search(rf"\b{n}\b", clause.text))
-        score += sum(2 for lit in literals if len(lit) > 1 and lit in clause.text)
+        score = _specific(check, clause)
+        if clause.id not in rules:
+            score += sum(1 for n in names if len(n) > 2 and re.search(rf"\b{n}\b", clause.text))
         if score > best_score:
             best, best_score = clause.id, score
     return best
 
 
+def _specific(check: Check, clause: Clause) -> int:
+    """What a check shares with a clause beyond words: its exception (3), each literal (2)."""
+    literals = set(_LITERAL.findall(check.call + " " + check.expect))
+    score = 3 if check.raises and check.raises.split(".")[-1] in clause.text else 0
+    return score + sum(2 for lit in literals if len(lit) > 1 and lit in clause.text)
+
+
 def placed(check: Check, task: str, clauses: Sequence[Clause]) -> Check:
-    """A model-written check with its clause; one that only restates the task is the task's."""
+    """A model-written check with its clause; one that only restates the task is the task's.
+
+    The model names the clause its check covers; a project rule's clause keeps that only when
+    the check shares its exception or a literal with the rule (a model that files a check of
+    what the function computes under "every public function is type-annotated" verifies no
+    rule), else the check is attributed as if unnamed.
+    """
     if check.origin != "planner":
         return check
-    update: dict[str, str] = {"clause": check.clause or attribute(check, clauses)}
+    rules = rule_clauses(task, clauses)
+    named = next((c for c in clauses if c.id == check.clause), None)
+    keep = named is not None and (named.id not in rules or _specific(check, named) > 0)
+    clause = check.clause if keep else attribute(check, clauses, rules=rules)
+    update: dict[str, str] = {"clause": clause}
     if restates_task(check, task):
         update["origin"] = "task"
     return check.model_copy(update=update)
+
+
+def rule_clauses(task: str, clauses: Sequence[Clause]) -> set[str]:
+    """The ids of the clauses that are (a demand of) a project rule the task carries or states."""
+    rules = [norm_words(r) for r in _standing_rules(task)]
+    return {c.id for c in clauses if (w := norm_words(c.text)) and any(w in r for r in rules)}
 
 
 def restates_task(check: Check, task: str) -> bool:

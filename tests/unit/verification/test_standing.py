@@ -9,7 +9,8 @@ import pytest
 from atom_agent.checks.contract import run_contract
 from atom_agent.rule_text import RULES_HEADER, with_rules
 from atom_agent.sandbox import Limits, default_runner
-from atom_agent.verification.clauses import task_clauses
+from atom_agent.state import Check
+from atom_agent.verification.clauses import placed, task_clauses
 from atom_agent.verification.standing import (
     MESSAGE_NAMES_ARGUMENT,
     RULE_CRITERION,
@@ -190,3 +191,25 @@ def test_an_error_message_rule_checks_the_changed_argument_leads_the_message(
         report = run_contract([check], staging=staging, runner=RUNNER, limits=LIMITS,
                               defines=["pick"])  # fmt: skip
         assert [r.status == "passed" for r in report.results] == [want == "passed"]
+
+
+def test_a_model_check_filed_under_a_rule_it_does_not_execute_verifies_no_rule() -> None:
+    """A check of what a function computes, labelled with a rule's clause, leaves that clause."""
+    block = (
+        f"{RULES_HEADER}\n- Every public function is fully type-annotated.\n"
+        "- From now on a negative count raises KeyError."
+    )
+    task = with_rules("Write pad(text, count) that appends count dots to text.", block)
+    clauses = task_clauses(task, names=["pad"])
+    annotated = next(c for c in clauses if "type-annotated" in c.text)
+    negative = next(c for c in clauses if "negative count" in c.text)
+
+    def model(call: str, clause: str, expect: str = "", raises: str = "") -> Check:
+        return Check(call=call, expect=expect, raises=raises, clause=clause, origin="planner")
+
+    moved = placed(model("pad('a', count=2)", annotated.id, "'a..'"), task, clauses)
+    assert moved.clause != annotated.id
+    # Nor by a parameter's name the rule happens to use.
+    assert placed(model("pad('a', count=2)", "", "'a..'"), task, clauses).clause != negative.id
+    kept = placed(model("pad('a', count=-1)", negative.id, raises="KeyError"), task, clauses)
+    assert kept.clause == negative.id
