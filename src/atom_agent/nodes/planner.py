@@ -49,7 +49,7 @@ from atom_agent.state import (
 )
 from atom_agent.telemetry import emit
 from atom_agent.usage import model_name_of, usage_of
-from atom_agent.verification.clauses import placed, task_clauses
+from atom_agent.verification.clauses import placed, rule_clauses, task_clauses
 from atom_agent.verification.contracts import write_contracts
 from atom_agent.workspace import RunRef
 from atom_agent.workspace.atomic import atomic_write_json
@@ -723,8 +723,10 @@ def finalize_plan(plan: Plan, task: str, *, committed: list[PlanStep] | None = N
     ]
     kept = {s.id for s in committed or []}
     clauses = task_clauses(task, names=names)
+    rules = rule_clauses(task, clauses)
     steps = [
-        s.model_copy(update={"checks": [placed(c, task, clauses) for c in s.checks]}) for s in steps
+        s.model_copy(update={"checks": [placed(c, task, clauses, rules) for c in s.checks]})
+        for s in steps
     ]
     stated: dict[int, list[Check]] = {}
     for check in (c for clause in clauses for c in clause.checks):

@@ -104,7 +104,8 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
     clauses: list[Clause] = []
     seen: set[str] = set()
     parts = _statements(task, split_clauses(task), signed, classes)
-    parts = _demands(parts, _standing_rules(task))
+    rules = _standing_rules(task)
+    parts = _demands(parts, rules)
     stated = _stated(task, parts, signed, classes)
     examples = _example_arguments(task, names)
     constructible = [c for c in classes if c in stated or re.search(rf"\b{c}\(\)", task)]
@@ -131,7 +132,7 @@ def task_clauses(task: str, *, names: Sequence[str] | None = None) -> list[Claus
                 rules=list(dict.fromkeys(r for f in fresh for r in f.rules)),
             )
         )
-    clauses = _with_standing_rules(task, clauses, names, _signatures(task, stated, examples))
+    clauses = _with_standing_rules(rules, clauses, names, _signatures(task, stated, examples))
     examples_clause = _examples_clause(task, names, clauses, seen)
     return clauses if examples_clause is None else [*clauses, examples_clause]
 
@@ -180,9 +181,12 @@ def _signatures(
 
 
 def _with_standing_rules(
-    task: str, clauses: list[Clause], names: Sequence[str], signatures: Mapping[str, Signature]
+    rules: Sequence[str],
+    clauses: list[Clause],
+    names: Sequence[str],
+    signatures: Mapping[str, Signature],
 ) -> list[Clause]:
-    """The project's rules (carried, or stated in the task) with the checks they state.
+    """The project's `rules` (carried, or stated in the task) with the checks they state.
 
     The block's heading is no clause. A rule is a clause per demand (:func:`_demands`); its
     checks over the task's functions (:func:`standing_checks`) go to the demand whose own words
@@ -190,7 +194,7 @@ def _with_standing_rules(
     call the other checks expect to raise (:func:`message_check`), under that demand.
     """
     functions = [n for n in names if n[:1].islower()]
-    built = _rule_checks(_standing_rules(task), clauses, functions, signatures)
+    built = _rule_checks(rules, clauses, functions, signatures)
     kept: list[Clause] = []
     for clause in clauses:
         if clause.text.strip().startswith(RULES_HEADER.rstrip(":")):
@@ -518,17 +522,20 @@ def _specific(check: Check, clause: Clause) -> int:
     return score + sum(2 for lit in literals if len(lit) > 1 and lit in clause.text)
 
 
-def placed(check: Check, task: str, clauses: Sequence[Clause]) -> Check:
+def placed(
+    check: Check, task: str, clauses: Sequence[Clause], rules: Collection[str] | None = None
+) -> Check:
     """A model-written check with its clause; one that only restates the task is the task's.
 
     The model names the clause its check covers; a project rule's clause keeps that only when
     the check shares its exception or a literal with the rule (a model that files a check of
     what the function computes under "every public function is type-annotated" verifies no
-    rule), else the check is attributed as if unnamed.
+    rule), else the check is attributed as if unnamed. `rules`: :func:`rule_clauses` of the
+    task, when the caller places many checks (read from the task when not given).
     """
     if check.origin != "planner":
         return check
-    rules = rule_clauses(task, clauses)
+    rules = rule_clauses(task, clauses) if rules is None else rules
     named = next((c for c in clauses if c.id == check.clause), None)
     keep = named is not None and (named.id not in rules or _specific(check, named) > 0)
     clause = check.clause if keep else attribute(check, clauses, rules=rules)

@@ -39,7 +39,12 @@ from atom_agent.prompts import prompt_text, register
 from atom_agent.replies import extract_code
 from atom_agent.state import Check, Clause, Plan, PlanStep
 from atom_agent.telemetry import emit
-from atom_agent.verification.clauses import CODE_CRITERIA, placed, states_behaviour
+from atom_agent.verification.clauses import (
+    CODE_CRITERIA,
+    placed,
+    rule_clauses,
+    states_behaviour,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -205,8 +210,9 @@ def _with_contract(
 ) -> PlanStep:
     """`step` with the usable checks of its contract reply added."""
     have = {c.describe() for c in step.checks}
+    rules = rule_clauses(task, plan.clauses)
     usable = [
-        placed(c, task, plan.clauses)
+        placed(c, task, plan.clauses, rules)
         for c in found
         if c.describe() not in have
         and not check_problems(c, defines=step.defines, available=available)
