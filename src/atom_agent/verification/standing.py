@@ -2,14 +2,15 @@
 
 A standing rule is a clause of every later task (:mod:`atom_agent.memory.rules`). Where what it
 says is a shape code can execute without knowing the task (parameters with defaults are
-keyword-only; every docstring has a section, or names each parameter, or carries doctest
-examples that pass; the module defines an exception class of a stated base), this module
-builds that check for each function the step defines, so a candidate that breaks a rule loses
-to one that keeps it. Where the rule is about calls (a negative value of a named parameter
-raises an exception; several values come back as a tuple, not a list; the arguments are left
-unchanged; an error's message starts with the argument's name), the check calls each function
-the task states with a valid call (its worked example, else plain values of the stated types)
-changed as the rule says. A rule it cannot read stays a clause the prompts carry, unchecked.
+keyword-only; parameters and results carry type annotations; every docstring has a section, or names
+each parameter, or carries doctest examples that pass; the module defines an exception class of
+a stated base), this module builds that check for each function the step defines, so a candidate
+that breaks a rule loses to one that keeps it. Where the rule is about calls (a negative value
+of a named parameter raises an exception; several values come back as a tuple, not a list; the
+arguments are left unchanged; an error's message starts with the argument's name), the check
+calls each function the task states with a valid call (its worked example, else plain values of
+the stated types) changed as the rule says. A rule it cannot read stays a clause the prompts
+carry, unchecked.
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ _KW_ONLY = re.compile(
     r"\bkeyword[- ]only\b[^.;]{0,60}\b(?:optional|default(?:s|ed)?)\b",
     re.IGNORECASE,
 )
+_ANNOTATED = re.compile(
+    r"\btype[- ]?(?:annotat\w*|hint(?:s|ed)?)\b|\b(?:annotat\w*|hints?)\b[^.;]{0,60}\btypes?\b|"
+    r"\bfully\s+annotated\b",
+    re.IGNORECASE,
+)
+_PARAMS_ONLY = re.compile(r"\b(?:param(?:eter)?s?|arguments?)\b", re.IGNORECASE)
+_RESULTS = re.compile(r"\breturns?\b|\bresults?\b|\bfully\b", re.IGNORECASE)
 _DOCTEST = re.compile(r"\bdoctests?\b|>>>", re.IGNORECASE)
 _DOCSTRING = re.compile(r"\bdocstrings?\b", re.IGNORECASE)
 _SECTION = re.compile(
@@ -105,6 +113,9 @@ def _function_checks(rule: str, name: str) -> list[Check]:
             "if p.default is not p.empty and p.kind is not p.KEYWORD_ONLY]",
             "[]",
         ))  # fmt: skip
+    annotated = _ANNOTATED.search(rule)
+    if annotated and not _NEGATED.search(rule[: annotated.start()]):
+        checks.append(_annotations_check(rule, name))
     if not _DOCSTRING.search(rule):
         return checks
     if _DOCTEST.search(rule):
@@ -130,6 +141,22 @@ def _function_checks(rule: str, name: str) -> list[Check]:
             "(True, [])",
         ))  # fmt: skip
     return checks
+
+
+def _annotations_check(rule: str, name: str) -> Check:
+    """Every parameter of `name` annotated, and its result unless the rule names only parameters.
+
+    ``self``/``cls`` and a rule that names parameters but not results ask for no return
+    annotation; the check reads ``inspect.signature``, so string annotations count.
+    """
+    results = bool(_RESULTS.search(rule)) or not _PARAMS_ONLY.search(rule)
+    returns = f"inspect.signature({name}).return_annotation is not inspect.Signature.empty"
+    return _check(
+        f"import inspect\n([p.name for p in inspect.signature({name}).parameters.values() "
+        f"if p.annotation is p.empty and p.name not in ('self', 'cls')], "
+        f"{returns if results else 'True'})",
+        "([], True)",
+    )
 
 
 def _check(call: str, expect: str = "", raises: str = "") -> Check:

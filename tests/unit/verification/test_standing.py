@@ -29,13 +29,14 @@ SECTION = (
 )
 DOCTEST = "In this project every docstring carries a doctest example that passes."
 EXC = "From now on a bad input raises ShapeError, a subclass of ValueError that the module defines."
+HINTS = "Please add type hints to every function you write here, its return value included."
 
 KEEPS = '''
 class ShapeError(ValueError):
     pass
 
 
-def scale(values, *, factor=2):
+def scale(values: list[int], *, factor: "int" = 2) -> list[int]:
     """Scale the values.
 
     Params:
@@ -73,7 +74,7 @@ def _run(tmp_path: Path, source: str, rule: str) -> list[str]:
     return [r.status for r in report.results]
 
 
-@pytest.mark.parametrize("rule", [KW_ONLY, SECTION, DOCTEST, EXC])
+@pytest.mark.parametrize("rule", [KW_ONLY, SECTION, DOCTEST, EXC, HINTS])
 def test_a_rule_keeping_module_passes_and_a_rule_breaking_one_fails(
     tmp_path: Path, rule: str
 ) -> None:
@@ -113,9 +114,11 @@ def test_a_rule_asking_two_things_is_a_clause_per_demand_each_with_its_own_check
     ):
         clauses = task_clauses(task, names=["scale"])
         annotated, kw_only = [c for c in clauses if "standing_rule" in c.rules or "type-" in c.text]
-        assert annotated.text.endswith("fully type-annotated") and annotated.checks == []
+        assert annotated.text.endswith("fully type-annotated")
         assert kw_only.text.startswith("every optional parameter")  # the bracket is not cut
-        assert [c.criterion for c in kw_only.checks] == [RULE_CRITERION]
+        for clause, shows in ((annotated, "p.annotation"), (kw_only, "KEYWORD_ONLY")):
+            (check,) = clause.checks
+            assert check.criterion == RULE_CRITERION and shows in check.call
 
 
 def test_a_sentence_stating_two_rules_at_once_gives_each_its_checks_in_its_own_task() -> None:
@@ -128,6 +131,29 @@ def test_a_sentence_stating_two_rules_at_once_gives_each_its_checks_in_its_own_t
     rules = [c for c in clauses if "standing_rule" in c.rules]
     assert [c.text.split(":")[-1].split()[:3] for c in rules] == [
         ["every", "optional", "parameter"], ["a", "function", "that"]]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rule", "returns"),
+    [
+        ("Every public function is fully type-annotated.", True),
+        ("From now on all code uses type annotations.", True),
+        ("Annotate each parameter with its type.", False),
+        ("Parameters carry type hints.", False),
+    ],
+)
+def test_an_annotation_rule_checks_parameters_and_the_result_as_it_says(
+    tmp_path: Path, rule: str, returns: bool
+) -> None:
+    """`self` needs no annotation; a missing return annotation fails only a rule that asks it."""
+    params_only = KEEPS.replace(") -> list[int]:", "):")
+    assert set(_run(tmp_path, params_only, rule)) == ({"failed"} if returns else {"passed"})
+    assert set(_run(tmp_path, KEEPS.replace("values: list[int]", "values"), rule)) == {"failed"}
+
+
+def test_a_rule_that_waives_annotations_asks_for_none() -> None:
+    for rule in ("Type hints are no longer required.", "We do not use type hints here."):
+        assert standing_checks(rule, ["scale"]) == []
 
 
 def test_a_section_that_must_name_each_parameter_fails_when_one_is_missing(tmp_path: Path) -> None:
