@@ -27,10 +27,13 @@ _CODE_UNIT = (
     r"parameters?|arguments?|docstrings?|errors?|exceptions?|names?|identifiers?|code)"
 )
 # Scope in time: the statement holds for later work, not only for this task.
+_LATER = r"(?:later|future|subsequent|following|coming|upcoming|next)"
+_WORK = r"(?:tasks?|work|changes?|functions?|code|ones?|requests?|jobs?|features?)"
 _LASTING = re.compile(
     r"\b(?:from now on|going forward|hence ?forth|from here on|here ?after|in (?:the )?future|"
-    r"from this (?:point|task|moment) on|(?:in|for) (?:all |every )?(?:later|future|subsequent|"
-    r"following|coming|next) (?:tasks?|work|changes?|functions?|code)|"
+    r"from this (?:point|task|moment) on(?:wards?)?|until (?:further notice|(?:i|we) say "
+    rf"otherwise)|(?:in|for|to|on|across) (?:all |every |any |each )?{_LATER} {_WORK}|"
+    rf"(?:every|all|any|each) {_LATER} {_WORK}|"
     r"for (?:all|any) (?:new|future) code|from (?:today|now) onwards?|always,? in this project)\b",
     re.IGNORECASE,
 )

@@ -28,6 +28,9 @@ RULE_WORDINGS = [
     "Our team's convention: names of private helpers start with an underscore.",
     "Every method of this library validates its inputs before doing any work.",
     "For all future tasks, use pathlib rather than os.path.",
+    "Until further notice, configuration is read from environment variables only.",
+    "This holds for this request and each later one: log lines are JSON objects.",
+    "What follows applies to all upcoming work too: every cache key is a tuple.",
 ]
 # The task's own requirements: never rules.
 REQUIREMENTS = [
@@ -40,6 +43,9 @@ REQUIREMENTS = [
     # What one piece of the project does now describes it; it is no rule for later work.
     "In this project, `fmt.render(x)` raises NotImplementedError.",
     "In this codebase, the helper `Cache.evict()` fails on an empty cache.",
+    # "following" and "next" that point inside the task are no time scope.
+    "Handle all following cases: an empty list, a list of one item.",
+    "The next function in the file calls this one.",
 ]
 
 
