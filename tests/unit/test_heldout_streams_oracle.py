@@ -14,22 +14,23 @@ from pathlib import Path
 STREAMS = Path(__file__).resolve().parents[2] / "benchmarks" / "heldout" / "streams"
 STREAM = STREAMS / "h-text.jsonl"
 IDS = [json.loads(line)["id"] for line in STREAM.read_text().splitlines() if line.strip()]
+GEOM = STREAMS / "h-geom.jsonl"
 
 
 def _reference(task_id: str) -> str:
     return (STREAMS / "reference" / f"{task_id}.py").read_text(encoding="utf-8")
 
 
-def _commit(ws: Path, task_id: str, source: str) -> None:
-    folder = ws / "runs" / f"h-text.{task_id}" / "steps" / "step1" / "committed" / "artifacts"
+def _commit(ws: Path, task_id: str, source: str, stream: str = "h-text") -> None:
+    folder = ws / "runs" / f"{stream}.{task_id}" / "steps" / "step1" / "committed" / "artifacts"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "impl.py").write_text(source, encoding="utf-8")
 
 
-def _score(ws: Path) -> dict[str, dict[str, object]]:
+def _score(ws: Path, stream: Path = STREAM) -> dict[str, dict[str, object]]:
     out = ws / "scored.json"
     done = subprocess.run(
-        [sys.executable, str(STREAMS / "oracle.py"), "score", str(ws), str(STREAM), "--json",
+        [sys.executable, str(STREAMS / "oracle.py"), "score", str(ws), str(stream), "--json",
          str(out)],
         capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
@@ -81,3 +82,29 @@ def test_a_missing_run_scores_nothing_and_told_spells_the_rules_out(tmp_path: Pa
     tasks = {t["id"]: t["task"] for t in map(json.loads, told.splitlines())}
     assert "TextTypeError" in tasks["t5"] and "TypeError" in tasks["t2"]
     assert tasks["t1"] == json.loads(STREAM.read_text().splitlines()[0])["task"]
+
+
+def test_the_geometry_stream_scores_references_and_code_that_forgot_its_rules(
+    tmp_path: Path,
+) -> None:
+    ids = [json.loads(line)["id"] for line in GEOM.read_text().splitlines() if line.strip()]
+    for task_id in ids:
+        _commit(tmp_path / "ref", task_id, _reference(task_id), "h-geom")
+    rows = _score(tmp_path / "ref", GEOM)
+    assert [rows[t]["task"] for t in ids] == [True] * 5
+    parts = [part for t in ids for part in rows[t]["parts"]]  # type: ignore[attr-defined]
+    assert len(parts) == 7 and all(ok for _, ok in parts)
+    # Right values, no docstring, not rounded: each task kept, each rule part failed.
+    forgot = {
+        "g3": "import math\ndef triangle_area(a, b, c):\n    if a + b <= c or a + c <= b or "
+        "b + c <= a:\n        raise ValueError(a)\n    s = (a + b + c) / 2\n"
+        "    return math.sqrt(s * (s - a) * (s - b) * (s - c))\n",
+        # The changed rule: two places where three are in force.
+        "g5": _reference("g5").replace(", 3)", ", 2)"),
+    }
+    for task_id, source in forgot.items():
+        _commit(tmp_path / "bad", task_id, source, "h-geom")
+    rows = _score(tmp_path / "bad", GEOM)
+    assert rows["g3"]["task"] is True
+    assert rows["g3"]["parts"] == [["docstring", False], ["rounded: 2 places", False]]
+    assert rows["g5"]["parts"] == [["docstring", True], ["rounded: 3 places", False]]

@@ -8,8 +8,12 @@ The interface of ``../shared/streams/oracle.py``, so ``benchmarks/streams_eval.p
 
 A run's code is its committed ``impl.py`` files (steps in order), then the non-test modules of its
 ``result/`` folder. Each run is scored in a child process with a time limit; always exits 0 after
-scoring. Rules (said in t1, one changed in t4): every public function fully annotated; an argument
-of the wrong type raises TypeError (t1), then TextTypeError, a TypeError subclass (t4 on).
+scoring. Two streams, their task ids apart:
+
+- ``h-text`` (t1–t5). Rules said in t1, one changed in t4: every public function fully annotated;
+  an argument of the wrong type raises TypeError (t1), then TextTypeError, a TypeError subclass.
+- ``h-geom`` (g1–g5). Rules said in g1, one changed in g4: each public function has a docstring;
+  a returned float is rounded to two decimal places (g1), then to three (g4 on).
 """
 
 from __future__ import annotations
@@ -36,7 +40,13 @@ TOLD = {
     "t4": "Standing rule of this package: every public function is fully type-annotated "
     "(every parameter and the return value).",
     "t5": _BOTH + "TextTypeError, a subclass of TypeError defined in the module.",
+    "g2": "Conventions of this geometry module: each public function carries a docstring, and "
+    "every float a function returns is rounded to two decimal places.",
+    "g4": "Convention of this geometry module: each public function carries a docstring.",
+    "g5": "Conventions of this geometry module: each public function carries a docstring, and "
+    "every float a function returns is rounded to three decimal places.",
 }
+TOLD["g3"] = TOLD["g2"]
 """What a user would write before each later task if nothing remembered the rules (t4 states
 the rule it changes itself, so it is told only the one it keeps)."""
 
@@ -73,6 +83,26 @@ def wrong_type(ns: Namespace, name: str, args: tuple[Any, ...], subclass: str | 
         assert type(error) is not TypeError
 
 
+def documented(ns: Namespace, name: str) -> None:
+    """`name` has a docstring."""
+    assert (inspect.getdoc(_function(ns, name)) or "").strip(), f"{name} has no docstring"
+
+
+Cases = list[tuple[tuple[Any, ...], float]]
+
+
+def rounded(ns: Namespace, name: str, places: int, cases: Cases) -> None:
+    """`name(*args)` is the exact value rounded to `places` decimal places, for each case."""
+    for args, exact in cases:
+        got = _function(ns, name)(*args)
+        want = round(exact, places)
+        assert abs(got - want) < 1e-9, f"{name}{args} == {got!r}, not {want!r}"
+
+
+def near(got: Any, want: float, tolerance: float = 0.01) -> bool:
+    return isinstance(got, (int, float)) and abs(got - want) <= tolerance
+
+
 # ---------------------------------------------------------------- the tasks' own checks
 
 
@@ -107,6 +137,44 @@ def task_t5(ns: Namespace) -> None:
     assert f("AEiou oU") == {"a": 1, "e": 1, "i": 1, "o": 2, "u": 2}
 
 
+_SQRT13, _PI = 13**0.5, 3.141592653589793
+DIAGONAL = [((2, 3), _SQRT13), ((1, 1), 2**0.5)]
+CIRCLE = [((2,), _PI * 4), ((1.5,), _PI * 2.25)]
+TRIANGLE = [((2, 3, 4), 2.9047375096555625), ((4, 5, 6), 9.921567416492215)]
+PERIMETER = [(([1.2344, 1.0],), 2.2344), (([0.1, 0.2],), 0.3)]
+SPHERE = [((1,), 4 / 3 * _PI), ((2,), 4 / 3 * _PI * 8)]
+
+
+def task_g1(ns: Namespace) -> None:
+    f = _function(ns, "rect_diagonal")
+    assert near(f(3, 4), 5.0) and near(f(1, 1), 2**0.5) and near(f(0, 0), 0.0)
+    documented(ns, "rect_diagonal")
+    rounded(ns, "rect_diagonal", 2, DIAGONAL)
+
+
+def task_g2(ns: Namespace) -> None:
+    f = _function(ns, "circle_area")
+    assert near(f(2), _PI * 4) and near(f(0), 0.0) and near(f(1), _PI)
+    _raises(ValueError, lambda: f(-1))
+
+
+def task_g3(ns: Namespace) -> None:
+    f = _function(ns, "triangle_area")
+    assert near(f(3, 4, 5), 6.0) and near(f(2, 3, 4), 2.9047375)
+    _raises(ValueError, lambda: f(1, 2, 10))
+
+
+def task_g4(ns: Namespace) -> None:
+    f = _function(ns, "polygon_perimeter")
+    assert near(f([1, 2, 3]), 6.0) and near(f([]), 0.0) and near(f([1.5, 2.25]), 3.75)
+    rounded(ns, "polygon_perimeter", 3, PERIMETER)
+
+
+def task_g5(ns: Namespace) -> None:
+    f = _function(ns, "sphere_volume")
+    assert near(f(1), 4 / 3 * _PI) and near(f(0), 0.0) and near(f(2), 4 / 3 * _PI * 8, 0.01)
+
+
 # ---------------------------------------------------------------- the rules in force, by task
 
 Part = Callable[[str, Callable[[], Any]], None]
@@ -129,7 +197,23 @@ RULES: dict[str, Callable[[Namespace, Part], None]] = {
         ),
     ),
 }
-TASKS = {"t1": task_t1, "t2": task_t2, "t3": task_t3, "t4": task_t4, "t5": task_t5}
+RULES |= {
+    "g2": lambda ns, r: (
+        r("docstring", lambda: documented(ns, "circle_area")),
+        r("rounded: 2 places", lambda: rounded(ns, "circle_area", 2, CIRCLE)),
+    ),
+    "g3": lambda ns, r: (
+        r("docstring", lambda: documented(ns, "triangle_area")),
+        r("rounded: 2 places", lambda: rounded(ns, "triangle_area", 2, TRIANGLE)),
+    ),
+    "g4": lambda ns, r: r("docstring", lambda: documented(ns, "polygon_perimeter")),
+    "g5": lambda ns, r: (
+        r("docstring", lambda: documented(ns, "sphere_volume")),
+        r("rounded: 3 places", lambda: rounded(ns, "sphere_volume", 3, SPHERE)),
+    ),
+}
+TASKS = {"t1": task_t1, "t2": task_t2, "t3": task_t3, "t4": task_t4, "t5": task_t5,
+         "g1": task_g1, "g2": task_g2, "g3": task_g3, "g4": task_g4, "g5": task_g5}  # fmt: skip
 
 
 def rule_parts(task_id: str, ns: Namespace) -> list[list[Any]]:
