@@ -2,15 +2,15 @@
 
 A standing rule is a clause of every later task (:mod:`atom_agent.memory.rules`). Where what it
 says is a shape code can execute without knowing the task (parameters with defaults are
-keyword-only; parameters and results carry type annotations; every docstring has a section, or names
-each parameter, or carries doctest examples that pass; the module defines an exception class of
-a stated base), this module builds that check for each function the step defines, so a candidate
-that breaks a rule loses to one that keeps it. Where the rule is about calls (a negative value
-of a named parameter raises an exception; several values come back as a tuple, not a list; the
-arguments are left unchanged; an error's message starts with the argument's name), the check
-calls each function the task states with a valid call (its worked example, else plain values of
-the stated types) changed as the rule says. A rule it cannot read stays a clause the prompts
-carry, unchecked.
+keyword-only; parameters and results carry type annotations; every function has a docstring, one
+with a section, one that names each parameter, or one whose doctest examples pass; the module
+defines an exception class of a stated base), this module builds that check for each function
+the step defines, so a candidate that breaks a rule loses to one that keeps it. Where the rule
+is about calls (a negative value of a named parameter raises an exception; several values come
+back as a tuple, not a list; the arguments are left unchanged; an error's message starts with
+the argument's name), the check calls each function the task states with a valid call (its
+worked example, else plain values of the stated types) changed as the rule says. A rule it
+cannot read stays a clause the prompts carry, unchecked.
 """
 
 from __future__ import annotations
@@ -38,6 +38,17 @@ _PARAMS_ONLY = re.compile(r"\b(?:param(?:eter)?s?|arguments?)\b", re.IGNORECASE)
 _RESULTS = re.compile(r"\breturns?\b|\bresults?\b|\bfully\b", re.IGNORECASE)
 _DOCTEST = re.compile(r"\bdoctests?\b|>>>", re.IGNORECASE)
 _DOCSTRING = re.compile(r"\bdocstrings?\b", re.IGNORECASE)
+_HAS_DOCSTRING = re.compile(
+    r"\b(?:ha(?:s|ve)|carr(?:y|ies)|includes?|gets?|needs?|with|requires?|contains?|writes?|"
+    r"adds?|gives?)\s+(?:an?\s+|its\s+|their\s+)?(?:own\s+|short\s+|proper\s+)?docstrings?\b|"
+    r"\bdocstrings?\s+(?:on|for|in|to)\s+(?:every|all|each|any)\b|\bdocumented\b",
+    re.IGNORECASE,
+)
+_WAIVED = re.compile(
+    r"^[^.;]{0,30}\b(?:(?:is|are)\s+)?(?:not|no longer|never)\s+(?:required|needed|necessary|"
+    r"mandatory|expected|wanted)\b|^[^.;]{0,20}\b(?:optional|unnecessary)\b",
+    re.IGNORECASE,
+)
 _SECTION = re.compile(
     r"['\"`]?\b(?P<name>Args|Arguments|Parameters|Params|Returns|Return|Raises|Yields|Examples?|"
     r"Notes?|Attributes)\b:?['\"`]?\s*(?:section|heading|block|part)?",
@@ -140,7 +151,20 @@ def _function_checks(rule: str, name: str) -> list[Check]:
             f"import inspect\n_doc = inspect.getdoc({name}) or ''\n({head!r} in _doc, {missing})",
             "(True, [])",
         ))  # fmt: skip
+    elif (
+        not _DOCTEST.search(rule) and (has := _HAS_DOCSTRING.search(rule)) and _asks_for(rule, has)
+    ):
+        checks.append(_check(f"import inspect\nbool((inspect.getdoc({name}) or '').strip())",
+                             "True"))  # fmt: skip
     return checks
+
+
+def _asks_for(rule: str, word: re.Match[str]) -> bool:
+    """Whether `rule` asks for what `word` states (not "no docstrings", "… are not required")."""
+    before, after = rule[: word.start()], rule[word.end() :]
+    return not (
+        _NEGATED.search(before) or re.search(r"\bno\s+$", before, re.I) or _WAIVED.search(after)
+    )
 
 
 def _annotations_check(rule: str, name: str) -> Check:

@@ -102,16 +102,16 @@ def test_a_task_without_rules_carries_none_and_states_none(tmp_path: Path) -> No
 
 
 TWO_DEMANDS = (
-    "From now on every function of this project has a docstring, and for a negative count it "
-    "raises ValueError. Write double(count: int) -> int that returns twice count, e.g. "
-    "double(2) == 4."
+    "From now on every function of this project is safe to call from two threads at once, and "
+    "for a negative count it raises ValueError. Write double(count: int) -> int that returns "
+    "twice count, e.g. double(2) == 4."
 )
 
 
 def test_a_rule_asking_two_things_is_verified_only_in_the_part_its_checks_ran_on(
     tmp_path: Path,
 ) -> None:
-    """One rule, two demands: a check of the error does not verify the docstring demand."""
+    """One rule, two demands: a check of the error does not verify the thread-safety demand."""
     ctx = Context(workspace=str(tmp_path / "ws"), max_attempts=2)
     run_task(TWO_DEMANDS, ctx, models=_models(Recorder(DOUBLE, DOUBLE)))  # type: ignore[arg-type]
     second = run_task(SECOND, ctx, models=_models(Recorder(TRIPLE_KEEPS_RULE, TRIPLE_KEEPS_RULE)))  # type: ignore[arg-type]
@@ -121,7 +121,7 @@ def test_a_rule_asking_two_things_is_verified_only_in_the_part_its_checks_ran_on
     (applied,) = info["rules"]["applied"]
     assert len(applied["clauses"]) == 2, info["clauses"]
     assert applied["status"] == "partly" and len(applied["verified"]) == 1, applied
-    (docstring,) = applied["unchecked"]
-    assert docstring in info["clauses"]["unchecked"]
+    (threads,) = applied["unchecked"]
+    assert threads in info["clauses"]["unchecked"]
     report = (run.path / "report.md").read_text()
     assert "verified in part (1 of 2 things it asks; no check of the rest ran: " in report

@@ -151,6 +151,19 @@ def test_an_annotation_rule_checks_parameters_and_the_result_as_it_says(
     assert set(_run(tmp_path, KEEPS.replace("values: list[int]", "values"), rule)) == {"failed"}
 
 
+def test_a_rule_that_every_function_has_a_docstring_fails_one_without(tmp_path: Path) -> None:
+    rule = "Each public function of this module carries a docstring."
+    assert set(_run(tmp_path, KEEPS, rule)) == {"passed"}
+    bare = (
+        'def scale(values: list[int], *, factor: "int" = 2) -> list[int]:\n'
+        "    return [v * factor for v in values]\n"
+    )
+    assert set(_run(tmp_path, bare, rule)) == {"failed"}
+    for waived in ("Docstrings are optional in this project.", "Functions here need no docstrings.",
+                   "Keep docstrings to one line."):  # fmt: skip
+        assert standing_checks(waived, ["scale"]) == []
+
+
 def test_a_rule_that_waives_annotations_asks_for_none() -> None:
     for rule in ("Type hints are no longer required.", "We do not use type hints here."):
         assert standing_checks(rule, ["scale"]) == []
