@@ -150,7 +150,8 @@ def _number(annotation: str, value: int) -> str | None:
 
 
 def _negative(annotation: str) -> str | None:
-    return {"int": "-1", "float": "-1.5"}.get(annotation.replace(" ", ""))
+    """A negative value of a numeric parameter; -1 for an unannotated one (int or float)."""
+    return {"int": "-1", "float": "-1.5", "": "-1"}.get(annotation.replace(" ", ""))
 
 
 def _empty(annotation: str) -> str | None:
@@ -311,7 +312,7 @@ RULES: tuple[Rule, ...] = (
          "repeat raises ValueError.",
          "Write repeat(word: str, times: int) -> str; times has to be an even number, else "
          "repeat raises ValueError.",
-         lambda m, a, b, v: _typed(a, "0", "int", "float")),
+         lambda m, a, b, v: _typed(a, "0", "int", "float", "")),
     Rule("param_must_be_nonnegative", "condition",
          r"\b{P} {MODAL} (?:a |an )?non-?negative\b|\b{P} (?:must|should|may) not be negative\b",
          ERROR_CRITERION,
@@ -319,7 +320,7 @@ RULES: tuple[Rule, ...] = (
          "raises ValueError.",
          "Write pad(text: str, width: int) -> str. width should be a multiple of 4, else pad "
          "raises ValueError.",
-         lambda m, a, b, v: _typed(a, "-1", "int", "float")),
+         lambda m, a, b, v: _typed(a, "-1", "int", "float", "")),
     Rule("param_range", "condition",
          rf"\b{{P}} {{MODAL}} (?:between|from|in the range) {_N} (?:and|to|up to)\b"
          rf"|\bvalues? of {{P}} (?:go|goes|range|ranges|run|runs|are|is|lie|lies) "

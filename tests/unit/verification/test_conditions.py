@@ -93,10 +93,21 @@ def test_what_is_not_read_with_certainty_is_no_check() -> None:
         )
         == []
     )
-    # A parameter without a type, default or example: no valid value to start from.
-    assert conditions("Write scale(factor) -> float. A negative factor raises ValueError.") == []
+    # Another parameter without a type, default or example: no valid call to start from.
+    assert conditions("Write pad(text, width). A negative width raises ValueError.") == []
     # An input described without a parameter: the only parameter of that type gets it.
     assert conditions(
         "Write parse(text: str) -> int. Malformed input (a letter, an empty string) raises "
         "ValueError."
     ) == ["parse(text='') raises ValueError"]
+
+
+def test_a_numeric_condition_on_an_unannotated_parameter_is_met_by_a_plain_number() -> None:
+    """-1 and 0 are numbers of either type; the other arguments still need valid values."""
+    assert conditions("Write scale(factor) -> float. A negative factor raises ValueError.") == [
+        "scale(factor=-1) raises ValueError"
+    ]
+    assert conditions(
+        "Write repeat(word: str, times). times has to be a positive number, else repeat raises "
+        "ValueError."
+    ) == ["repeat(word='a', times=0) raises ValueError"]
