@@ -45,8 +45,8 @@ _HAS_DOCSTRING = re.compile(
     re.IGNORECASE,
 )
 _WAIVED = re.compile(
-    r"^[^.;]{0,30}\b(?:(?:is|are)\s+)?(?:not|no longer|never)\s+(?:required|needed|necessary|"
-    r"mandatory|expected|wanted)\b|^[^.;]{0,20}\b(?:optional|unnecessary)\b",
+    r"^[^.;,]{0,30}\b(?:(?:is|are)\s+)?(?:not|no longer|never)\s+(?:required|needed|necessary|"
+    r"mandatory|expected|wanted)\b|^[^.;,]{0,20}\b(?:optional|unnecessary)\b",
     re.IGNORECASE,
 )
 _SECTION = re.compile(
@@ -125,7 +125,7 @@ def _function_checks(rule: str, name: str) -> list[Check]:
             "[]",
         ))  # fmt: skip
     annotated = _ANNOTATED.search(rule)
-    if annotated and not _NEGATED.search(rule[: annotated.start()]):
+    if annotated and _asks_for(rule, annotated):
         checks.append(_annotations_check(rule, name))
     if not _DOCSTRING.search(rule):
         return checks
@@ -160,7 +160,7 @@ def _function_checks(rule: str, name: str) -> list[Check]:
 
 
 def _asks_for(rule: str, word: re.Match[str]) -> bool:
-    """Whether `rule` asks for what `word` states (not "no docstrings", "… are not required")."""
+    """Whether `rule` asks for what `word` states (not "no docstrings", "hints are optional")."""
     before, after = rule[: word.start()], rule[word.end() :]
     return not (
         _NEGATED.search(before) or re.search(r"\bno\s+$", before, re.I) or _WAIVED.search(after)
