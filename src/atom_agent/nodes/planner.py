@@ -547,7 +547,9 @@ def single_step_plan(task: str) -> Plan:
     A model asked to plan one function only restates it (and small models still split it in
     two); the first replan, which has a failure to learn from, goes to the model.
     """
-    first_line = next((line.strip() for line in task.splitlines() if line.strip()), "the task")
+    # The task's own first line: a rules block carried before it names no step.
+    own = own_task(task)
+    first_line = next((line.strip() for line in own.splitlines() if line.strip()), "the task")
     title = first_line if len(first_line) <= 80 else first_line[:77].rstrip() + "..."
     return Plan(
         steps=[

@@ -26,6 +26,7 @@ from atom_agent.nodes.planner import (
     plan_max_tokens,
     single_step_plan,
 )
+from atom_agent.rule_text import RULES_HEADER, with_rules
 from atom_agent.state import Plan
 from atom_agent.testing import ScriptedChatModel, tool_call
 from atom_agent.verification.contracts import (
@@ -251,3 +252,11 @@ def test_run_json_report_and_runs_calls_count_the_calls_that_hit_their_cap(
     assert report.split("| contract | 1 |", 1)[1].split("\n", 1)[0].rstrip().endswith("| 1 |")
     summary = calls_summary(Workspace(tmp_path / "ws"))
     assert summary["purposes"]["contract"]["capped"] == 1
+
+
+def test_a_one_step_plan_is_titled_by_the_task_not_by_the_rules_it_carries() -> None:
+    task = "Write area(r) that returns the area of a circle of radius r."
+    carried = with_rules(task, f"{RULES_HEADER}\n- every public function carries a docstring")
+    assert carried.startswith(RULES_HEADER)
+    assert single_step_plan(carried).steps[0].title == task
+    assert single_step_plan(task).steps[0].title == task
