@@ -34,11 +34,16 @@ MAX_RULES = 40
 # --- the rules in force -------------------------------------------------------------------------
 
 
+def is_rule(record: MemoryRecord) -> bool:
+    """Whether `record` is a project rule: a convention its user stated (in force or not)."""
+    return record.type is MemoryType.CONVENTION and record.source_type is SourceType.USER
+
+
 def in_force(memory: MemoryManager, session: SessionContext) -> list[MemoryRecord]:
     """The project's rules in force: user conventions never superseded, oldest first."""
     found = memory.recall(session, None, type=MemoryType.CONVENTION, min_confidence=0.0,
                           limit=MAX_RULES)  # fmt: skip
-    rules = [r for r in found if r.source_type is SourceType.USER and not r.superseded]
+    rules = [r for r in found if is_rule(r) and not r.superseded]
     return sorted(rules, key=lambda r: (r.created_at, r.id))
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from atom_agent.context import Context
 from atom_agent.memory import MemoryManager, MemoryRecord
 from atom_agent.memory.relevance import Reason, StepFocus, relevance
+from atom_agent.memory.rules import is_rule
 from atom_agent.prompts import prompt_text, register
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, Plan, PlanStep, outline
@@ -229,7 +230,9 @@ def recall_for_step(
     Each comes with why it belongs in the step's prompt (None: the relevance gate keeps it
     out: it shares nothing with the step of `task`). The query is the step's title,
     description and the names it must define: lessons and interfaces of earlier runs name the
-    same functions.
+    same functions. The project's rules are never among them: the rules in force ride in the
+    task text within their own budget (:func:`~atom_agent.memory.rules.rules_block`), so a
+    rule is never carried twice and a superseded one never.
     """
     if ctx.memory_recall_limit < 1:  # the user turned recall off
         return []
@@ -248,7 +251,7 @@ def recall_for_step(
         defines=step.defines,
         files=step.expected_files,
     )
-    return [(record, relevance(focus, record)) for record in found]
+    return [(record, relevance(focus, record)) for record in found if not is_rule(record)]
 
 
 DRAFT_NOTES = 3

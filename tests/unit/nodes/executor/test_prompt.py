@@ -9,7 +9,9 @@ from tests.unit.graph.scripts import step
 
 from atom_agent import Context
 from atom_agent.memory import MemoryManager
+from atom_agent.memory.rules import record_rules
 from atom_agent.nodes.executor.prompt import draft_notes, estimate_tokens, reconstruct_context
+from atom_agent.rule_text import find_rules
 from atom_agent.session import SessionContext
 from atom_agent.state import Plan
 from atom_agent.workspace import Workspace
@@ -141,5 +143,24 @@ def test_draft_notes_keep_what_shares_a_name_and_say_why(tmp_path: Path) -> None
         # Recall turned off: the same memories are there, none reaches a prompt.
         off = Context(workspace=str(tmp_path / "ws"), memory_recall_limit=0)
         assert draft_notes(manager, session, off, cache, "build a cache") == ([], {})
+    finally:
+        manager.close()
+
+
+def test_a_rule_never_rides_as_a_recalled_note_beside_the_rules_block(tmp_path: Path) -> None:
+    """A project rule that names the step's function is carried once, by the rules block."""
+    manager = MemoryManager.open(tmp_path / "mem")
+    try:
+        session = SessionContext(session_id="s", project_id="p", run_id="r1")
+        said = "From now on, lru_get raises CacheMiss for a key it does not hold."
+        recorded = record_rules(manager, session, find_rules(said), origin="task")
+        assert recorded.written  # the rule is in memory, and shares a name with the step
+        named = manager.remember(session, "lru_get must move the key to the front.",
+                                 type="lesson_learned", confidence=0.9)  # fmt: skip
+        cache = step("cache", defines=["lru_get"])
+        ctx = Context(workspace=str(tmp_path / "ws"))
+        lines, reasons = draft_notes(manager, session, ctx, cache, "build a cache")
+        assert lines == ["lru_get must move the key to the front."]
+        assert list(reasons) == [named.id]
     finally:
         manager.close()
