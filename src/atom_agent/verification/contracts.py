@@ -68,8 +68,8 @@ CONTRACT_CASES = register(
 CONTRACT_CLAUSES = register(
     "CONTRACT_CLAUSES",
     """
-Cover each statement of the task below with a test, the statement's id as the test's \
-`clause`:
+Cover each statement of the task below with one or two tests, the statement's id as the \
+test's `clause`:
 {clauses}""",
 )
 
@@ -95,7 +95,7 @@ TEST_CHARS = 200
 a few calls fits; a test that does not is not one a reader checks at a glance."""
 FEWEST_TESTS = 4
 MOST_TESTS = 8
-"""Tests one contract reply may hold: one per clause it covers, within these."""
+"""Tests one contract reply may hold: two per clause it covers, within these."""
 CHARS_PER_TOKEN = 2.0
 """Characters per token of a test line, counted low (digits and brackets are a token each)."""
 ITEM_TOKENS = 16
@@ -108,14 +108,11 @@ CONTRACT_SCHEMA_NAME = "Tests"
 def contract_size(plan: Plan, step: PlanStep) -> int:
     """How many tests `step`'s contract may hold.
 
-    One per clause it gives a test each (:func:`skeleton_clauses`), within the bounds; else
-    six (its normal and edge cases and its errors). A clause is verified by one check that
-    ran and held; each further test the model writes costs decoding and, on a small model,
-    is as likely to be wrong as to catch something (then independent implementations are
-    drawn to judge it), so a contract asks for what verification counts.
+    Two per clause it gives a test each (:func:`skeleton_clauses`), within the bounds; else
+    six (its normal and edge cases and its errors).
     """
     clauses = len(skeleton_clauses(plan, step))
-    return min(MOST_TESTS, max(FEWEST_TESTS, clauses)) if clauses else MOST_TESTS - 2
+    return min(MOST_TESTS, max(FEWEST_TESTS, 2 * clauses)) if clauses else MOST_TESTS - 2
 
 
 def contract_schema(clause_ids: list[str], most: int) -> dict[str, Any]:

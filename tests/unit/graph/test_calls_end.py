@@ -30,13 +30,8 @@ from atom_agent.rule_text import RULES_HEADER, with_rules
 from atom_agent.state import Plan
 from atom_agent.testing import ScriptedChatModel, tool_call
 from atom_agent.verification.contracts import (
-    FEWEST_TESTS,
-    MOST_TESTS,
     TEST_CHARS,
     contract_max_tokens,
-    contract_prompt,
-    contract_size,
-    covered_clauses,
     write_contracts,
 )
 from atom_agent.workspace import Workspace
@@ -198,27 +193,6 @@ def test_a_contract_reply_is_a_bounded_list_of_tests_tied_to_clauses() -> None:
     assert checks["Counter().add(-1) raises ValueError"].raises == "ValueError"
     assert len(replies) == 1
     assert ledger.rows["contract"]["calls"] == 1 and ledger.rows["contract"]["capped"] == 0
-
-
-FIVE_STATEMENTS = (
-    "Write tally(words: list) -> dict that counts how often each word occurs. Words are "
-    "compared without regard to case. Empty strings are skipped. Punctuation at either end of "
-    "a word is dropped. The keys of the result are in lowercase. Digits inside a word are kept "
-    "as they are. Include pytest tests."
-)
-
-
-def test_a_contract_asks_one_test_per_statement_it_covers_within_its_bounds() -> None:
-    plan = _contract_plan(FIVE_STATEMENTS)
-    (one,) = plan.steps
-    covered = covered_clauses(plan, one)
-    assert 4 < len(covered) < MOST_TESTS  # the statements, each a test of its own
-    assert contract_size(plan, one) == len(covered)
-    assert "one or two" not in contract_prompt(FIVE_STATEMENTS, plan, one)
-    two = FIVE_STATEMENTS.split(" Empty")[0]
-    small = _contract_plan(two)
-    assert 0 < len(covered_clauses(small, small.steps[0])) < FEWEST_TESTS
-    assert contract_size(small, small.steps[0]) == FEWEST_TESTS  # never fewer
 
 
 def test_a_contract_cut_at_its_cap_keeps_its_complete_tests_and_counts_the_cap() -> None:
