@@ -28,7 +28,7 @@ from uuid import UUID
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tracers.context import register_configure_hook
 
-from atom_agent.errors import BudgetExhaustedError
+from atom_agent.errors import BudgetExhaustedError, TimeLimitReached
 from atom_agent.usage import ModelCallHandler, usage_of
 
 wall_clock: Callable[[], float] = time.time
@@ -135,11 +135,15 @@ class RunBudget(ModelCallHandler):
         """Refuse the call about to be made when a budget is spent.
 
         Raises:
-            BudgetExhaustedError: the run's tokens, cost or time are used up.
+            BudgetExhaustedError: the run's tokens, cost or wall-clock time are used up.
+            TimeLimitReached: the run's time limit beside its plain answer has passed.
         """
-        reason = self.exhausted()
+        reason = self.exhausted(calls=False)
         if reason is not None:
             raise BudgetExhaustedError(reason)
+        reason = self.exhausted()
+        if reason is not None:
+            raise TimeLimitReached(reason)
 
     def count(self, messages: list[BaseMessage], model_name: str = "") -> None:
         """Add the usage of `messages` (replies) to what the run spent."""
@@ -271,7 +275,7 @@ class _RefusalIsNoFault(logging.Filter):
             isinstance(args, tuple)
             and len(args) == 3
             and args[0] == RunBudget.__name__
-            and str(args[2]).startswith(BudgetExhaustedError.__name__)
+            and str(args[2]).startswith((BudgetExhaustedError.__name__, TimeLimitReached.__name__))
         )
 
 

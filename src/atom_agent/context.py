@@ -95,7 +95,8 @@ class Context:
     committed, else the plain answer, labelled. 0 = no limit. It bounds what the agent costs
     beside asking once: past it, more samples of a step the model keeps failing rarely win.
     A retry that would not finish before it (less time left than the last attempt took) is
-    not started: the step fails then, saying so."""
+    not started: the step fails then, saying so. A witness it refuses ends the attempt's
+    cross-examination, not the attempt: the candidates proven so far decide it."""
     max_plan_steps: int = field(default=12, metadata=_doc("Most steps a plan may have."))
     """Plans with more steps are sent back to the planner (1–50); 1 makes every task one step."""
     max_replans: int = field(default=1, metadata=_doc("Replans per run."))

@@ -82,6 +82,16 @@ class BudgetExhaustedError(AtomAgentError):
         self.reply = reply
 
 
+class TimeLimitReached(BudgetExhaustedError):
+    """The run's time limit beside its plain answer refuses a model call (it asked nothing).
+
+    Unlike the hard budgets (tokens, cost, wall clock), the time limit refuses model calls
+    only: work that needs none goes on. A caller drawing optional samples (witnesses, whole-
+    task samples) stops drawing on it and proves what it has; anywhere else it ends the node
+    as any budget does.
+    """
+
+
 # --- memory --------------------------------------------------------------------------------------
 
 

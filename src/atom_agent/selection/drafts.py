@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from atom_agent.checks.contract import ContractReport
 from atom_agent.checks.own import merged, outranking, own_checks
+from atom_agent.errors import TimeLimitReached
 from atom_agent.models.sampling import sample
 from atom_agent.names import defined_in_code
 from atom_agent.prompts import prompt_text, register
@@ -255,8 +256,13 @@ def _cross_examine(
             return True
         heard += bool(witness.source.strip())
     for _ in range(witnesses + 1 if witnesses > heard else 0):
-        reply = sample(model, [HumanMessage(prompt)], WITNESS_TEMPERATURE, purpose="witness",
-                       code_only="code", names=defines)  # fmt: skip
+        try:
+            reply = sample(model, [HumanMessage(prompt)], WITNESS_TEMPERATURE, purpose="witness",
+                           code_only="code", names=defines)  # fmt: skip
+        except TimeLimitReached as exc:  # the candidates so far are proven: the attempt decides
+            drafts.cut = f"{exc.reason}: {heard} of {witnesses} witnesses heard"
+            emit("executor.witnesses_cut", heard=heard, wanted=witnesses, reason=exc.reason)
+            return False
         drafts.side.append(reply)
         code = _code_of(reply, task, defines)
         witness = _offer(drafts, code, defines, "witness", WITNESS_TEMPERATURE)

@@ -228,6 +228,9 @@ class Drafts(Pool):
     own_run: list[Check] = field(default_factory=list)
     """The own tests the candidates ran after the contract's checks: those no check the task
     states contradicts."""
+    cut: str = ""
+    """Why drafting stopped before every witness was heard (the run's time limit refused the
+    next call), '' when it was not cut: the attempt is decided on the candidates it has."""
 
     @property
     def spent(self) -> list[BaseMessage]:

@@ -20,7 +20,7 @@ from langchain_core.messages.ai import UsageMetadata
 
 from atom_agent import budget as budgets
 from atom_agent.budget import RunBudget, watching
-from atom_agent.errors import BudgetExhaustedError
+from atom_agent.errors import BudgetExhaustedError, TimeLimitReached
 from atom_agent.models.local import LocalChatModel
 from atom_agent.models.registry import load_chat_model
 from atom_agent.testing import ScriptedChatModel
@@ -122,6 +122,24 @@ def test_a_call_is_refused_before_it_is_made_once_the_budget_is_spent(clock: lis
     assert len(model.calls) == 2 and budget.spent["total_tokens"] == 120
     model.invoke("outside the run's nodes: no budget")
     assert len(model.calls) == 3
+
+
+def test_the_time_limit_refuses_with_its_own_kind_and_a_hard_budget_with_the_base_kind(
+    clock: list[float],
+) -> None:
+    # The time limit refuses model calls only (a sampler may stop drawing and go on);
+    # tokens, cost and the wall clock end the node. Each is raised as its own kind.
+    model = ScriptedChatModel(responses=[AIMessage(content="a")], cycle=True)
+    with watching(RunBudget(started_at=1000.0, calls_until=1010.0, calls_until_why="5 x")):
+        model.invoke("before the limit")
+        clock[0] = 1010.0
+        with pytest.raises(TimeLimitReached, match=r"time limit: 10\.0s of 10\.0s \(5 x\)"):
+            model.invoke("after it")
+    both = RunBudget(started_at=1000.0, max_wall_seconds=5.0, calls_until=1005.0)
+    with watching(both), pytest.raises(BudgetExhaustedError, match="wall-clock") as raised:
+        model.invoke("both spent: the hard budget says so")
+    assert not isinstance(raised.value, TimeLimitReached)
+    assert len(model.calls) == 1
 
 
 # --- a served model ------------------------------------------------------------------------

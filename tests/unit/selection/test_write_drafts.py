@@ -9,8 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 from langchain_core.messages import BaseMessage
 
+from atom_agent import budget as budgets
+from atom_agent.budget import RunBudget, watching
 from atom_agent.models.purpose import CallInfo
 from atom_agent.sandbox import Limits, default_runner
 from atom_agent.selection.drafts import write_drafts
@@ -118,3 +121,27 @@ def test_an_earlier_attempts_code_competes_and_wins_only_by_executing_better(
     again = draft(tmp_path / "b", model([fenced(RIGHT)]))
     again.offer(WRONG, origin="earlier", informed=True)
     assert again.best is again.candidates[0]
+
+
+def test_a_witness_the_time_limit_refuses_ends_the_cross_examination_not_the_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first witness is heard; the run's time limit passes while it is drafted, so the
+    # second is refused before it is asked. Drafting returns what it proved and says why.
+    now = [1000.0]
+    monkeypatch.setattr(budgets, "wall_clock", lambda: now[0])
+    queues = {"draft": [fenced(WRONG)], "witness": [fenced(ALSO_WRONG), fenced(RIGHT)]}
+
+    def respond(messages: list[BaseMessage], info: CallInfo) -> str:
+        now[0] += 10.0  # each reply takes 10 s
+        return queues[info.purpose].pop(0)
+
+    chat = ScriptedChatModel(respond=respond)
+    limit = RunBudget(started_at=1000.0, calls_until=1015.0, calls_until_why="5 x")
+    with watching(limit):
+        drafts = draft(tmp_path, chat)
+    assert purposes(chat) == ["draft", "witness"]
+    assert origins(drafts) == ["draft", "witness"] and not drafts.met
+    assert drafts.best is drafts.candidates[0]
+    assert drafts.cut == "time limit: 20.0s of 15.0s (5 x): 1 of 2 witnesses heard"
+    assert drafts.suspect == {}  # one witness outvotes nothing

@@ -625,6 +625,7 @@ def _record_drafts(attempt: AttemptRef, prompt: str, drafts: Drafts) -> None:
             "suspect": {str(i): why for i, why in drafts.suspect.items()},
             "own_tests": [c.describe() for c in drafts.own],
             "gaming": {str(c.k): c.gaming for c in drafts.candidates if c.gaming},
+            "cut": drafts.cut,
         },
     )
 
