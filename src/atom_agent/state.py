@@ -312,6 +312,9 @@ class DraftsSummary(TypedDict):
     """The number of the candidate staged as the attempt's impl.py (None if none was)."""
     candidates: list[DraftCandidate]
     """Every candidate, in the order they were written."""
+    cut: str
+    """Why fewer witnesses were heard than the profile asks (the run's time limit refused the
+    next one), '' when none was refused."""
 
 
 def _merge(left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:

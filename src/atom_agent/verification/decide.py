@@ -49,6 +49,9 @@ class Evidence:
     """How long this attempt took, drafting and proving (None: not measured)."""
     seconds_left: float | None = None
     """What the run's time limit leaves for model calls (None: the run has no time limit)."""
+    witnesses_cut: str = ""
+    """Why the attempt heard fewer witnesses than asked ('' when it heard them all): a
+    failing check they might have outvoted stands, and the verdict says so."""
 
     def no_time(self) -> str:
         """Why another attempt cannot finish in the time left ('' when it can, or unknown).
@@ -142,6 +145,8 @@ def decide(evidence: Evidence) -> Decision:
     else:
         action = "fail"
         reasons.append(f"{failures} failed attempts and {e.replans} replans: no more tries")
+    if not passed and e.witnesses_cut:
+        reasons.append(f"cross-examination cut short: {e.witnesses_cut}")
     reasons += _unverified(e)
     verified = passed and not e.unchecked_clauses and not e.unexecuted_names
     return Decision(

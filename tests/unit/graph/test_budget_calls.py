@@ -346,6 +346,8 @@ def test_no_call_starts_after_the_time_limit_and_the_attempt_is_decided_on_what_
         "0 of 2 witnesses heard"
     )
     assert [c["origin"] for c in drafts["candidates"]] == ["plain", "witness"]
+    verdict = json.loads((attempts[0] / "verdict.json").read_text())
+    assert f"cross-examination cut short: {drafts['cut']}" in json.dumps(verdict)
     info = json.loads(run.run_json.read_text())
     assert info["budget"]["time_limit"] == 50.0
     assert info["deliverable"]["unverified"] is True

@@ -172,3 +172,13 @@ def test_a_step_out_of_time_says_so_with_both_figures() -> None:
     assert "2 failed attempts" in why
     assert "would not finish within the run's time limit" in why
     assert "took 42 s, 17 s are left" in why
+
+
+def test_a_cross_examination_the_time_limit_cut_is_named_beside_what_failed() -> None:
+    cut = "time limit: 50.0s of 50.0s (5 x): 1 of 2 witnesses heard"
+    failed = decide(replace(SPENT, failures=1, seconds_left=0.0, attempt_seconds=20.0,
+                            witnesses_cut=cut))  # fmt: skip
+    assert failed.action == "fail" and not failed.verified
+    assert f"cross-examination cut short: {cut}" in failed.reasons
+    # A passing attempt needed no witness: the cut is no reason of its verdict.
+    assert not any("cut short" in r for r in decide(replace(PASSING, witnesses_cut=cut)).reasons)

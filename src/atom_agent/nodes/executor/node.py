@@ -646,6 +646,7 @@ def _summary(drafts: Drafts, step_id: str, attempt: AttemptRef) -> DraftsSummary
             }
             for c in drafts.candidates
         ],
+        "cut": drafts.cut,
     }
 
 

@@ -226,7 +226,18 @@ def evidence_of(
         gaming=tuple(f.describe() for f in ran.gaming),
         attempt_seconds=timing[0],
         seconds_left=timing[1],
+        witnesses_cut=_cut(state.get("drafts"), target),
     )
+
+
+def _cut(drafts: DraftsSummary | None, target: Target) -> str:
+    """Why this attempt heard fewer witnesses than asked ('' when it heard them all)."""
+    if drafts is None or (drafts["step_id"], drafts["attempt"]) != (
+        target.step.id,
+        target.attempt.n,
+    ):
+        return ""
+    return drafts.get("cut", "")
 
 
 def overruled(ran: Executed) -> list[str]:
