@@ -18,8 +18,9 @@ from typing import Any
 
 from atom_agent.context import Context
 from atom_agent.memory import MemoryManager, MemoryRecord
+from atom_agent.memory.records import MAX_RECALL_LIMIT
 from atom_agent.memory.relevance import Reason, StepFocus, relevance
-from atom_agent.memory.rules import is_rule
+from atom_agent.memory.rules import in_force, is_rule
 from atom_agent.prompts import prompt_text, register
 from atom_agent.session import SessionContext
 from atom_agent.state import IMPL_FILE, Plan, PlanStep, outline
@@ -238,11 +239,14 @@ def recall_for_step(
         return []
     names = " ".join(step.defines)
     query = f"{step.title}. {step.description}" + (f" Defines: {names}" if names else "")
+    # Rules are asked for too (recall ranks every type together) and set aside, so each
+    # rule in force gets a slot of its own: the memories a step can use keep the limit.
+    rules = len(in_force(memory, session))
     found = memory.recall(
         session,
         query[:2000],
         min_confidence=ctx.memory_min_confidence,
-        limit=ctx.memory_recall_limit,
+        limit=min(ctx.memory_recall_limit + rules, MAX_RECALL_LIMIT),
     )
     focus = StepFocus.of(
         task=task,
@@ -251,7 +255,8 @@ def recall_for_step(
         defines=step.defines,
         files=step.expected_files,
     )
-    return [(record, relevance(focus, record)) for record in found if not is_rule(record)]
+    kept = [record for record in found if not is_rule(record)][: ctx.memory_recall_limit]
+    return [(record, relevance(focus, record)) for record in kept]
 
 
 DRAFT_NOTES = 3

@@ -164,3 +164,27 @@ def test_a_rule_never_rides_as_a_recalled_note_beside_the_rules_block(tmp_path: 
         assert list(reasons) == [named.id]
     finally:
         manager.close()
+
+
+def test_rules_in_force_take_no_recall_slot_from_the_memories_a_step_can_use(
+    tmp_path: Path,
+) -> None:
+    """With as many rules naming the step as recall returns, a lesson still reaches the draft."""
+    manager = MemoryManager.open(tmp_path / "mem")
+    try:
+        session = SessionContext(session_id="s", project_id="p", run_id="r1")
+        said = (
+            "From now on, lru_get raises CacheMiss for a key it does not hold. "
+            "From now on, lru_get logs every eviction of lru_get's cache. "
+            "From now on, lru_get takes the key as its first parameter in lru_get calls."
+        )
+        assert len(record_rules(manager, session, find_rules(said), origin="task").written) == 3
+        named = manager.remember(session, "lru_get must move the key to the front.",
+                                 type="lesson_learned", confidence=0.6)  # fmt: skip
+        cache = step("cache", defines=["lru_get"])
+        ctx = Context(workspace=str(tmp_path / "ws"), memory_recall_limit=2)
+        lines, reasons = draft_notes(manager, session, ctx, cache, "build a cache")
+        assert lines == ["lru_get must move the key to the front."]
+        assert list(reasons) == [named.id]
+    finally:
+        manager.close()
