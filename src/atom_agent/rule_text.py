@@ -34,14 +34,16 @@ _LASTING = re.compile(
     r"from this (?:point|task|moment) on(?:wards?)?|until (?:further notice|(?:i|we) say "
     rf"otherwise)|(?:in|for|to|on|across) (?:all |every |any |each )?{_LATER} {_WORK}|"
     rf"(?:every|all|any|each) {_LATER} {_WORK}|"
-    r"for (?:all|any) (?:new|future) code|from (?:today|now) onwards?|always,? in this project)\b",
+    r"for (?:all|any) (?:new|future) code|from (?:today|now) onwards?|always,? in this project|"
+    r"for the rest of (?:this|the|our) (?:project|code ?base|repo(?:sitory)?|session|work))\b",
     re.IGNORECASE,
 )
 # Scope over the project: its code, or its code units in general.
 _PROJECT = re.compile(
     r"\b(?:(?:this|our|the) (?:project|code ?base|repo(?:sitory)?|library|package|team|"
     r"house)(?:'s)?(?: \w+)? (?:rules?|conventions?|style|functions|methods|code)|"
-    r"(?:in|across|throughout|for) (?:all of |the whole of )?(?:this|our|the) (?:(?:\w+ )?project|"
+    r"(?:in|across|throughout|for) (?:all of |the whole of )?(?:this|our|the)(?: whole| entire)? "
+    r"(?:(?:\w+ )?project|"
     r"code ?base|repo(?:sitory)?|library|package)|project[- ]wide|house style|"
     r"(?:coding|style|naming) conventions?|standing (?:rules?|conventions?)|"
     rf"(?:every|all|each|any) (?:(?:public|private|new|exported|helper|top[- ]level) )?{_CODE_UNIT}"
@@ -57,7 +59,8 @@ _HEADING = re.compile(
 # This task's own request: an imperative to write code, or a signature to define.
 _REQUEST = re.compile(
     r"^(?:(?:now|then|also|next|finally|please|and)\b,? ?)*(?:write|implement|create|build|add|"
-    r"define|make|code|give|provide|return|fix|change|update|refactor|include)\b",
+    r"define|make(?! sure\b| certain\b| it an? (?:habit|rule|point)\b)|code|give|provide|return|"
+    r"fix|change|update|refactor|include)\b",
     re.IGNORECASE,
 )
 # The statement changes an earlier rule ...

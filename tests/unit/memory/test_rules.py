@@ -31,6 +31,10 @@ RULE_WORDINGS = [
     "Until further notice, configuration is read from environment variables only.",
     "This holds for this request and each later one: log lines are JSON objects.",
     "What follows applies to all upcoming work too: every cache key is a tuple.",
+    "Please make sure that from here on out every public class has a __repr__.",
+    "Make it a habit: every function gets type hints.",
+    "For the rest of this project, functions must not touch global state.",
+    "Across the whole package, errors are reported by raising, never by returning None.",
 ]
 # The task's own requirements: never rules.
 REQUIREMENTS = [
@@ -40,6 +44,8 @@ REQUIREMENTS = [
     "It always returns a new list, never the one it was given.",
     "Include pytest tests.",
     "Now implement Cache.get(key) and Cache.put(key, value).",
+    "Make the function return an empty dict for an empty text.",
+    "Please make sure the result is sorted.",
     # What one piece of the project does now describes it; it is no rule for later work.
     "In this project, `fmt.render(x)` raises NotImplementedError.",
     "In this codebase, the helper `Cache.evict()` fails on an empty cache.",
