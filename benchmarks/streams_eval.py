@@ -111,8 +111,18 @@ def agent_arm(
         key = f"{stem}.{task_id}"
         rows[key] = {"id": key, "status": row.get("status"),
                      "tokens": int((row.get("usage") or {}).get("total_tokens", 0)),
-                     "seconds": float(row.get("duration_s") or 0.0)}  # fmt: skip
+                     "seconds": float(row.get("duration_s") or 0.0),
+                     "own_plain": _own_plain_seconds(ws / "runs" / key / "run.json")}  # fmt: skip
     return rows
+
+
+def _own_plain_seconds(run_json: Path) -> float | None:
+    """The seconds of the run's own plain answer (candidate zero), from its run.json."""
+    if not run_json.is_file():
+        return None
+    calls = json.loads(run_json.read_text()).get("calls") or {}
+    seconds = (calls.get("plain") or {}).get("seconds")
+    return float(seconds) if seconds else None
 
 
 def carried_in_force(ws: Path, stem: str, ids: list[str]) -> tuple[int, int, list[str]]:
@@ -163,7 +173,21 @@ def summary(rows: dict[str, dict[str, Any]], scored: list[dict[str, Any]]) -> di
         "tokens_per_task": round(sum(r["tokens"] for r in rows.values()) / (len(rows) or 1)),
         "seconds_mean": round(sum(seconds) / (len(seconds) or 1), 1),
         "seconds_median": round(statistics.median(seconds), 1) if seconds else None,
+        **_per_own_plain(rows),
     }
+
+
+def _per_own_plain(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """An agent arm's run seconds over the seconds of each run's own plain answer.
+
+    The run's time limit is a multiple of that answer, so two arms whose answers differ in
+    length (one follows rules that ask for more code) compare fairly on this ratio.
+    """
+    ratios = [r["seconds"] / r["own_plain"] for r in rows.values() if r.get("own_plain")]
+    if not ratios:
+        return {}
+    return {"per_own_plain_mean": round(statistics.mean(ratios), 2),
+            "per_own_plain_median": round(statistics.median(ratios), 2)}  # fmt: skip
 
 
 def main() -> None:
@@ -229,7 +253,10 @@ def main() -> None:
               f"{t['later_tasks']}), {t['tokens_per_task']} tokens and {t['seconds_mean']} s "
               f"(median {t['seconds_median']}) per task"
               + (f", carried every rule in force {t['carried_every_rule_in_force']}"
-                 if "carried_every_rule_in_force" in t else ""))  # fmt: skip
+                 if "carried_every_rule_in_force" in t else "")
+              + (f", {t['per_own_plain_mean']}x its own plain answer's s (median "
+                 f"{t['per_own_plain_median']}x)" if "per_own_plain_mean" in t else "")
+              )  # fmt: skip
     if "off" in table and "on" in table and table["off"]["seconds_mean"]:
         ratio = table["on"]["seconds_mean"] / table["off"]["seconds_mean"]
         median = (table["on"]["seconds_median"] or 0) / (table["off"]["seconds_median"] or 1)
