@@ -1,10 +1,11 @@
 """A project's standing rules as text: found in what its user says, carried in a run's task text.
 
 A sentence is a standing rule when its scope reaches beyond the task at hand: in time (it holds
-for later work), over the project (its code, its functions in general), or under a heading that
-names what follows as rules. A sentence that asks for this task's own code (an imperative to
-write, a signature to define) is the task's requirement, never a rule. Storage, supersession and
-the budget of the carried block live in :mod:`atom_agent.memory.rules`.
+for later work), over the project (its code, its functions in general), by habit (what the team
+always does, whenever it writes code), or under a heading that names what follows as rules. A
+sentence that asks for this task's own code (an imperative to write, a signature to define) is
+the task's requirement, never a rule, unless it says it holds for later work too. Storage,
+supersession and the budget of the carried block live in :mod:`atom_agent.memory.rules`.
 """
 
 from __future__ import annotations
@@ -50,6 +51,25 @@ _PROJECT = re.compile(
     rf"(?: of (?:this|our|the) \w+(?: \w+)?)?)\b",
     re.IGNORECASE,
 )
+# Scope by habit: how the team does things whenever it writes code, or what its rule is.
+# "We always get a timeout" reports what happens (a bug), so experience verbs are no habit.
+_HABIT = re.compile(
+    r"\b(?:we|the team) (?:always|never|consistently|usually|generally|prefer|avoid)\b"
+    r"(?! (?:gets?|got|see|saw|hits?|reach(?:es)?|receive|end up|run into|have|had|need|want)\b)|"
+    r"\b(?:our|the team's|the house) (?:conventions?|rules?|polic(?:y|ies)|standards?|practice|"
+    r"preferences?|habits?) (?:is|are)\b|"
+    r"\b(?:whenever|every time|each time|any ?time) (?:you|we) (?:write|add|create|define|"
+    r"implement|touch|change|edit|make|build)\b",
+    re.IGNORECASE,
+)
+# A statement about a rule stated before ("the rule about X", "what I said before"): withdrawing
+# or changing it is about the project's rules, so it needs no scope words of its own.
+_EARLIER_RULE = re.compile(
+    r"\b(?:(?:earlier|previous|former|old|last|above) (?:rule|convention|requirement)s?|"
+    r"(?:rule|convention|requirement)s? (?:about|on|from before|from earlier|(?:i|we) (?:gave|"
+    r"set|had|agreed))|what (?:i|we) said (?:before|earlier|about))\b",
+    re.IGNORECASE,
+)
 # A heading that names what follows it as rules: "Rules for every function ...:", "Conventions:".
 _HEADING = re.compile(
     r"^(?P<head>[^:]{0,160}\b(?:rules?|conventions?|guidelines?|policy|policies|standards?|"
@@ -60,21 +80,24 @@ _HEADING = re.compile(
 _REQUEST = re.compile(
     r"^(?:(?:now|then|also|next|finally|please|and)\b,? ?)*(?:write|implement|create|build|add|"
     r"define|make(?! sure\b| certain\b| it an? (?:habit|rule|point)\b)|code|give|provide|return|"
-    r"fix|change|update|refactor|include)\b",
+    r"(?:fix|change|update)(?! (?:of|to|for)\b)|refactor|include)\b",
     re.IGNORECASE,
 )
 # The statement changes an earlier rule ...
 _CHANGE = re.compile(
     r"\b(?:instead|no longer|not any ?more|any ?more|replac\w*|chang\w*|correct\w*|"
-    r"amend\w*|revis\w*|overrid\w*|supersed\w*|updat\w+ (?:to|of) (?:the|this|our) \w+ rules?)\b",
+    r"amend\w*|revis\w*|overrid\w*|supersed\w*|updat\w+ (?:to|of) (?:the|this|our) (?:\w+ )?rules?|"
+    r"switch\w* (?:from|over)|on second thought|^actually)\b",
     re.IGNORECASE,
 )
 # ... or only withdraws one, saying nothing new in its place.
 _RETRACT = re.compile(
     r"\b(?:(?:is|are) no longer (?:required|needed|necessary|mandatory|wanted|a rule|expected)|"
+    r"(?:is|are) (?:now )?(?:optional|not (?:required|needed|necessary|mandatory))|"
     r"no longer (?:appl(?:y|ies)|holds?|stands?|matters?)|(?:drop|withdraw|lift|remove|cancel|"
-    r"retire|forget|scrap)(?:s|ped|ed)? (?:the|that|this|our) (?:\w+ )?(?:rule|requirement|"
-    r"convention)|(?:don't|do not|needn't|need not) (?:\w+ ){0,3}any ?more)\b",
+    r"retire|forget|scrap|scratch|ditch|ignore|disregard|discard)(?:s|es|ped|ed)? (?:the|that|"
+    r"this|our|my) (?:\w+ )?(?:rule|requirement|convention)|(?:ignore|disregard|forget) what "
+    r"(?:i|we) said|(?:don't|do not|needn't|need not) (?:\w+ ){0,3}any ?more)\b",
     re.IGNORECASE,
 )
 # A sentence that only says an earlier rule still holds: nothing to write.
@@ -128,7 +151,7 @@ Statement = StatedRule | Retraction
 def sentences(text: str) -> list[str]:
     """The text's sentences (and its bullet or numbered lines), in order."""
     out: list[str] = []
-    for line in re.split(r"\n\s*(?:[-*\u2022]|\d+[.)])\s+|\n{2,}", text):
+    for line in re.split(r"(?:^|\n)\s*(?:[-*\u2022]|\d+[.)])\s+|\n{2,}", text):
         out += [s.strip() for s in _SENTENCE.split(line.replace("\n", " ")) if s.strip()]
     return out
 
@@ -138,8 +161,8 @@ def find_rules(text: str, *, every_line: bool = False) -> list[Statement]:
 
     Args:
         text: a task, an answer to a question, or a conventions file.
-        every_line: the text is all rules (``AGENTS.md``, ``memory add``): each sentence is one,
-            whatever its wording, unless it asks for code.
+        every_line: the text is all rules (``AGENTS.md``, ``CONVENTIONS.md``): each sentence is
+            one, whatever its wording, an imperative ("Write tests with pytest.") included.
     """
     found: list[Statement] = []
     for sentence in sentences(text):
@@ -148,14 +171,21 @@ def find_rules(text: str, *, every_line: bool = False) -> list[Statement]:
 
 
 def _statements(sentence: str, *, every_line: bool) -> list[Statement]:
-    if _REQUEST.match(sentence) or _KEEPS.search(sentence):
+    # An imperative to write code asks for this task's code, unless it says it holds for later
+    # work too ("write a docstring for every function from now on") or stands in a file of
+    # conventions, where every line says how the project works.
+    asks_now = not every_line and not _LASTING.search(sentence)
+    if (asks_now and _REQUEST.match(sentence)) or _KEEPS.search(sentence):
         return []
     heading = _HEADING.match(sentence)
     head, body = (heading["head"], heading["body"]) if heading else ("", sentence)
-    if heading and _REQUEST.match(body):
+    if heading and asks_now and _REQUEST.match(body):
         return []
     scoped = (
-        every_line or bool(heading) or bool(_LASTING.search(sentence) or _PROJECT.search(sentence))
+        every_line
+        or bool(heading)
+        or any(p.search(sentence) for p in (_LASTING, _PROJECT, _HABIT))
+        or _withdraws_or_changes_earlier(sentence)
     )
     if not scoped or (not heading and not every_line and _about_named_code(sentence)):
         return []  # a statement about one piece of code (what it does now) is no standing rule
@@ -179,6 +209,17 @@ def _statements(sentence: str, *, every_line: bool) -> list[Statement]:
             changes = head_changes or bool(_CHANGE.search(part))
             out.append(StatedRule(_clip(prefix + part), changes=changes))
     return out
+
+
+def _withdraws_or_changes_earlier(sentence: str) -> bool:
+    """Whether the sentence withdraws or changes a rule stated before ("forget the rule about X").
+
+    Naming an earlier rule alone is no scope: "by the rule about leap years, …" describes the
+    task's own logic.
+    """
+    return bool(_EARLIER_RULE.search(sentence)) and bool(
+        _RETRACT.search(sentence) or _CHANGE.search(sentence)
+    )
 
 
 def states_change(text: str) -> bool:

@@ -108,3 +108,28 @@ def test_the_geometry_stream_scores_references_and_code_that_forgot_its_rules(
     assert rows["g3"]["task"] is True
     assert rows["g3"]["parts"] == [["docstring", False], ["rounded: 2 places", False]]
     assert rows["g5"]["parts"] == [["docstring", True], ["rounded: 3 places", False]]
+
+
+def test_the_config_stream_scores_references_and_code_that_forgot_its_rules(
+    tmp_path: Path,
+) -> None:
+    conf = STREAMS / "h-conf.jsonl"
+    ids = [json.loads(line)["id"] for line in conf.read_text().splitlines() if line.strip()]
+    for task_id in ids:
+        _commit(tmp_path / "ref", task_id, _reference(task_id), "h-conf")
+    rows = _score(tmp_path / "ref", conf)
+    assert [rows[t]["task"] for t in ids] == [True] * 5
+    parts = [part for t in ids for part in rows[t]["parts"]]  # type: ignore[attr-defined]
+    assert len(parts) == 7 and all(ok for _, ok in parts)
+    # Right values, a print and no Examples: section; then the withdrawn section kept, not the new.
+    forgot = {
+        "c3": "def get_list(config, key, sep=','):\n    '''Split a value.'''\n"
+        "    print(key)\n    return [i.strip() for i in config[key].split(sep) if i.strip()]\n",
+        "c5": _reference("c5").replace("Raises:", "Examples:"),
+    }
+    for task_id, source in forgot.items():
+        _commit(tmp_path / "bad", task_id, source, "h-conf")
+    rows = _score(tmp_path / "bad", conf)
+    assert rows["c3"]["task"] is True
+    assert rows["c3"]["parts"] == [["never prints", False], ["Examples: section", False]]
+    assert rows["c5"]["parts"] == [["never prints", True], ["Raises: section", False]]

@@ -14,6 +14,9 @@ scoring. Two streams, their task ids apart:
   an argument of the wrong type raises TypeError (t1), then TextTypeError, a TypeError subclass.
 - ``h-geom`` (g1–g5). Rules said in g1, one changed in g4: each public function has a docstring;
   a returned float is rounded to two decimal places (g1), then to three (g4 on).
+- ``h-conf`` (c1–c5). Rules said in c1, one withdrawn and replaced in c4: library code never
+  prints; each public function's docstring has an ``Examples:`` section (c1), then a ``Raises:``
+  section (c4 on).
 """
 
 from __future__ import annotations
@@ -46,7 +49,16 @@ TOLD = {
     "g5": "Conventions of this geometry module: each public function carries a docstring, and "
     "every float a function returns is rounded to three decimal places.",
 }
+_CONF = "library code never prints (problems are reported by raising)"
+TOLD |= {
+    "c2": f"Rules of this config-reading package: {_CONF}, and every public function's "
+    "docstring has an Examples: section.",
+    "c4": f"Rule of this config-reading package: {_CONF}.",
+    "c5": f"Rules of this config-reading package: {_CONF}, and every public function's "
+    "docstring has a Raises: section naming what it raises.",
+}
 TOLD["g3"] = TOLD["g2"]
+TOLD["c3"] = TOLD["c2"]
 """What a user would write before each later task if nothing remembered the rules (t4 states
 the rule it changes itself, so it is told only the one it keeps)."""
 
@@ -86,6 +98,21 @@ def wrong_type(ns: Namespace, name: str, args: tuple[Any, ...], subclass: str | 
 def documented(ns: Namespace, name: str) -> None:
     """`name` has a docstring."""
     assert (inspect.getdoc(_function(ns, name)) or "").strip(), f"{name} has no docstring"
+
+
+def never_prints(ns: Namespace, name: str) -> None:
+    """`name`'s source calls no print."""
+    import ast
+
+    tree = ast.parse(inspect.getsource(_function(ns, name)).strip())
+    used = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "print"]
+    assert not used, f"{name} prints"
+
+
+def section(ns: Namespace, name: str, head: str) -> None:
+    """`name`'s docstring has a section headed `head` (e.g. ``Examples:``)."""
+    doc = inspect.getdoc(_function(ns, name)) or ""
+    assert any(line.strip() == head for line in doc.splitlines()), f"{name}: no {head} section"
 
 
 Cases = list[tuple[tuple[Any, ...], float]]
@@ -175,6 +202,40 @@ def task_g5(ns: Namespace) -> None:
     assert near(f(1), 4 / 3 * _PI) and near(f(0), 0.0) and near(f(2), 4 / 3 * _PI * 8, 0.01)
 
 
+def task_c1(ns: Namespace) -> None:
+    f = _function(ns, "get_int")
+    assert f({"a": "5"}, "a") == 5 and f({"a": "-3", "b": "1"}, "a") == -3
+    _raises(KeyError, lambda: f({"a": "5"}, "b"))
+    never_prints(ns, "get_int")
+    section(ns, "get_int", "Examples:")
+
+
+def task_c2(ns: Namespace) -> None:
+    f = _function(ns, "get_bool")
+    assert f({"a": "Yes"}, "a") is True and f({"a": "1"}, "a") is True
+    assert f({"a": "FALSE"}, "a") is False and f({"a": "0"}, "a") is False
+    _raises(ValueError, lambda: f({"a": "maybe"}, "a"))
+
+
+def task_c3(ns: Namespace) -> None:
+    f = _function(ns, "get_list")
+    assert f({"a": "x, y,,z"}, "a") == ["x", "y", "z"] and f({"a": ""}, "a") == []
+    assert f({"a": "p | q"}, "a", sep="|") == ["p", "q"]
+
+
+def task_c4(ns: Namespace) -> None:
+    f = _function(ns, "get_float")
+    assert f({"a": "2.5"}, "a") == 2.5 and f({"a": "-1"}, "a") == -1.0
+    _raises(ValueError, lambda: f({"a": "abc"}, "a"))
+    section(ns, "get_float", "Raises:")
+
+
+def task_c5(ns: Namespace) -> None:
+    f = _function(ns, "get_choice")
+    assert f({"a": "red"}, "a", ["red", "blue"]) == "red"
+    _raises(ValueError, lambda: f({"a": "green"}, "a", ["red", "blue"]))
+
+
 # ---------------------------------------------------------------- the rules in force, by task
 
 Part = Callable[[str, Callable[[], Any]], None]
@@ -212,8 +273,24 @@ RULES |= {
         r("rounded: 3 places", lambda: rounded(ns, "sphere_volume", 3, SPHERE)),
     ),
 }
+RULES |= {
+    "c2": lambda ns, r: (
+        r("never prints", lambda: never_prints(ns, "get_bool")),
+        r("Examples: section", lambda: section(ns, "get_bool", "Examples:")),
+    ),
+    "c3": lambda ns, r: (
+        r("never prints", lambda: never_prints(ns, "get_list")),
+        r("Examples: section", lambda: section(ns, "get_list", "Examples:")),
+    ),
+    "c4": lambda ns, r: r("never prints", lambda: never_prints(ns, "get_float")),
+    "c5": lambda ns, r: (
+        r("never prints", lambda: never_prints(ns, "get_choice")),
+        r("Raises: section", lambda: section(ns, "get_choice", "Raises:")),
+    ),
+}
 TASKS = {"t1": task_t1, "t2": task_t2, "t3": task_t3, "t4": task_t4, "t5": task_t5,
-         "g1": task_g1, "g2": task_g2, "g3": task_g3, "g4": task_g4, "g5": task_g5}  # fmt: skip
+         "g1": task_g1, "g2": task_g2, "g3": task_g3, "g4": task_g4, "g5": task_g5,
+         "c1": task_c1, "c2": task_c2, "c3": task_c3, "c4": task_c4, "c5": task_c5}  # fmt: skip
 
 
 def rule_parts(task_id: str, ns: Namespace) -> list[list[Any]]:

@@ -4,19 +4,21 @@ A standing rule is a clause of every later task (:mod:`atom_agent.memory.rules`)
 says is a shape code can execute without knowing the task (parameters with defaults are
 keyword-only; parameters and results carry type annotations; every function has a docstring, one
 with a section, one that names each parameter, or one whose doctest examples pass; the module
-defines an exception class of a stated base), this module builds that check for each function
-the step defines, so a candidate that breaks a rule loses to one that keeps it. Where the rule
-is about calls (a negative value of a named parameter raises an exception; several values come
-back as a tuple, not a list; the arguments are left unchanged; an error's message starts with
-the argument's name), the check calls each function the task states with a valid call (its
-worked example, else plain values of the stated types) changed as the rule says. A rule it
-cannot read stays a clause the prompts carry, unchecked.
+defines an exception class of a stated base; the module never uses a named call or module, as in
+"never call `eval`" or "use logging instead of print"), this module builds that check for each
+function the step defines, so a candidate that breaks a rule loses to one that keeps it. Where
+the rule is about calls (a negative value of a named parameter raises an exception; several
+values come back as a tuple, not a list; the arguments are left unchanged; an error's message
+starts with the argument's name), the check calls each function the task states with a valid
+call (its worked example, else plain values of the stated types) changed as the rule says. A
+rule it cannot read stays a clause the prompts carry, unchecked.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -103,6 +105,8 @@ def standing_checks(
         sig = (signatures or {}).get(name)
         if sig is not None:
             checks += _call_checks(rule, sig)
+    if functions:
+        checks += _forbidden_checks(rule, functions[0])
     subclass = _SUBCLASS.search(rule)
     if subclass:
         cls = subclass["cls"] or subclass["cls2"]
@@ -157,6 +161,77 @@ def _function_checks(rule: str, name: str) -> list[Check]:
         checks.append(_check(f"import inspect\nbool((inspect.getdoc({name}) or '').strip())",
                              "True"))  # fmt: skip
     return checks
+
+
+# A rule that forbids a piece of code: "never call `eval`", "no print statements", "don't
+# import random", "use logging instead of print", "`os.system` is banned".
+_NAME = r"(?P<tick>`)?(?P<x>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?P<call>\(\))?`?"
+_ENDS = (
+    r"(?:\s+(?:statements?|calls?|functions?|module|builtin))?(?=\s*(?:[.,;:)!]|$)|\s+(?:and|or|"
+    r"anywhere|anything|ever|at\s+all|in|inside|within|on|for|from|to|when|unless|except)\b)"
+)
+_FORBIDS = (
+    re.compile(
+        r"\b(?:never|don't|do\s+not|must\s+not|should\s+not|shouldn't|no|avoid|without)\s+"
+        r"(?:(?P<verb>use|call|using|calling|import|importing)\s+)?(?:the\s+)?" + _NAME + _ENDS,
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?:instead\s+of|rather\s+than)\s+(?:(?P<verb>using|calling|importing)\s+)?"
+        r"(?:the\s+)?" + _NAME + _ENDS,
+        re.IGNORECASE,
+    ),
+    re.compile(
+        _NAME + r"(?:\s+(?:calls?|statements?|module))?\s+(?:is|are)\s+(?:forbidden|banned|"
+        r"prohibited|not\s+allowed|off[- ]limits)\b",
+        re.IGNORECASE,
+    ),
+)
+# Bare words that name a call a project forbids (not types: "a tuple, not a list" is a shape).
+_FORBIDDEN_CALLS = frozenset({"print", "eval", "exec", "input", "breakpoint", "compile"})
+
+
+def _forbidden(rule: str) -> list[str]:
+    """The calls or modules `rule` forbids, when it names them as code.
+
+    Code is a name in backticks or with ``()``, a dotted name under a standard-library module
+    (``os.path``, ``time.sleep``), a module after "import", or a call a project may forbid
+    (``print``, ``eval``); any other word ("never use global state") names no code and gives no
+    check, so no rule is called verified by a check that does not test it.
+    """
+    names: list[str] = []
+    for pattern in _FORBIDS:
+        for m in pattern.finditer(rule):
+            x, verb = m["x"], (m.groupdict().get("verb") or "").lower()
+            head = x.split(".")[0]
+            code = (
+                bool(m["tick"] or m["call"])
+                or ("." in x and head in sys.stdlib_module_names)
+                or (verb.startswith("import") and x in sys.stdlib_module_names)
+                or x in _FORBIDDEN_CALLS
+            )
+            if code and x not in names:
+                names.append(x)
+    return names
+
+
+def _forbidden_checks(rule: str, name: str) -> list[Check]:
+    """One check over the module that defines `name`: it uses none of the forbidden names."""
+    names = _forbidden(rule)
+    if not names:
+        return []
+    return [_check(
+        f"import ast, inspect\n_used = set()\n"
+        f"for _n in ast.walk(ast.parse(inspect.getsource(inspect.getmodule({name})))):\n"
+        f"    if isinstance(_n, (ast.Name, ast.Attribute)):\n"
+        f"        _used.add(ast.unparse(_n))\n"
+        f"    elif isinstance(_n, ast.Import):\n"
+        f"        _used |= {{a.name for a in _n.names}}\n"
+        f"    elif isinstance(_n, ast.ImportFrom) and _n.module:\n"
+        f"        _used |= {{_n.module}} | {{_n.module + '.' + a.name for a in _n.names}}\n"
+        f"sorted(u for u in _used for x in {names!r} if u == x or u.startswith(x + '.'))",
+        "[]",
+    )]  # fmt: skip
 
 
 def _asks_for(rule: str, word: re.Match[str]) -> bool:

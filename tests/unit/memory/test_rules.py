@@ -35,6 +35,17 @@ RULE_WORDINGS = [
     "Make it a habit: every function gets type hints.",
     "For the rest of this project, functions must not touch global state.",
     "Across the whole package, errors are reported by raising, never by returning None.",
+    # By habit: what the team always does, whenever it writes code, or what its rule is.
+    "We always log with the logging module and never print.",
+    "We prefer dataclasses over plain dicts for records.",
+    "Our convention is to name the offending parameter first in an error message.",
+    "The team never mutates the inputs given to a function.",
+    "Whenever you write a function, give it an Examples section in its docstring.",
+    "Each time you add code, add doctests that run.",
+    # An imperative that says it holds for later work is a rule, not this task's request.
+    "Please write a docstring for every function from now on.",
+    "Add a type hint to every parameter going forward.",
+    "Return None on a missing key in every lookup from here on.",
 ]
 # The task's own requirements: never rules.
 REQUIREMENTS = [
@@ -52,6 +63,14 @@ REQUIREMENTS = [
     # "following" and "next" that point inside the task are no time scope.
     "Handle all following cases: an empty list, a list of one item.",
     "The next function in the file calls this one.",
+    # What happens (a bug report) is no habit; "whenever" about the input is the task's own.
+    "We always get a KeyError when the file is empty.",
+    "Whenever the input is empty, the function returns zero.",
+    # An imperative over the project, with no word of later work, asks for code now.
+    "Add type hints to all functions in this project.",
+    # Naming a rule is no scope unless the sentence withdraws or changes it.
+    "A year is a leap year by the rule about divisibility by four.",
+    "As a rule, the first match wins.",
 ]
 
 
@@ -88,9 +107,51 @@ def test_a_change_and_a_withdrawal_are_told_apart() -> None:
     assert find_rules("The rule about durations stays.") == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Change of plan for all later work: money is now stored as Decimal, not int cents.",
+        "Actually, from now on errors should be raised as AppError rather than ValueError.",
+        "Update to our rules: every public function now logs at info level, not debug.",
+        "From this task on, we switch from ValueError to AppError for bad input.",
+    ],
+)
+def test_a_change_is_found_in_any_wording(text: str) -> None:
+    found = find_rules(text)
+    assert [(type(s), getattr(s, "changes", None)) for s in found] == [(StatedRule, True)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Forget the rule about doctests.",
+        "The earlier rule about UTC timestamps no longer applies.",
+        "Going forward, type hints are optional.",
+    ],
+)
+def test_a_withdrawal_is_found_in_any_wording(text: str) -> None:
+    assert [type(s) for s in find_rules(text)] == [Retraction]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Scratch the doctest rule from before; from now on examples go in an Examples section.",
+        "Ignore what I said before about logging; from now on use print.",
+    ],
+)
+def test_a_withdrawal_then_a_new_rule_in_one_sentence_are_two_statements(text: str) -> None:
+    assert [type(s) for s in find_rules(text)] == [Retraction, StatedRule]
+
+
 def test_every_line_of_a_conventions_file_is_a_rule() -> None:
     found = find_rules("Use type hints.\nPrefer dataclasses over dicts.", every_line=True)
     assert [s.text for s in found] == ["Use type hints.", "Prefer dataclasses over dicts."]
+    # A conventions file's imperatives say how the project works: each is a rule.
+    found = find_rules("- Write tests with pytest.\n- Add a docstring to public functions.",
+                       every_line=True)  # fmt: skip
+    assert [s.text for s in found] == ["Write tests with pytest.",
+                                       "Add a docstring to public functions."]  # fmt: skip
 
 
 @pytest.mark.parametrize(

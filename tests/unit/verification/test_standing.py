@@ -164,6 +164,35 @@ def test_a_rule_that_every_function_has_a_docstring_fails_one_without(tmp_path: 
         assert standing_checks(waived, ["scale"]) == []
 
 
+@pytest.mark.parametrize(
+    ("rule", "keeps", "breaks"),
+    [
+        ("We always log with the logging module and never print.",
+         "import logging\n\ndef scale(v):\n    logging.getLogger(__name__).debug(v)\n"
+         "    return v * 2\n",
+         "def scale(v):\n    print(v)\n    return v * 2\n"),
+        ("Use pathlib instead of os.path from now on.",
+         "from pathlib import Path\n\ndef scale(v):\n    return Path(str(v)).name\n",
+         "from os import path\n\ndef scale(v):\n    return path.basename(str(v))\n"),
+        ("Never call `eval` on user input.",
+         "import ast\n\ndef scale(v):\n    return ast.literal_eval(v)\n",
+         "def scale(v):\n    return eval(v)\n"),
+    ],
+)  # fmt: skip
+def test_a_rule_that_forbids_a_call_or_module_fails_the_module_that_uses_it(
+    tmp_path: Path, rule: str, keeps: str, breaks: str
+) -> None:
+    assert _run(tmp_path, keeps, rule) == ["passed"]
+    assert _run(tmp_path, breaks, rule) == ["failed"]
+
+
+def test_a_rule_whose_words_name_no_code_gives_no_check_of_code() -> None:
+    for rule in ("Never use global state.", "Return a tuple, not a list.", "Never print secrets.",
+                 "No input validation is needed in helpers.",
+                 "In this codebase we use f-strings, never % formatting."):  # fmt: skip
+        assert standing_checks(rule, ["scale"]) == [], rule
+
+
 def test_a_rule_that_waives_annotations_asks_for_none() -> None:
     waived = ("Type hints are no longer required.", "We do not use type hints here.",
               "Type hints are optional in this project.", "No type hints in scripts.")  # fmt: skip
