@@ -84,16 +84,21 @@ def test_a_missing_run_scores_nothing_and_told_spells_the_rules_out(tmp_path: Pa
     assert tasks["t1"] == json.loads(STREAM.read_text().splitlines()[0])["task"]
 
 
-def test_the_geometry_stream_scores_references_and_code_that_forgot_its_rules(
-    tmp_path: Path,
-) -> None:
-    ids = [json.loads(line)["id"] for line in GEOM.read_text().splitlines() if line.strip()]
+def _assert_references_pass_every_task_and_rule(ws: Path, stream: Path) -> None:
+    """The stream's references, committed as runs, pass its five tasks and its 7 rule checks."""
+    ids = [json.loads(line)["id"] for line in stream.read_text().splitlines() if line.strip()]
     for task_id in ids:
-        _commit(tmp_path / "ref", task_id, _reference(task_id), "h-geom")
-    rows = _score(tmp_path / "ref", GEOM)
+        _commit(ws, task_id, _reference(task_id), stream.stem)
+    rows = _score(ws, stream)
     assert [rows[t]["task"] for t in ids] == [True] * 5
     parts = [part for t in ids for part in rows[t]["parts"]]  # type: ignore[attr-defined]
     assert len(parts) == 7 and all(ok for _, ok in parts)
+
+
+def test_the_geometry_stream_scores_references_and_code_that_forgot_its_rules(
+    tmp_path: Path,
+) -> None:
+    _assert_references_pass_every_task_and_rule(tmp_path / "ref", GEOM)
     # Right values, no docstring, not rounded: each task kept, each rule part failed.
     forgot = {
         "g3": "import math\ndef triangle_area(a, b, c):\n    if a + b <= c or a + c <= b or "
@@ -114,13 +119,7 @@ def test_the_config_stream_scores_references_and_code_that_forgot_its_rules(
     tmp_path: Path,
 ) -> None:
     conf = STREAMS / "h-conf.jsonl"
-    ids = [json.loads(line)["id"] for line in conf.read_text().splitlines() if line.strip()]
-    for task_id in ids:
-        _commit(tmp_path / "ref", task_id, _reference(task_id), "h-conf")
-    rows = _score(tmp_path / "ref", conf)
-    assert [rows[t]["task"] for t in ids] == [True] * 5
-    parts = [part for t in ids for part in rows[t]["parts"]]  # type: ignore[attr-defined]
-    assert len(parts) == 7 and all(ok for _, ok in parts)
+    _assert_references_pass_every_task_and_rule(tmp_path / "ref", conf)
     # Right values, a print and no Examples: section; then the withdrawn section kept, not the new.
     forgot = {
         "c3": "def get_list(config, key, sep=','):\n    '''Split a value.'''\n"
