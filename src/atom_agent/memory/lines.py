@@ -20,9 +20,11 @@ _NONE = object()
 class TextRows(Protocol):
     """Rows of text read by index (a list of strings, or a :class:`Lines` of them)."""
 
-    def __getitem__(self, row: int, /) -> str: ...
+    def __getitem__(self, row: int, /) -> str:
+        """The text of row `row`."""
 
-    def __len__(self) -> int: ...
+    def __len__(self) -> int:
+        """How many rows there are."""
 
 
 class Lines(Generic[T]):

@@ -84,7 +84,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    r""":func:`atomic_write_bytes` for UTF-8 text (a lone surrogate is written as ``\udXXX``)."""
+    r""":func:`atomic_write_bytes` for UTF-8 text (a lone surrogate as its escape, ``\udc80``)."""
     atomic_write_bytes(path, text.encode("utf-8", "backslashreplace"))
 
 

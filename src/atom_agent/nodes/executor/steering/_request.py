@@ -13,8 +13,8 @@ class RequestEdit(AgentMiddleware[AgentState[Any], Any, Any]):
     """A middleware that changes each model request before it is sent (`edit`), nothing else."""
 
     def edit(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        """The request to send instead of `request`."""
-        raise NotImplementedError
+        """The request to send instead of `request`: here `request` itself; subclasses edit it."""
+        return request
 
     def wrap_model_call(
         self,
