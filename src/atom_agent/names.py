@@ -60,15 +60,61 @@ def named_in_text(text: str) -> list[str]:
     """
     found: dict[str, None] = {}
     text = text or ""
+    params = parameters_in_text(text)
     for pattern in (_DEF, _CLASS_WORD, _CLASS_WORD_AFTER, _EXCEPTION_CLASS, _CALLED, _BACKTICKED):
         for match in pattern.finditer(text):
             name = match.group(1)
             if pattern is _DEF and match.group(0).startswith("class") and not name[:1].isupper():
                 continue  # "a LineEditor class that keeps …": prose, not `class that`
+            if pattern is _BACKTICKED and name in params and match.group(0).endswith("`"):
+                continue  # "lines of at most `width` characters": a parameter, not a unit
             if is_public(name) and not name.isupper():
                 found.setdefault(name, None)
     # Keep the order of first mention in the text.
     return sorted(found, key=lambda n: _first_index(text, n))
+
+
+def parameters_in_text(text: str) -> set[str]:
+    """The parameter names of the signatures `text` writes out (``f(text: str, width: int)``).
+
+    A call whose arguments parse as a ``def`` header's parameters is a signature; one with
+    literal arguments (``f('a b', 3)``) is an example and names no parameter.
+    """
+    params: set[str] = set()
+    for match in _CALLED.finditer(text):
+        close = closing_paren(text, match.end() - 1)
+        if close is None:
+            continue
+        inner = text[match.end() : close]
+        if has_literal_args(inner):
+            continue
+        try:
+            node = ast.parse(f"def f({inner}): pass").body[0]
+        except (SyntaxError, ValueError):
+            continue
+        if isinstance(node, ast.FunctionDef):
+            a = node.args
+            every = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]
+            params.update(arg.arg for arg in every)
+    return params
+
+
+def has_literal_args(inner: str) -> bool:
+    """``f('x', 3)`` is an example call, not a signature (`inner`: what its parentheses hold)."""
+    return bool(re.match(r"\s*(?:['\"\d\[\(\{-])", inner))
+
+
+def closing_paren(text: str, open_at: int) -> int | None:
+    """The index of the parenthesis closing the one at `open_at` (None if it is not closed)."""
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
 
 
 def _first_index(text: str, name: str) -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from atom_agent.checks.contract import SIGNATURE_CRITERION
 from atom_agent.checks.extract import in_call
-from atom_agent.names import owner_class
+from atom_agent.names import closing_paren, has_literal_args, owner_class
 from atom_agent.state import Check
 from atom_agent.verification.rules import rule
 
@@ -60,7 +60,7 @@ def stated_signatures(
             node = ast.parse(header + ": pass").body[0]
         except (SyntaxError, ValueError):
             continue
-        if not isinstance(node, ast.FunctionDef) or _has_literal_args(inner):
+        if not isinstance(node, ast.FunctionDef) or has_literal_args(inner):
             continue
         args = node.args
         typed = any(a.annotation is not None for a in args.args) or bool(args.defaults)
@@ -111,24 +111,6 @@ def _params(node: ast.FunctionDef) -> tuple[tuple[str, str | None], ...] | None:
             return None  # a default code cannot evaluate: do not guess its repr
     kept = [d for a, d in zip(args.args, defaults, strict=True) if a.arg not in ("self", "cls")]
     return tuple(zip(positional, kept, strict=True))
-
-
-def _has_literal_args(inner: str) -> bool:
-    """``f('x', 3)`` is an example call, not a signature."""
-    return bool(re.match(r"\s*(?:['\"\d\[\(-])", inner))
-
-
-def closing_paren(text: str, open_at: int) -> int | None:
-    """The index of the parenthesis closing the one at `open_at` (None if it is not closed)."""
-    depth = 0
-    for i in range(open_at, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
 
 
 def _first_mention(task: str, name: str) -> int:
