@@ -571,7 +571,35 @@ def restates_task(check: Check, task: str) -> bool:
         return False
     if len(tree.body) != 1:
         return any(_restates(check, literals, text) for text, _ in split_clauses(task))
-    return _restates(check, literals, task)
+    if check.raises:
+        return _restates(check, literals, task)
+    # A value: one clause states the call and its result. Literals gathered from all over the
+    # task make claims it never states: "Queue(3).pop() == 'x'" from an example's "limit 3,
+    # after push('x'), …" (the pushes dropped), "trim(text, 3) == …" from an example given
+    # without the 3.
+    called = _called(tree)
+    return any(
+        _restates(check, literals, text) and all(_names(n, text) for n in called)
+        for text, _ in split_clauses(task)
+    )
+
+
+def _called(tree: ast.AST) -> list[str]:
+    """The functions, classes and methods a check calls (``C(2).get('a')``: C and get)."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                names.append(func.id)
+            elif isinstance(func, ast.Attribute):
+                names.append(func.attr)
+    return names
+
+
+def _names(name: str, text: str) -> bool:
+    """Whether `text` writes `name` as a word."""
+    return re.search(rf"(?<!\w){re.escape(name)}\b", text) is not None
 
 
 def _restates(check: Check, literals: Sequence[str], text: str) -> bool:

@@ -291,6 +291,34 @@ def test_a_scenario_that_restates_one_worked_example_of_the_task_is_the_tasks() 
     assert not restates_task(Check(call=flag, expect="True", origin="planner"), TABLE + " True.")
 
 
+QUEUE = (
+    "Write a `Queue` class. `push(item)` adds item at the back; `pop()` removes and returns "
+    "the front item and raises IndexError when empty. `size()` gives the number of items. "
+    "Example: with limit 3, after push('x'), push('y') and pop(), the queue holds ['y']. "
+    "Write `trim(text, width=10)`; trim('abcdef') returns 'abcdef'."
+)
+
+
+def test_a_one_line_value_check_is_the_tasks_only_when_one_clause_states_its_call_and_result() -> (
+    None
+):
+    # Literals and a result gathered from all over the task: each one is there, the claim is not.
+    for call, expect in (
+        ("Queue(3).pop()", "'x'"),  # the example's pushes dropped
+        ("Queue(3).size()", "3"),  # "limit 3" read as a size
+        ("trim('abcdef', 3)", "'abcdef'"),  # a width the example never gives
+    ):
+        invented = Check(call=call, expect=expect, origin="planner")
+        assert not restates_task(invented, QUEUE), call
+        assert placed(invented, QUEUE, task_clauses(QUEUE, names=["Queue", "trim"])).origin == (
+            "planner"
+        )
+    # One clause states the call and its result: the task's word, whoever wrote it.
+    assert restates_task(Check(call="trim('abcdef')", expect="'abcdef'", origin="planner"), QUEUE)
+    # An error the task states keeps its reading over the whole task.
+    assert restates_task(Check(call="Queue(3).pop()", raises="IndexError", origin="planner"), QUEUE)
+
+
 def test_a_sentence_stating_two_functions_is_a_clause_for_each() -> None:
     task = (
         "Write merge_intervals(intervals: list[tuple[int, int]]) -> list[tuple[int, int]] that "
